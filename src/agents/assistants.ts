@@ -1,0 +1,126 @@
+import { randomUUID } from "node:crypto";
+import { Hono } from "hono";
+import { notFound } from "../errors.js";
+import { body, params, query } from "../http/validation.js";
+import { channelSchemas } from "../runtime/graphs.js";
+import type { Assistant } from "../storage/ports.js";
+import { type AgentDeps, type AppEnv, orgOf, pick } from "./context.js";
+import * as S from "./schemas.js";
+
+export function assistantRoutes({ storage, graphs, runs }: AgentDeps) {
+  /** The assistant named by the path (an assistant id, or a graph id for its default assistant). */
+  const load = async (c: Parameters<typeof orgOf>[0]): Promise<Assistant> => {
+    const { assistant_id } = params(c, S.AssistantPath);
+    try {
+      return await runs.assistant(orgOf(c), assistant_id);
+    } catch {
+      throw notFound(`Assistant ${assistant_id} not found`);
+    }
+  };
+
+  return new Hono<AppEnv>()
+    .post("/assistants", async (c) => {
+      const b = await body(c, S.AssistantCreate);
+      if (!graphs.has(b.graph_id)) throw notFound(`Graph "${b.graph_id}" not found`);
+      const assistant = await storage.assistants.create(
+        orgOf(c),
+        {
+          assistant_id: b.assistant_id ?? randomUUID(),
+          graph_id: b.graph_id,
+          name: b.name ?? "Untitled",
+          description: b.description ?? null,
+          config: b.config ?? {},
+          context: b.context ?? {},
+          metadata: b.metadata ?? {},
+        },
+        b.if_exists ?? "raise",
+      );
+      return c.json(assistant);
+    })
+    .post("/assistants/search", async (c) => {
+      const b = await body(c, S.AssistantSearch);
+      const q = {
+        ...b,
+        graph_id: b.graph_id ?? undefined,
+        name: b.name ?? undefined,
+        metadata: b.metadata ?? undefined,
+      };
+      const { items, total } = await storage.assistants.search(orgOf(c), q);
+      c.header("X-Pagination-Total", String(total));
+      if (b.offset + items.length < total) c.header("X-Pagination-Next", String(b.offset + items.length));
+      return c.json(pick(items, b.select));
+    })
+    .post("/assistants/count", async (c) => {
+      const b = await body(c, S.AssistantCount);
+      return c.json(
+        await storage.assistants.count(orgOf(c), {
+          graph_id: b.graph_id ?? undefined,
+          name: b.name ?? undefined,
+          metadata: b.metadata ?? undefined,
+        }),
+      );
+    })
+    .get("/assistants/:assistant_id", async (c) => c.json(await load(c)))
+    .patch("/assistants/:assistant_id", async (c) => {
+      const { assistant_id } = (await load(c)) as Assistant;
+      const b = await body(c, S.AssistantPatch);
+      if (b.graph_id && !graphs.has(b.graph_id)) throw notFound(`Graph "${b.graph_id}" not found`);
+      const updated = await storage.assistants.update(orgOf(c), assistant_id, {
+        graph_id: b.graph_id ?? undefined,
+        name: b.name ?? undefined,
+        description: b.description,
+        config: b.config ?? undefined,
+        context: b.context ?? undefined,
+        metadata: b.metadata ?? undefined,
+      });
+      if (!updated) throw notFound(`Assistant ${assistant_id} not found`);
+      return c.json(updated);
+    })
+    .delete("/assistants/:assistant_id", async (c) => {
+      const { assistant_id } = await load(c);
+      const { delete_threads } = query(c, S.AssistantDeleteQuery);
+      if (!(await storage.assistants.delete(orgOf(c), assistant_id, { deleteThreads: delete_threads }))) {
+        throw notFound(`Assistant ${assistant_id} not found`);
+      }
+      return c.json([assistant_id]);
+    })
+    .post("/assistants/:assistant_id/versions", async (c) => {
+      const { assistant_id } = await load(c);
+      const b = await body(c, S.AssistantVersions);
+      return c.json(
+        await storage.assistants.versions(orgOf(c), assistant_id, {
+          metadata: b.metadata ?? undefined,
+          limit: b.limit,
+          offset: b.offset,
+        }),
+      );
+    })
+    .post("/assistants/:assistant_id/latest", async (c) => {
+      const { assistant_id } = await load(c);
+      const { version } = await body(c, S.AssistantLatest);
+      const updated = await storage.assistants.setLatest(orgOf(c), assistant_id, version);
+      if (!updated) throw notFound(`Assistant ${assistant_id} has no version ${version}`);
+      return c.json(updated);
+    })
+    .get("/assistants/:assistant_id/schemas", async (c) => {
+      const assistant = await load(c);
+      return c.json(await graphs.schemas(assistant.graph_id, assistant.config));
+    })
+    .get("/assistants/:assistant_id/graph", async (c) => {
+      const assistant = await load(c);
+      const { xray } = query(c, S.GraphQuery);
+      const graph = await graphs.get(assistant.graph_id, assistant.config);
+      const drawable = await graph.getGraphAsync({ ...assistant.config, xray });
+      return c.json(drawable.toJSON());
+    })
+    .get("/assistants/:assistant_id/subgraphs/:namespace?", async (c) => {
+      const assistant = await load(c);
+      const { recurse } = query(c, S.SubgraphsQuery);
+      const graph = await graphs.get(assistant.graph_id, assistant.config);
+      const result: Record<string, unknown> = {};
+      for await (const [ns, subgraph] of graph.getSubgraphsAsync(c.req.param("namespace"), recurse)) {
+        result[ns] = channelSchemas(subgraph);
+      }
+      return c.json(result);
+    });
+}

@@ -1,0 +1,217 @@
+/**
+ * Request schemas of the agent-server area. They validate every request (422 on mismatch) and,
+ * later, generate /openapi.json (DESIGN.md decision 7). Unknown fields are accepted and ignored,
+ * because the official SDKs send fields this server does not use (`durability`, `ttl`, …); known
+ * fields of the wrong type are rejected. `null` is accepted wherever the SDK may send it.
+ */
+import { z } from "zod";
+import { MULTITASK_STRATEGIES, RUN_STATUSES, THREAD_STATUSES } from "../runtime/statuses.js";
+
+const obj = z.record(z.string(), z.unknown());
+const uuid = z.uuid({ message: "must be a UUID" });
+const optionalObj = obj.nullish();
+const limit = (max: number, dflt: number) => z.coerce.number().int().min(1).max(max).default(dflt);
+const offset = z.coerce.number().int().min(0).default(0);
+const sortOrder = z.enum(["asc", "desc"]).default("desc");
+
+export const STREAM_MODES = [
+  "values",
+  "updates",
+  "messages",
+  "messages-tuple",
+  "custom",
+  "debug",
+  "events",
+  "tasks",
+  "checkpoints",
+] as const;
+
+// ---- path parameters -------------------------------------------------------------------------
+export const ThreadPath = z.object({ thread_id: uuid });
+export const RunPath = z.object({ thread_id: uuid, run_id: uuid });
+export const StatelessRunPath = z.object({ run_id: uuid });
+export const AssistantPath = z.object({ assistant_id: z.string().min(1) });
+export const CheckpointPath = z.object({ thread_id: uuid, checkpoint_id: z.string().min(1) });
+
+const flag = z
+  .enum(["true", "false", "1", "0", "yes", "no"])
+  .optional()
+  .transform((v) => v === "true" || v === "1" || v === "yes");
+
+// ---- assistants ------------------------------------------------------------------------------
+export const AssistantCreate = z.object({
+  graph_id: z.string().min(1),
+  assistant_id: uuid.optional(),
+  config: optionalObj,
+  context: optionalObj,
+  metadata: optionalObj,
+  if_exists: z.enum(["raise", "do_nothing"]).nullish(),
+  name: z.string().nullish(),
+  description: z.string().nullish(),
+});
+
+export const AssistantPatch = z.object({
+  graph_id: z.string().min(1).nullish(),
+  config: optionalObj,
+  context: optionalObj,
+  metadata: optionalObj,
+  name: z.string().nullish(),
+  description: z.string().nullish(),
+});
+
+const assistantFilters = {
+  graph_id: z.string().nullish(),
+  name: z.string().nullish(),
+  metadata: optionalObj,
+};
+
+export const AssistantSearch = z.object({
+  ...assistantFilters,
+  limit: limit(1000, 10),
+  offset,
+  sort_by: z.enum(["assistant_id", "graph_id", "name", "created_at", "updated_at"]).default("created_at"),
+  sort_order: sortOrder,
+  select: z.array(z.string()).nullish(),
+});
+
+export const AssistantCount = z.object(assistantFilters);
+
+export const AssistantVersions = z.object({ metadata: optionalObj, limit: limit(1000, 10), offset });
+
+export const AssistantLatest = z.object({ version: z.number().int().min(1) });
+
+export const AssistantDeleteQuery = z.object({ delete_threads: flag });
+export const GraphQuery = z.object({ xray: z.union([flag, z.coerce.number().int()]).optional() });
+export const SubgraphsQuery = z.object({ recurse: flag });
+
+// ---- threads ---------------------------------------------------------------------------------
+const superstep = z.object({
+  updates: z.array(
+    z.object({
+      values: z.unknown().optional(),
+      command: z.record(z.string(), z.unknown()).nullish(),
+      as_node: z.string(),
+    }),
+  ),
+});
+
+export const ThreadCreate = z.object({
+  thread_id: uuid.optional(),
+  metadata: optionalObj,
+  if_exists: z.enum(["raise", "do_nothing"]).nullish(),
+  supersteps: z.array(superstep).nullish(),
+});
+
+export const ThreadPatch = z.object({ metadata: obj });
+
+const threadFilters = {
+  metadata: optionalObj,
+  values: optionalObj,
+  status: z.enum(THREAD_STATUSES).nullish(),
+};
+
+export const ThreadSearch = z.object({
+  ids: z.array(uuid).nullish(),
+  ...threadFilters,
+  limit: limit(1000, 10),
+  offset,
+  sort_by: z
+    .enum(["thread_id", "status", "created_at", "updated_at", "state_updated_at"])
+    .default("created_at"),
+  sort_order: sortOrder,
+  select: z.array(z.string()).nullish(),
+});
+
+export const ThreadCount = z.object(threadFilters);
+
+const checkpointRef = z.object({
+  checkpoint_id: z.string().nullish(),
+  checkpoint_ns: z.string().nullish(),
+  checkpoint_map: optionalObj,
+  thread_id: z.string().nullish(),
+});
+
+export const StateQuery = z.object({ subgraphs: flag });
+
+export const StateCheckpoint = z.object({ checkpoint: checkpointRef, subgraphs: z.boolean().nullish() });
+
+export const StateUpdate = z.object({
+  values: z.union([obj, z.array(obj), z.null()]).optional(),
+  as_node: z.string().nullish(),
+  checkpoint_id: z.string().nullish(),
+  checkpoint: checkpointRef.nullish(),
+});
+
+export const HistoryQuery = z.object({ limit: limit(1000, 10), before: z.string().optional() });
+
+export const HistoryBody = z.object({
+  limit: limit(1000, 10),
+  before: z.union([z.string(), checkpointRef]).nullish(),
+  metadata: optionalObj,
+  checkpoint: checkpointRef.nullish(),
+});
+
+// ---- runs ------------------------------------------------------------------------------------
+const nodes = z.union([z.literal("*"), z.array(z.string())]);
+const goto = z.union([z.string(), z.object({ node: z.string(), input: z.unknown() })]);
+
+export const RunCreate = z.object({
+  assistant_id: z.string().min(1),
+  input: z.unknown().optional(),
+  command: z
+    .object({
+      resume: z.unknown().optional(),
+      update: z.union([obj, z.array(z.tuple([z.string(), z.unknown()])), z.null()]).optional(),
+      goto: z.union([goto, z.array(goto), z.null()]).optional(),
+    })
+    .nullish(),
+  metadata: optionalObj,
+  config: z
+    .object({
+      tags: z.array(z.string()).nullish(),
+      recursion_limit: z.number().int().min(1).nullish(),
+      configurable: optionalObj,
+    })
+    .loose()
+    .nullish(),
+  context: optionalObj,
+  checkpoint_id: z.string().nullish(),
+  checkpoint: checkpointRef.nullish(),
+  webhook: z.url({ message: "must be a URL" }).or(z.string().startsWith("/")).nullish(),
+  interrupt_before: nodes.nullish(),
+  interrupt_after: nodes.nullish(),
+  stream_mode: z.union([z.enum(STREAM_MODES), z.array(z.enum(STREAM_MODES))]).nullish(),
+  stream_subgraphs: z.boolean().nullish(),
+  stream_resumable: z.boolean().nullish(),
+  on_disconnect: z.enum(["cancel", "continue"]).nullish(),
+  multitask_strategy: z.enum(MULTITASK_STRATEGIES).nullish(),
+  if_not_exists: z.enum(["create", "reject"]).nullish(),
+  after_seconds: z.number().min(0).nullish(),
+  on_completion: z.enum(["delete", "keep"]).nullish(),
+  feedback_keys: z.array(z.string()).nullish(),
+  langsmith_tracer: optionalObj,
+  durability: z.enum(["sync", "async", "exit"]).nullish(),
+  checkpoint_during: z.boolean().nullish(),
+});
+
+export const RunBatch = z.array(RunCreate).min(1);
+
+export const RunListQuery = z.object({
+  limit: limit(1000, 10),
+  offset,
+  status: z.enum(RUN_STATUSES).optional(),
+});
+
+export const CancelQuery = z.object({
+  wait: flag,
+  action: z.enum(["interrupt", "rollback"]).default("interrupt"),
+});
+
+export const JoinStreamQuery = z.object({ cancel_on_disconnect: flag });
+
+export const BulkCancel = z.object({
+  thread_id: uuid.nullish(),
+  run_ids: z.array(uuid).nullish(),
+  status: z.enum(["pending", "running", "all"]).nullish(),
+});
+export const BulkCancelQuery = z.object({ action: z.enum(["interrupt", "rollback"]).default("interrupt") });

@@ -1,0 +1,157 @@
+import { badRequest, conflict } from "../errors.js";
+import type { CompiledGraph, GraphRegistry } from "../runtime/graphs.js";
+import { toPlain } from "../runtime/serialize.js";
+import type { Interrupt, OrgId, Storage, Thread } from "../storage/ports.js";
+
+/** A LangGraph StateSnapshot in the wire shape of the official servers (ThreadState). */
+export function toThreadState(snapshot: any): Record<string, unknown> {
+  const ref = (config: any) =>
+    config?.configurable
+      ? {
+          thread_id: config.configurable.thread_id,
+          checkpoint_ns: config.configurable.checkpoint_ns ?? "",
+          checkpoint_id: config.configurable.checkpoint_id,
+          checkpoint_map: config.configurable.checkpoint_map ?? null,
+        }
+      : null;
+  return {
+    values: toPlain(snapshot.values) ?? {},
+    next: snapshot.next ?? [],
+    tasks: (snapshot.tasks ?? []).map((t: any) => ({
+      id: t.id,
+      name: t.name,
+      path: t.path ?? [],
+      error: t.error ? String(t.error?.message ?? t.error) : null,
+      interrupts: toPlain(t.interrupts ?? []),
+      checkpoint: t.state && "configurable" in t.state ? ref(t.state) : null,
+      state: t.state && "values" in t.state ? toThreadState(t.state) : null,
+      result: t.result === undefined ? null : toPlain(t.result),
+    })),
+    metadata: toPlain(snapshot.metadata) ?? {},
+    created_at: snapshot.createdAt ?? null,
+    checkpoint: ref(snapshot.config),
+    parent_checkpoint: ref(snapshot.parentConfig),
+    interrupts: toPlain((snapshot.tasks ?? []).flatMap((t: any) => t.interrupts ?? [])),
+  };
+}
+
+export const EMPTY_STATE = {
+  values: {},
+  next: [],
+  tasks: [],
+  metadata: {},
+  created_at: null,
+  checkpoint: null,
+  parent_checkpoint: null,
+  interrupts: [],
+};
+
+/** Interrupts of a snapshot, keyed by task id (the `thread.interrupts` shape). */
+export function interruptsByTask(snapshot: any): Record<string, Interrupt[]> {
+  const out: Record<string, Interrupt[]> = {};
+  for (const t of snapshot.tasks ?? [])
+    if (t.interrupts?.length) out[t.id] = toPlain(t.interrupts) as Interrupt[];
+  return out;
+}
+
+/**
+ * Reads and writes a thread's graph state. The graph is the one the thread last ran (its
+ * `metadata.graph_id`), instantiated with the server's checkpointer.
+ */
+export class ThreadStateService {
+  constructor(
+    private readonly storage: Storage,
+    private readonly graphs: GraphRegistry,
+  ) {}
+
+  async graphOf(thread: Thread): Promise<CompiledGraph | null> {
+    const graphId = thread.metadata.graph_id;
+    if (typeof graphId !== "string" || !this.graphs.has(graphId)) return null;
+    return this.graphs.get(graphId, thread.config);
+  }
+
+  async get(thread: Thread, checkpoint: Record<string, unknown> = {}, subgraphs = false) {
+    const graph = await this.graphOf(thread);
+    if (!graph) return EMPTY_STATE;
+    const snapshot = await graph.getState(
+      { configurable: { thread_id: thread.thread_id, checkpoint_ns: "", ...dropNullish(checkpoint) } },
+      { subgraphs },
+    );
+    return toThreadState(snapshot);
+  }
+
+  async history(
+    thread: Thread,
+    opts: {
+      limit: number;
+      before?: string;
+      metadata?: Record<string, unknown>;
+      checkpoint?: Record<string, unknown>;
+    },
+  ) {
+    const graph = await this.graphOf(thread);
+    if (!graph) return [];
+    const out: unknown[] = [];
+    const config = {
+      configurable: { thread_id: thread.thread_id, checkpoint_ns: "", ...dropNullish(opts.checkpoint ?? {}) },
+    };
+    const iterator = graph.getStateHistory(config, {
+      limit: opts.limit,
+      before: opts.before ? { configurable: { checkpoint_id: opts.before } } : undefined,
+      filter: opts.metadata,
+    });
+    for await (const snapshot of iterator) out.push(toThreadState(snapshot));
+    return out;
+  }
+
+  /** POST /threads/{id}/state: a new checkpoint as if written by `asNode`. Not while a run is in flight. */
+  async update(
+    org: OrgId,
+    thread: Thread,
+    update: { values: unknown; asNode?: string; checkpoint?: Record<string, unknown> },
+  ) {
+    if (thread.status === "busy")
+      throw conflict(`Thread ${thread.thread_id} is busy with a run; update its state after it ends`);
+    const graph = await this.graphOf(thread);
+    if (!graph)
+      throw badRequest(`Thread ${thread.thread_id} has no graph yet: run it once before updating its state`);
+    const config = await graph.updateState(
+      {
+        configurable: {
+          thread_id: thread.thread_id,
+          checkpoint_ns: "",
+          ...dropNullish(update.checkpoint ?? {}),
+        },
+      },
+      update.values,
+      update.asNode,
+    );
+    await this.record(org, thread.thread_id, graph);
+    return { checkpoint: config.configurable };
+  }
+
+  /** Applies `supersteps` on a new thread (threads.create with supersteps). */
+  async applySupersteps(org: OrgId, thread: Thread, supersteps: { updates: any[] }[]) {
+    const graph = await this.graphOf(thread);
+    if (!graph) throw badRequest("supersteps need metadata.graph_id naming a registered graph");
+    await graph.bulkUpdateState(
+      { configurable: { thread_id: thread.thread_id, checkpoint_ns: "" } },
+      supersteps.map((s) => ({
+        updates: s.updates.map((u) => ({ values: u.values, asNode: u.as_node, command: u.command })),
+      })),
+    );
+    await this.record(org, thread.thread_id, graph);
+  }
+
+  async record(org: OrgId, threadId: string, graph: CompiledGraph) {
+    const snapshot = await graph.getState({ configurable: { thread_id: threadId } });
+    await this.storage.threads.recordState(org, threadId, {
+      values: toPlain(snapshot.values),
+      interrupts: interruptsByTask(snapshot),
+      hasNext: (snapshot.next ?? []).length > 0,
+    });
+  }
+}
+
+const dropNullish = (o: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined));

@@ -1,0 +1,18 @@
+import { Hono } from "hono";
+import type { AppEnv } from "./context.js";
+
+const VERSION = "0.1.0";
+
+export function systemRoutes() {
+  return new Hono<AppEnv>()
+    .get("/ok", (c) => c.json({ ok: true }))
+    .get("/info", (c) =>
+      c.json({
+        version: VERSION,
+        server: "hangar",
+        context: "js",
+        flags: { assistants: true, crons: false, langsmith: false, langsmith_tracing_replicas: false },
+        metadata: {},
+      }),
+    );
+}

@@ -1,0 +1,136 @@
+import { randomUUID } from "node:crypto";
+import { Hono } from "hono";
+import { notFound } from "../errors.js";
+import { body, params, query } from "../http/validation.js";
+import type { Thread } from "../storage/ports.js";
+import { type AgentDeps, type AppEnv, orgOf, pick } from "./context.js";
+import * as S from "./schemas.js";
+import { ThreadStateService } from "./state.js";
+
+export function threadRoutes({ storage, graphs, runs }: AgentDeps) {
+  const state = new ThreadStateService(storage, graphs);
+  const load = async (c: Parameters<typeof orgOf>[0]): Promise<Thread> => {
+    const { thread_id } = params(c, S.ThreadPath);
+    const thread = await storage.threads.get(orgOf(c), thread_id);
+    if (!thread) throw notFound(`Thread ${thread_id} not found`);
+    return thread;
+  };
+
+  return new Hono<AppEnv>()
+    .post("/threads", async (c) => {
+      const b = await body(c, S.ThreadCreate);
+      const org = orgOf(c);
+      const thread = await storage.threads.create(
+        org,
+        { thread_id: b.thread_id ?? randomUUID(), metadata: b.metadata ?? {} },
+        b.if_exists ?? "raise",
+      );
+      if (b.supersteps?.length) {
+        await state.applySupersteps(org, thread, b.supersteps);
+        return c.json(await storage.threads.get(org, thread.thread_id));
+      }
+      return c.json(thread);
+    })
+    .post("/threads/search", async (c) => {
+      const b = await body(c, S.ThreadSearch);
+      const { items, total } = await storage.threads.search(orgOf(c), {
+        ...b,
+        ids: b.ids ?? undefined,
+        metadata: b.metadata ?? undefined,
+        values: b.values ?? undefined,
+        status: b.status ?? undefined,
+      });
+      c.header("X-Pagination-Total", String(total));
+      if (b.offset + items.length < total) c.header("X-Pagination-Next", String(b.offset + items.length));
+      return c.json(pick(items, b.select));
+    })
+    .post("/threads/count", async (c) => {
+      const b = await body(c, S.ThreadCount);
+      return c.json(
+        await storage.threads.count(orgOf(c), {
+          metadata: b.metadata ?? undefined,
+          values: b.values ?? undefined,
+          status: b.status ?? undefined,
+        }),
+      );
+    })
+    .get("/threads/:thread_id", async (c) => c.json(await load(c)))
+    .patch("/threads/:thread_id", async (c) => {
+      const { thread_id } = await load(c);
+      const { metadata } = await body(c, S.ThreadPatch);
+      const thread = await storage.threads.patch(orgOf(c), thread_id, metadata);
+      if (!thread) throw notFound(`Thread ${thread_id} not found`);
+      return c.json(thread);
+    })
+    .delete("/threads/:thread_id", async (c) => {
+      const { thread_id } = params(c, S.ThreadPath);
+      const { deleted, runningRunIds } = await storage.threads.delete(orgOf(c), thread_id);
+      if (!deleted) throw notFound(`Thread ${thread_id} not found`);
+      await runs.stopAll(runningRunIds);
+      return c.body(null, 204);
+    })
+    .post("/threads/:thread_id/copy", async (c) => {
+      const { thread_id } = params(c, S.ThreadPath);
+      const copy = await storage.threads.copy(orgOf(c), thread_id, randomUUID());
+      if (!copy) throw notFound(`Thread ${thread_id} not found`);
+      return c.json(copy);
+    })
+    .get("/threads/:thread_id/state", async (c) => {
+      const thread = await load(c);
+      const { subgraphs } = query(c, S.StateQuery);
+      return c.json(await state.get(thread, {}, subgraphs));
+    })
+    .post("/threads/:thread_id/state", async (c) => {
+      const thread = await load(c);
+      const b = await body(c, S.StateUpdate);
+      const checkpoint = {
+        ...(b.checkpoint ?? {}),
+        ...(b.checkpoint_id ? { checkpoint_id: b.checkpoint_id } : {}),
+      };
+      return c.json(
+        await state.update(orgOf(c), thread, {
+          values: b.values,
+          asNode: b.as_node ?? undefined,
+          checkpoint,
+        }),
+      );
+    })
+    .patch("/threads/:thread_id/state", async (c) => {
+      const { thread_id } = await load(c);
+      const { metadata } = await body(c, S.ThreadPatch);
+      await storage.threads.patch(orgOf(c), thread_id, metadata);
+      return c.body(null, 204);
+    })
+    .post("/threads/:thread_id/state/checkpoint", async (c) => {
+      const thread = await load(c);
+      const b = await body(c, S.StateCheckpoint);
+      return c.json(await state.get(thread, b.checkpoint, b.subgraphs ?? false));
+    })
+    .get("/threads/:thread_id/state/:checkpoint_id", async (c) => {
+      const thread = await load(c);
+      const { checkpoint_id } = params(c, S.CheckpointPath);
+      const { subgraphs } = query(c, S.StateQuery);
+      const found = await state.get(thread, { checkpoint_id }, subgraphs);
+      if (found.checkpoint === null && thread.metadata.graph_id)
+        throw notFound(`Checkpoint ${checkpoint_id} not found`);
+      return c.json(found);
+    })
+    .get("/threads/:thread_id/history", async (c) => {
+      const thread = await load(c);
+      const q = query(c, S.HistoryQuery);
+      return c.json(await state.history(thread, { limit: q.limit, before: q.before }));
+    })
+    .post("/threads/:thread_id/history", async (c) => {
+      const thread = await load(c);
+      const b = await body(c, S.HistoryBody);
+      const before = typeof b.before === "string" ? b.before : (b.before?.checkpoint_id ?? undefined);
+      return c.json(
+        await state.history(thread, {
+          limit: b.limit,
+          before,
+          metadata: b.metadata ?? undefined,
+          checkpoint: b.checkpoint ?? undefined,
+        }),
+      );
+    });
+}

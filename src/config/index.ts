@@ -1,0 +1,254 @@
+/**
+ * langgraph.json + environment + command-line flags → one typed, validated, frozen Config.
+ *
+ * Every setting is resolved with the same precedence: flag > `HANGAR_*` environment variable >
+ * langgraph.json (its optional `"hangar": {host, port, data_dir, workers}` section) > default.
+ * Paths given by a flag or variable are relative to the working directory; paths inside langgraph.json
+ * are relative to the file's directory. Loading has no side effects: nothing is written to process.env
+ * (the server applies `env`), nothing is created on disk.
+ */
+import { statSync } from "node:fs";
+import path from "node:path";
+import { ConfigError } from "./errors.js";
+import { readProjectFile, resolveEnv, resolveGraphs } from "./project-file.js";
+
+export { ConfigError } from "./errors.js";
+
+export interface GraphSpec {
+  id: string;
+  /** Absolute path of the module that exports the graph. */
+  file: string;
+  /** Named export; `default` when the spec has no `:export` suffix. */
+  exportName: string;
+  description?: string;
+}
+
+export interface CorsConfig {
+  allow_origins?: string[];
+  allow_methods?: string[];
+  allow_headers?: string[];
+  allow_credentials?: boolean;
+  allow_origin_regex?: string;
+  expose_headers?: string[];
+  max_age?: number;
+}
+
+export interface HttpConfig {
+  cors?: CorsConfig;
+  disable_a2a?: boolean;
+  disable_mcp?: boolean;
+  disable_assistants?: boolean;
+  disable_threads?: boolean;
+  disable_runs?: boolean;
+  disable_store?: boolean;
+  disable_meta?: boolean;
+}
+
+export type LogLevel = "debug" | "info" | "warn" | "error";
+export type SqliteSynchronous = "normal" | "full";
+
+export interface Config {
+  mode: "dev" | "serve";
+  /** Absolute path of langgraph.json. */
+  configPath: string;
+  /** Its directory; graph paths, the env file and the default data dir are relative to it. */
+  projectDir: string;
+  host: string;
+  /** 0 asks the OS for a free port. */
+  port: number;
+  /** Absolute; default `<projectDir>/.hangar`. */
+  dataDir: string;
+  graphs: GraphSpec[];
+  /** From langgraph.json `env` (an object, or a .env file). Not applied to process.env here. */
+  env: Record<string, string>;
+  http: HttpConfig;
+  /** Runs executing concurrently per process. */
+  workers: number;
+  sqliteSynchronous: SqliteSynchronous;
+  /** How long a finished run's event log stays joinable. */
+  streamRetentionSeconds: number;
+  logLevel: LogLevel;
+  /** From `LANGGRAPH_CONFIG`: `{ "<graph id>": { ...config, context?: {...} } }`, applied to default assistants. */
+  defaultAssistantConfigs: Record<string, Record<string, unknown>>;
+  /** Things the user should hear about that do not stop the server (settings Hangar ignores). */
+  warnings: string[];
+}
+
+export interface ConfigFlags {
+  config: string;
+  host: string;
+  /** A string is accepted so the CLI can hand over what the user typed and get a precise error back. */
+  port: number | string;
+  dataDir: string;
+  workers: number | string;
+  sqliteSynchronous: string;
+  logLevel: string;
+}
+
+export interface LoadConfigOptions {
+  mode: "dev" | "serve";
+  flags: Partial<ConfigFlags>;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+}
+
+export const DEFAULTS = Object.freeze({
+  configFile: "langgraph.json",
+  host: "127.0.0.1",
+  port: 2024,
+  dataDirName: ".hangar",
+  workers: 32,
+  sqliteSynchronous: "normal" as SqliteSynchronous,
+  streamRetentionSeconds: 300,
+  logLevel: "info" as LogLevel,
+});
+
+const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
+const SQLITE_SYNCHRONOUS: readonly SqliteSynchronous[] = ["normal", "full"];
+
+export function loadConfig(opts: LoadConfigOptions): Config {
+  const { flags, env, cwd } = opts;
+  const configPath = locateConfigFile(flags.config, env.HANGAR_CONFIG, cwd);
+  const projectDir = path.dirname(configPath);
+  const file = readProjectFile(configPath);
+  const inFile = (key: string) => `${configPath}: hangar.${key}`;
+
+  // A source is [where the value came from, for error messages; the raw value]. Empty env vars count as unset.
+  type Source = [label: string, raw: string | number | undefined];
+  const first = (...sources: Source[]): Source | undefined =>
+    sources.find(([, raw]) => raw !== undefined && raw !== "");
+
+  const host = first(
+    ["--host", flags.host],
+    ["HANGAR_HOST", env.HANGAR_HOST],
+    [inFile("host"), file.hangar.host],
+  );
+  const port = first(
+    ["--port", flags.port],
+    ["HANGAR_PORT", env.HANGAR_PORT],
+    [inFile("port"), file.hangar.port],
+  );
+  const workers = first(
+    ["--workers", flags.workers],
+    ["HANGAR_WORKERS", env.HANGAR_WORKERS],
+    [inFile("workers"), file.hangar.workers],
+  );
+  const sync = first(
+    ["--sqlite-synchronous", flags.sqliteSynchronous],
+    ["HANGAR_SQLITE_SYNCHRONOUS", env.HANGAR_SQLITE_SYNCHRONOUS],
+  );
+  const logLevel = first(["--log-level", flags.logLevel], ["HANGAR_LOG_LEVEL", env.HANGAR_LOG_LEVEL]);
+  const retention = first(["HANGAR_STREAM_RETENTION_SECONDS", env.HANGAR_STREAM_RETENTION_SECONDS]);
+
+  const dataDir =
+    firstPath(cwd, flags.dataDir, env.HANGAR_DATA_DIR) ??
+    (file.hangar.data_dir !== undefined
+      ? path.resolve(projectDir, file.hangar.data_dir)
+      : path.join(projectDir, DEFAULTS.dataDirName));
+
+  const fileEnv = resolveEnv(configPath, projectDir, file.env);
+  const graphs = resolveGraphs(configPath, projectDir, file.graphs);
+  const warnings = [...file.warnings];
+  const defaultAssistantConfigs = parseAssistantConfigs(
+    env.LANGGRAPH_CONFIG ?? fileEnv.LANGGRAPH_CONFIG,
+    graphs.map((g) => g.id),
+    warnings,
+  );
+
+  const config: Config = {
+    mode: opts.mode,
+    configPath,
+    projectDir,
+    host: host ? String(host[1]) : DEFAULTS.host,
+    port: port ? integer(port, 0, 65535) : DEFAULTS.port,
+    dataDir,
+    graphs,
+    env: fileEnv,
+    http: file.http as HttpConfig,
+    workers: workers ? integer(workers, 1, Number.MAX_SAFE_INTEGER) : DEFAULTS.workers,
+    sqliteSynchronous: sync ? oneOf(sync, SQLITE_SYNCHRONOUS) : DEFAULTS.sqliteSynchronous,
+    streamRetentionSeconds: retention
+      ? integer(retention, 0, Number.MAX_SAFE_INTEGER)
+      : DEFAULTS.streamRetentionSeconds,
+    logLevel: logLevel ? oneOf(logLevel, LOG_LEVELS) : DEFAULTS.logLevel,
+    defaultAssistantConfigs,
+    warnings,
+  };
+  return deepFreeze(config);
+}
+
+/** `--config` / `HANGAR_CONFIG` may name the file or the directory that holds langgraph.json. */
+function locateConfigFile(flag: string | undefined, envValue: string | undefined, cwd: string): string {
+  const given = flag || envValue || DEFAULTS.configFile;
+  let configPath = path.resolve(cwd, given);
+  if (statSync(configPath, { throwIfNoEntry: false })?.isDirectory()) {
+    configPath = path.join(configPath, DEFAULTS.configFile);
+  }
+  const stat = statSync(configPath, { throwIfNoEntry: false });
+  if (!stat) throw new ConfigError(`Config file not found: ${configPath}`);
+  if (!stat.isFile()) throw new ConfigError(`Config path is not a file: ${configPath}`);
+  return configPath;
+}
+
+function firstPath(cwd: string, ...candidates: (string | undefined)[]): string | undefined {
+  const given = candidates.find((c) => c !== undefined && c !== "");
+  return given === undefined ? undefined : path.resolve(cwd, given);
+}
+
+function integer([label, raw]: [string, string | number | undefined], min: number, max: number): number {
+  const value = typeof raw === "string" && /^\s*\d+\s*$/.test(raw) ? Number(raw) : raw;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+    const range =
+      max === Number.MAX_SAFE_INTEGER ? `an integer ≥ ${min}` : `an integer from ${min} to ${max}`;
+    throw new ConfigError(`${label}: must be ${range}, got ${JSON.stringify(raw)}`);
+  }
+  return value;
+}
+
+function oneOf<T extends string>(
+  [label, raw]: [string, string | number | undefined],
+  allowed: readonly T[],
+): T {
+  const value = String(raw).trim().toLowerCase();
+  if (!(allowed as readonly string[]).includes(value)) {
+    throw new ConfigError(`${label}: must be one of ${allowed.join(", ")}, got ${JSON.stringify(raw)}`);
+  }
+  return value as T;
+}
+
+/** `LANGGRAPH_CONFIG` is read the way the reference server reads it: a JSON object keyed by graph id. */
+function parseAssistantConfigs(
+  raw: string | undefined,
+  graphIds: string[],
+  warnings: string[],
+): Record<string, Record<string, unknown>> {
+  if (raw === undefined || raw.trim() === "") return {};
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch (err) {
+    throw new ConfigError(`LANGGRAPH_CONFIG: not valid JSON: ${(err as Error).message}`);
+  }
+  if (!isPlainObject(json)) {
+    throw new ConfigError('LANGGRAPH_CONFIG: must be a JSON object {"<graph id>": {...config}}');
+  }
+  for (const [id, value] of Object.entries(json)) {
+    if (!isPlainObject(value))
+      throw new ConfigError(`LANGGRAPH_CONFIG: ${JSON.stringify(id)}: must be an object`);
+    if (!graphIds.includes(id))
+      warnings.push(`LANGGRAPH_CONFIG: ${JSON.stringify(id)}: no graph with this id; ignored`);
+  }
+  return json as Record<string, Record<string, unknown>>;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}

@@ -1,0 +1,254 @@
+/**
+ * langgraph.json: read, parse, validate its shape with zod, and turn its `graphs` and `env` into
+ * resolved values. Keys that other LangGraph tools read (dependencies, node_version, dockerfile_lines…)
+ * are allowed and ignored; keys that would change how requests are served but Hangar does not honour
+ * yet produce a warning rather than being silently dropped.
+ */
+import { readFileSync, statSync } from "node:fs";
+import path from "node:path";
+import { parseEnv } from "node:util";
+import { type core, z } from "zod";
+import { ConfigError } from "./errors.js";
+
+const stringList = z.array(z.string({ error: "must be a string" }), { error: "must be an array of strings" });
+const flag = z.boolean({ error: "must be true or false" }).optional();
+
+const CorsSchema = z.object(
+  {
+    allow_origins: stringList.optional(),
+    allow_methods: stringList.optional(),
+    allow_headers: stringList.optional(),
+    allow_credentials: flag,
+    allow_origin_regex: z.string({ error: "must be a string (a regular expression)" }).optional(),
+    expose_headers: stringList.optional(),
+    max_age: z
+      .number({ error: "must be a number of seconds" })
+      .int({ error: "must be a whole number of seconds" })
+      .min(0, { error: "must not be negative" })
+      .optional(),
+  },
+  { error: "must be an object" },
+);
+
+const HTTP_KEYS = [
+  "cors",
+  "disable_a2a",
+  "disable_mcp",
+  "disable_assistants",
+  "disable_threads",
+  "disable_runs",
+  "disable_store",
+  "disable_meta",
+] as const;
+
+const HttpSchema = z.looseObject(
+  {
+    cors: CorsSchema.optional(),
+    disable_a2a: flag,
+    disable_mcp: flag,
+    disable_assistants: flag,
+    disable_threads: flag,
+    disable_runs: flag,
+    disable_store: flag,
+    disable_meta: flag,
+  },
+  { error: "must be an object" },
+);
+
+/** Hangar's own section. Strict, because every key in it is ours: a typo should fail, not be ignored. */
+const HangarSectionSchema = z.strictObject(
+  {
+    host: z.string({ error: "must be a string" }).min(1, { error: "must not be empty" }).optional(),
+    port: z.number({ error: "must be a number" }).optional(),
+    data_dir: z.string({ error: "must be a string" }).min(1, { error: "must not be empty" }).optional(),
+    workers: z.number({ error: "must be a number" }).optional(),
+  },
+  { error: "must be an object" },
+);
+
+const GraphEntrySchema = z.union(
+  [
+    z.string(),
+    z.looseObject({
+      path: z.string({ error: 'must be a string like "./src/graph.ts:graph"' }),
+      description: z.string({ error: "must be a string" }).optional(),
+    }),
+  ],
+  {
+    error: 'must be a string like "./src/graph.ts:graph" or an object {"path": "...", "description": "..."}',
+  },
+);
+
+const EnvSchema = z.union(
+  [
+    z.string(),
+    z.record(
+      z.string(),
+      z.union([z.string(), z.number(), z.boolean()], { error: "must be a string, number or boolean" }),
+    ),
+  ],
+  { error: "must be an object of variables or the path of a .env file" },
+);
+
+const ProjectFileSchema = z.looseObject(
+  {
+    graphs: z.record(z.string(), GraphEntrySchema, {
+      error: (iss) =>
+        iss.input === undefined ? "is required" : 'must be an object {"<graph id>": "./file.ts:export"}',
+    }),
+    env: EnvSchema.optional(),
+    http: HttpSchema.optional(),
+    hangar: HangarSectionSchema.optional(),
+  },
+  { error: "must contain a JSON object" },
+);
+
+export type HangarSection = z.infer<typeof HangarSectionSchema>;
+
+export interface ProjectFile {
+  graphs: z.infer<typeof ProjectFileSchema>["graphs"];
+  env: z.infer<typeof EnvSchema> | undefined;
+  http: Record<string, unknown>;
+  hangar: HangarSection;
+  warnings: string[];
+}
+
+/** langgraph.json keys that change serving behaviour in the reference servers but not (yet) in Hangar. */
+const UNSUPPORTED_TOP_LEVEL: Record<string, string> = {
+  auth: "auth is not supported yet: requests will NOT be authenticated",
+  store: "store settings (index, ttl) are not supported yet and are ignored",
+  checkpointer: "checkpointer settings are not supported yet and are ignored",
+  ui: "generative UI components are not supported and are ignored",
+  webhooks: "webhook settings are not supported yet and are ignored",
+};
+
+export function readProjectFile(configPath: string): ProjectFile {
+  let text: string;
+  try {
+    text = readFileSync(configPath, "utf8");
+  } catch (err) {
+    throw new ConfigError(`Cannot read config file ${configPath}: ${(err as Error).message}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`${configPath}: not valid JSON: ${(err as Error).message}`);
+  }
+  const parsed = ProjectFileSchema.safeParse(json);
+  if (!parsed.success) {
+    throw new ConfigError(formatIssues(configPath, parsed.error.issues));
+  }
+  const file = parsed.data;
+  if (Object.keys(file.graphs).length === 0) {
+    throw new ConfigError(`${configPath}: graphs: must declare at least one graph`);
+  }
+  const warnings: string[] = [];
+  for (const [key, why] of Object.entries(UNSUPPORTED_TOP_LEVEL)) {
+    if (file[key] !== undefined) warnings.push(`${configPath}: ${key}: ${why}`);
+  }
+  const http = file.http ?? {};
+  for (const key of Object.keys(http)) {
+    if (!(HTTP_KEYS as readonly string[]).includes(key)) {
+      warnings.push(`${configPath}: http.${key}: not supported by Hangar; ignored`);
+    }
+  }
+  const known = Object.fromEntries(HTTP_KEYS.filter((k) => http[k] !== undefined).map((k) => [k, http[k]]));
+  return { graphs: file.graphs, env: file.env, http: known, hangar: file.hangar ?? {}, warnings };
+}
+
+export interface ParsedGraph {
+  id: string;
+  file: string;
+  exportName: string;
+  description?: string;
+}
+
+/** `"./path/file.ts:exportName"`; the export defaults to `default`. A Windows drive colon is not an export. */
+const GRAPH_REF = /^(.*?)(?::([A-Za-z_$][\w$]*))?$/;
+
+export function resolveGraphs(
+  configPath: string,
+  projectDir: string,
+  graphs: ProjectFile["graphs"],
+): ParsedGraph[] {
+  return Object.entries(graphs).map(([id, entry]) => {
+    const field = `graphs${formatKey(id)}`;
+    if (id.trim() === "") throw new ConfigError(`${configPath}: ${field}: a graph id must not be empty`);
+    const ref = typeof entry === "string" ? entry : entry.path;
+    const refField = typeof entry === "string" ? field : `${field}.path`;
+    const [, filePart = "", exportName = "default"] = GRAPH_REF.exec(ref.trim()) ?? [];
+    if (filePart === "") {
+      throw new ConfigError(`${configPath}: ${refField}: must name a file, like "./src/graph.ts:graph"`);
+    }
+    const file = path.resolve(projectDir, filePart);
+    const stat = statSync(file, { throwIfNoEntry: false });
+    if (!stat) throw new ConfigError(`${configPath}: ${refField}: graph file not found: ${file}`);
+    if (!stat.isFile()) throw new ConfigError(`${configPath}: ${refField}: not a file: ${file}`);
+    const spec: ParsedGraph = { id, file, exportName };
+    if (typeof entry !== "string" && entry.description !== undefined) spec.description = entry.description;
+    return spec;
+  });
+}
+
+export function resolveEnv(
+  configPath: string,
+  projectDir: string,
+  env: ProjectFile["env"],
+): Record<string, string> {
+  if (env === undefined) return {};
+  if (typeof env !== "string") {
+    return Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)]));
+  }
+  const envPath = path.resolve(projectDir, env);
+  const stat = statSync(envPath, { throwIfNoEntry: false });
+  if (!stat) throw new ConfigError(`${configPath}: env: env file not found: ${envPath}`);
+  if (!stat.isFile()) throw new ConfigError(`${configPath}: env: not a file: ${envPath}`);
+  try {
+    return { ...parseEnv(readFileSync(envPath, "utf8")) } as Record<string, string>;
+  } catch (err) {
+    throw new ConfigError(`${configPath}: env: cannot read ${envPath}: ${(err as Error).message}`);
+  }
+}
+
+/** One line per problem, each naming the file and the field: `<file>: http.cors.max_age: must …`. */
+function formatIssues(configPath: string, issues: core.$ZodIssue[]): string {
+  return flatten(issues, [])
+    .map(({ at, message }) => `${configPath}: ${at.length ? `${formatPath(at)}: ` : ""}${message}`)
+    .join("\n");
+}
+
+interface Problem {
+  at: PropertyKey[];
+  message: string;
+}
+
+/**
+ * A union's own message is generic ("must be a string or an object"). When the input clearly aimed at
+ * one branch (that branch got further into the value), report that branch's problems instead, so
+ * `{"path": 3}` says `graphs.agent.path: must be a string`, not that the whole entry is wrong.
+ */
+function flatten(issues: core.$ZodIssue[], prefix: PropertyKey[]): Problem[] {
+  return issues.flatMap((issue): Problem[] => {
+    const at = [...prefix, ...issue.path];
+    if (issue.code === "invalid_union" && issue.errors.length > 0) {
+      const depth = (branch: core.$ZodIssue[]) => Math.max(0, ...branch.map((i) => i.path.length));
+      const best = issue.errors.reduce((a, b) => (depth(b) > depth(a) ? b : a));
+      if (depth(best) > 0) return flatten(best, at);
+    }
+    if (issue.code === "unrecognized_keys") {
+      return issue.keys.map((key) => ({ at: [...at, key], message: "unknown setting" }));
+    }
+    return [{ at, message: issue.message }];
+  });
+}
+
+function formatPath(at: PropertyKey[]): string {
+  return at.map((k, i) => (i === 0 && /^[A-Za-z_]\w*$/.test(String(k)) ? String(k) : formatKey(k))).join("");
+}
+
+function formatKey(key: PropertyKey): string {
+  if (typeof key === "number") return `[${key}]`;
+  const s = String(key);
+  return /^[A-Za-z_]\w*$/.test(s) ? `.${s}` : `[${JSON.stringify(s)}]`;
+}

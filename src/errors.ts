@@ -1,0 +1,40 @@
+/**
+ * Domain errors. Storage, runtime and route code throw these; `http/errors.ts` is the only place that
+ * turns them into HTTP responses (DESIGN.md decision 2), so no layer below HTTP knows status codes.
+ */
+export type ErrorKind =
+  | "not_found" // 404
+  | "conflict" // 409
+  | "bad_request" // 400: well-formed request the current state cannot accept
+  | "validation" // 422: the request does not match its schema
+  | "quota"; // 429
+
+export interface ValidationIssue {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+}
+
+export class HangarError extends Error {
+  override name = "HangarError";
+  constructor(
+    readonly kind: ErrorKind,
+    message: string,
+    /** When set, the body is `{detail: {error: type, message}}` (the sandbox area's typed errors). */
+    readonly type?: string,
+    readonly issues?: ValidationIssue[],
+  ) {
+    super(message);
+  }
+}
+
+export const notFound = (message: string, type?: string) => new HangarError("not_found", message, type);
+export const conflict = (message: string, type?: string) => new HangarError("conflict", message, type);
+export const badRequest = (message: string, type?: string) => new HangarError("bad_request", message, type);
+export const validationFailed = (issues: ValidationIssue[]) =>
+  new HangarError(
+    "validation",
+    issues.map((i) => `${i.loc.join(".")}: ${i.msg}`).join("; "),
+    undefined,
+    issues,
+  );

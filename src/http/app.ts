@@ -1,0 +1,50 @@
+import { Hono } from "hono";
+import { cors } from "hono/cors";
+import { assistantRoutes } from "../agents/assistants.js";
+import type { AgentDeps, AppEnv } from "../agents/context.js";
+import { runRoutes } from "../agents/runs.js";
+import { systemRoutes } from "../agents/system.js";
+import { threadRoutes } from "../agents/threads.js";
+import type { Logger } from "../cli/logger.js";
+import type { CorsConfig } from "../config/index.js";
+import { DEFAULT_ORG } from "../storage/ports.js";
+import { errorHandler, notFoundHandler } from "./errors.js";
+
+/** Headers the official SDK reads from responses; always exposed to browsers. */
+const EXPOSED = ["content-location", "location", "x-pagination-total", "x-pagination-next"];
+
+function corsMiddleware(config: CorsConfig | undefined) {
+  const regex = config?.allow_origin_regex ? new RegExp(config.allow_origin_regex) : null;
+  const origins = config?.allow_origins;
+  return cors({
+    origin: regex
+      ? (origin) => (regex.test(origin) || origins?.includes(origin) ? origin : null)
+      : origins && !origins.includes("*")
+        ? origins
+        : "*",
+    allowMethods: config?.allow_methods ?? ["GET", "HEAD", "PUT", "POST", "DELETE", "PATCH"],
+    allowHeaders: config?.allow_headers ?? [],
+    credentials: config?.allow_credentials ?? false,
+    exposeHeaders: [...new Set([...(config?.expose_headers ?? []), ...EXPOSED])],
+    maxAge: config?.max_age,
+  });
+}
+
+/** The HTTP application: middleware, then one route module per group; errors mapped in one place. */
+export function createApp(deps: AgentDeps, log: Logger): Hono<AppEnv> {
+  const http = deps.config.http;
+  const app = new Hono<AppEnv>();
+  app.use(corsMiddleware(http.cors));
+  // Every row belongs to an organization; with no API keys configured that is the default one.
+  app.use(async (c, next) => {
+    c.set("org", DEFAULT_ORG);
+    await next();
+  });
+  if (!http.disable_meta) app.route("/", systemRoutes());
+  if (!http.disable_assistants) app.route("/", assistantRoutes(deps));
+  if (!http.disable_threads) app.route("/", threadRoutes(deps));
+  if (!http.disable_runs) app.route("/", runRoutes(deps));
+  app.onError(errorHandler(log));
+  app.notFound(notFoundHandler);
+  return app;
+}

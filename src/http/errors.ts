@@ -1,0 +1,45 @@
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { Logger } from "../cli/logger.js";
+import { type ErrorKind, HangarError } from "../errors.js";
+
+function statusOf(kind: ErrorKind): ContentfulStatusCode {
+  switch (kind) {
+    case "not_found":
+      return 404;
+    case "conflict":
+      return 409;
+    case "bad_request":
+      return 400;
+    case "validation":
+      return 422;
+    case "quota":
+      return 429;
+    default: {
+      const unreachable: never = kind;
+      throw new Error(`unmapped error kind ${unreachable}`);
+    }
+  }
+}
+
+/** The one place errors become responses (DESIGN.md decision 2: FastAPI-style bodies). */
+export function errorHandler(log: Logger) {
+  return function onError(err: Error, c: Context) {
+    if (err instanceof HangarError) {
+      const detail =
+        err.kind === "validation"
+          ? err.issues
+          : err.type
+            ? { error: err.type, message: err.message }
+            : err.message;
+      return c.json({ detail }, statusOf(err.kind));
+    }
+    if (err instanceof HTTPException) return c.json({ detail: err.message || "HTTP error" }, err.status);
+    log.error("unhandled error", { method: c.req.method, path: c.req.path, error: err.stack ?? String(err) });
+    return c.json({ detail: "Internal server error" }, 500);
+  };
+}
+
+export const notFoundHandler = (c: Context) =>
+  c.json({ detail: `Not Found: ${c.req.method} ${c.req.path}` }, 404);

@@ -1,0 +1,62 @@
+import type { RunEvent } from "../streams/run-log.js";
+
+const HEARTBEAT_MS = 15_000;
+const encoder = new TextEncoder();
+
+export interface SseOptions {
+  /** Thread-scoped run streams carry event ids (for Last-Event-ID); stateless ones do not. */
+  withIds: boolean;
+  headers?: Record<string, string>;
+  /** Called when the client goes away before the stream ended (for on_disconnect=cancel). */
+  onDisconnect?: () => void;
+}
+
+/**
+ * The one SSE writer: framing, ids, heartbeat comments while idle, and disconnects. `open` receives
+ * an AbortSignal that fires when the client goes away, and returns the events to send.
+ */
+export function sseResponse(
+  open: (signal: AbortSignal) => AsyncIterable<RunEvent>,
+  opts: SseOptions,
+): Response {
+  const disconnect = new AbortController();
+  let finished = false;
+  let heartbeat: NodeJS.Timeout | undefined;
+  const stream = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      heartbeat = setInterval(() => controller.enqueue(encoder.encode(": heartbeat\n\n")), HEARTBEAT_MS);
+      try {
+        for await (const e of open(disconnect.signal)) {
+          const id = opts.withIds ? `id: ${e.id}\n` : "";
+          controller.enqueue(encoder.encode(`event: ${e.event}\ndata: ${e.data}\n${id}\n`));
+        }
+        finished = true;
+        controller.close();
+      } catch (err) {
+        if (!disconnect.signal.aborted) controller.error(err);
+      } finally {
+        clearInterval(heartbeat);
+      }
+    },
+    cancel() {
+      clearInterval(heartbeat);
+      disconnect.abort();
+      if (!finished) opts.onDisconnect?.();
+    },
+  });
+  return new Response(stream, {
+    headers: {
+      "content-type": "text/event-stream",
+      "cache-control": "no-cache",
+      connection: "keep-alive",
+      ...opts.headers,
+    },
+  });
+}
+
+/** Parses a Last-Event-ID header: the id after which to resume, or -1 for "from the start". */
+export function lastEventId(header: string | undefined): number {
+  if (header === undefined || header.trim() === "") return -1;
+  const n = Number(header);
+  return Number.isInteger(n) && n >= -1 ? n : -1;
+}

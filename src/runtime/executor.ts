@@ -1,0 +1,236 @@
+import { Command, Send } from "@langchain/langgraph";
+import type { Logger } from "../cli/logger.js";
+import type { Interrupt, Run, Storage } from "../storage/ports.js";
+import type { RunLogs } from "../streams/run-log.js";
+import type { CompiledGraph, GraphRegistry } from "./graphs.js";
+import { toJson, toPlain } from "./serialize.js";
+import { type RunOutcome, sendWebhook } from "./webhooks.js";
+
+/** Why the runtime stopped a run it was executing. */
+export type StopReason = "interrupt" | "rollback" | "shutdown";
+
+export interface ExecutorDeps {
+  graphs: GraphRegistry;
+  storage: Storage;
+  logs: RunLogs;
+  log: Logger;
+  /** Delivers webhooks whose URL is a path of this server (`/…`) without leaving the process. */
+  localFetch: (request: Request) => Promise<Response>;
+}
+
+/** Stream modes a client may ask for, and the LangGraph mode that feeds each. */
+const GRAPH_MODE: Record<string, string | null> = {
+  values: "values",
+  updates: "updates",
+  debug: "debug",
+  custom: "custom",
+  tasks: "tasks",
+  checkpoints: "checkpoints",
+  "messages-tuple": "messages",
+  messages: "messages",
+  events: null, // served from streamEvents
+};
+
+/**
+ * Executes one claimed run: streams the graph, publishes its events to the run's log, and records
+ * the outcome. Never throws: every ending (success, graph error, stop) is settled in storage.
+ */
+export async function executeRun(deps: ExecutorDeps, run: Run, signal: AbortSignal): Promise<void> {
+  const { storage, logs } = deps;
+  const kwargs = run.kwargs;
+  const configurable: Record<string, unknown> = {
+    ...(kwargs.config.configurable ?? {}),
+    thread_id: run.thread_id,
+    run_id: run.run_id,
+  };
+  const graphId = String(configurable.graph_id);
+  const config: Record<string, unknown> = {
+    ...kwargs.config,
+    configurable,
+    metadata: {
+      ...((kwargs.config.metadata as object) ?? {}),
+      ...run.metadata,
+      run_id: run.run_id,
+      thread_id: run.thread_id,
+      graph_id: graphId,
+      assistant_id: run.assistant_id,
+      run_attempt: run.attempt,
+    },
+  };
+  const publish = (event: string, data: unknown) => logs.publish(run.run_id, event, toJson(data));
+  publish("metadata", { run_id: run.run_id, thread_id: run.thread_id, attempt: run.attempt });
+
+  let graph: CompiledGraph | undefined;
+  let lastValues: unknown;
+  let outcome: RunOutcome;
+  try {
+    graph = await deps.graphs.get(graphId, config, { durable: !kwargs.temporary });
+    const input = await runInput(storage, run);
+    const emit = modeEmitter(kwargs.stream_mode, publish);
+    const onChunk = (chunk: unknown) => {
+      const [ns, mode, data] = kwargs.stream_subgraphs
+        ? (chunk as [string[], string, unknown])
+        : [[] as string[], ...(chunk as [string, unknown])];
+      if (mode === "values" && ns.length === 0) lastValues = data;
+      emit(mode, ns, data);
+    };
+    const graphModes = [
+      ...new Set(["values", ...kwargs.stream_mode.map((m) => GRAPH_MODE[m]).filter(Boolean)]),
+    ];
+    const options = {
+      ...config,
+      recursionLimit: (kwargs.config.recursion_limit as number | undefined) ?? undefined,
+      streamMode: graphModes,
+      subgraphs: kwargs.stream_subgraphs,
+      interruptBefore: kwargs.interrupt_before,
+      interruptAfter: kwargs.interrupt_after,
+      context: kwargs.context,
+      signal,
+    };
+    if (kwargs.stream_mode.includes("events")) {
+      for await (const event of graph.streamEvents(input, { ...options, version: "v2" })) {
+        const isRoot = (event.parent_ids ?? []).length === 0;
+        if (event.event === "on_chain_stream" && isRoot) onChunk(event.data.chunk);
+        else if (!(event.tags ?? []).includes("langsmith:hidden")) publish("events", event);
+      }
+    } else {
+      for await (const chunk of await graph.stream(input, options)) onChunk(chunk);
+    }
+    const state = kwargs.temporary
+      ? null
+      : await graph.getState({ configurable: { thread_id: run.thread_id } });
+    const interrupts = state ? interruptsOf(state) : {};
+    const values = toPlain(state ? state.values : lastValues);
+    outcome = { status: "success", values, interrupts, hasNext: state ? state.next.length > 0 : false };
+  } catch (err) {
+    outcome = await settleFailure(deps, run, graph, signal, err);
+  }
+
+  if (outcome.status === "rolled_back") {
+    await storage.runs.completeRolledBack(run.run_id);
+  } else if (outcome.status === "handed_back") {
+    await storage.runs.requeue(run.run_id);
+  } else {
+    if (outcome.status === "error") publish("error", outcome.error);
+    await storage.runs.complete({ run_id: run.run_id, ...outcome });
+  }
+  if (outcome.status === "handed_back") {
+    // The run will execute again (here after a restart, or on another worker): keep its log open.
+    return;
+  }
+  logs.end(run.run_id, joinResult(outcome));
+  if (kwargs.webhook) await sendWebhook(deps, run, outcome);
+  if (kwargs.temporary) await storage.runs.deleteTemporaryThread(run.thread_id);
+}
+
+/** What `join`/`wait` return for an ended run (reference section 3.5). */
+export function joinResult(outcome: RunOutcome): unknown {
+  if (outcome.status === "error") return { __error__: outcome.error };
+  if (outcome.status !== "success" && outcome.status !== "interrupted") return null;
+  const flat = Object.values(outcome.interrupts ?? {}).flat();
+  if (flat.length === 0) return outcome.values ?? null;
+  return { ...((outcome.values as object) ?? {}), __interrupt__: flat };
+}
+
+async function settleFailure(
+  deps: ExecutorDeps,
+  run: Run,
+  graph: CompiledGraph | undefined,
+  signal: AbortSignal,
+  err: unknown,
+): Promise<RunOutcome> {
+  if (signal.aborted) {
+    const reason = signal.reason as StopReason;
+    if (reason === "rollback") return { status: "rolled_back" };
+    if (reason === "shutdown") return { status: "handed_back" };
+    // interrupt: the run stops where it is and keeps its progress; the thread shows that state.
+    const state = graph && !run.kwargs.temporary ? await readState(graph, run.thread_id) : null;
+    return { status: "interrupted", values: toPlain(state?.values), interrupts: {}, hasNext: false };
+  }
+  const e = err instanceof Error ? err : new Error(String(err));
+  deps.log.warn("run failed", { run_id: run.run_id, error: e.name, message: e.message });
+  const state = graph && !run.kwargs.temporary ? await readState(graph, run.thread_id) : null;
+  return {
+    status: "error",
+    error: { error: e.name, message: e.message },
+    values: toPlain(state?.values),
+    interrupts: {},
+    hasNext: false,
+  };
+}
+
+async function readState(graph: CompiledGraph, threadId: string) {
+  try {
+    return await graph.getState({ configurable: { thread_id: threadId } });
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The graph input of a run. A run executing again after a crash or hand-back continues from its
+ * own last checkpoint (input null) instead of applying its input a second time.
+ */
+async function runInput(storage: Storage, run: Run): Promise<unknown> {
+  const { command, input } = run.kwargs;
+  if (run.attempt > 1 && !run.kwargs.temporary) {
+    const latest = await storage.checkpointer.getTuple({
+      configurable: { thread_id: run.thread_id, checkpoint_ns: "" },
+    });
+    if (latest?.metadata && (latest.metadata as Record<string, unknown>).run_id === run.run_id) return null;
+  }
+  if (command) return toCommand(command as Record<string, unknown>);
+  return input ?? null;
+}
+
+function toCommand(c: Record<string, unknown>): Command {
+  const toGoto = (g: unknown): string | Send =>
+    typeof g === "string" ? g : new Send((g as { node: string }).node, (g as { input: unknown }).input);
+  const goto =
+    c.goto === undefined || c.goto === null
+      ? undefined
+      : Array.isArray(c.goto)
+        ? c.goto.map(toGoto)
+        : toGoto(c.goto);
+  return new Command({ resume: c.resume, update: c.update as any, goto: goto as any });
+}
+
+function interruptsOf(state: {
+  tasks?: { id: string; interrupts?: unknown[] }[];
+}): Record<string, Interrupt[]> {
+  const out: Record<string, Interrupt[]> = {};
+  for (const task of state.tasks ?? []) {
+    if (task.interrupts?.length) out[task.id] = toPlain(task.interrupts) as Interrupt[];
+  }
+  return out;
+}
+
+/**
+ * Turns graph stream chunks into the events the client asked for. `messages` (legacy) is rebuilt
+ * from LangGraph's message tuples as metadata / partial / complete events.
+ */
+function modeEmitter(requested: string[], publish: (event: string, data: unknown) => void) {
+  const wants = new Set(requested);
+  const seen = new Map<string, any>();
+  return (mode: string, ns: string[], data: unknown) => {
+    const suffix = ns.length ? `|${ns.join("|")}` : "";
+    if (mode !== "messages") {
+      if (wants.has(mode)) publish(mode + suffix, data);
+      return;
+    }
+    if (wants.has("messages-tuple")) publish(`messages${suffix}`, data);
+    if (!wants.has("messages")) return;
+    const [message, metadata] = data as [any, unknown];
+    const id: string = message?.id ?? "";
+    const isChunk = typeof message?.concat === "function" && /Chunk$/.test(message?.constructor?.name ?? "");
+    if (!seen.has(id)) publish(`messages/metadata${suffix}`, { [id]: { metadata } });
+    if (isChunk) {
+      const acc = seen.has(id) ? seen.get(id).concat(message) : message;
+      seen.set(id, acc);
+      publish(`messages/partial${suffix}`, [acc]);
+    } else {
+      seen.set(id, message);
+      publish(`messages/complete${suffix}`, [message]);
+    }
+  };
+}

@@ -1,0 +1,166 @@
+import { createHash } from "node:crypto";
+import { pathToFileURL } from "node:url";
+import {
+  getConfigTypeSchema,
+  getInputTypeSchema,
+  getOutputTypeSchema,
+  getStateTypeSchema,
+} from "@langchain/langgraph/zod/schema";
+import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import type { GraphSpec } from "../config/index.js";
+
+/** The compiled-graph surface the server uses (a LangGraph `Pregel`). */
+export type CompiledGraph = {
+  stream(input: unknown, options: Record<string, unknown>): Promise<AsyncIterable<unknown>>;
+  streamEvents(input: unknown, options: Record<string, unknown>): AsyncIterable<any>;
+  getState(config: Record<string, unknown>, options?: { subgraphs?: boolean }): Promise<any>;
+  getStateHistory(config: Record<string, unknown>, options?: Record<string, unknown>): AsyncIterable<any>;
+  updateState(config: Record<string, unknown>, values: unknown, asNode?: string): Promise<any>;
+  bulkUpdateState(config: Record<string, unknown>, supersteps: unknown[]): Promise<any>;
+  getGraphAsync(config: Record<string, unknown>): Promise<{ toJSON(): any }>;
+  getSubgraphsAsync(namespace?: string, recurse?: boolean): AsyncIterable<[string, CompiledGraph]>;
+  checkpointer?: unknown;
+  store?: unknown;
+  builder?: any;
+  channels?: Record<string, unknown>;
+  nodes?: Record<string, unknown>;
+};
+
+type GraphSource =
+  | { kind: "static"; durable: CompiledGraph; ephemeral: CompiledGraph }
+  | { kind: "factory"; make: (config: Record<string, unknown>) => unknown };
+
+export class GraphLoadError extends Error {
+  override name = "GraphLoadError";
+}
+
+/** Namespace of the LangGraph default-assistant ids (the same constant the official servers use). */
+const ASSISTANT_NAMESPACE = "6ba7b821-9dad-11d1-80b4-00c04fd430c8";
+
+/** RFC 4122 version-5 (SHA-1, name-based) uuid. */
+export function uuid5(name: string, namespace: string): string {
+  const ns = Buffer.from(namespace.replaceAll("-", ""), "hex");
+  const hash = createHash("sha1").update(ns).update(name, "utf8").digest();
+  hash[6] = (hash[6] & 0x0f) | 0x50;
+  hash[8] = (hash[8] & 0x3f) | 0x80;
+  const hex = hash.subarray(0, 16).toString("hex");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+export const defaultAssistantId = (graphId: string) => uuid5(graphId, ASSISTANT_NAMESPACE);
+
+const isCompiled = (x: any): x is CompiledGraph =>
+  x != null && typeof x.getState === "function" && typeof x.stream === "function";
+
+/** Accepts what a langgraph.json export may be: compiled graph, StateGraph, or `{graph}` wrapper. */
+function asCompiled(x: any): CompiledGraph | null {
+  if (isCompiled(x)) return x;
+  if (x != null && typeof x.compile === "function") return x.compile();
+  if (x != null && isCompiled(x.graph)) return x.graph;
+  return null;
+}
+
+/** A shallow copy with its own checkpointer, so one compiled graph can serve durable and temporary runs. */
+function withCheckpointer(graph: CompiledGraph, checkpointer: BaseCheckpointSaver | false): CompiledGraph {
+  return Object.assign(Object.create(Object.getPrototypeOf(graph)), graph, { checkpointer });
+}
+
+export class GraphRegistry {
+  readonly #sources = new Map<string, GraphSource>();
+  readonly #specs: readonly GraphSpec[];
+  readonly #checkpointer: BaseCheckpointSaver;
+
+  private constructor(specs: readonly GraphSpec[], checkpointer: BaseCheckpointSaver) {
+    this.#specs = specs;
+    this.#checkpointer = checkpointer;
+  }
+
+  /** Imports every graph file; throws GraphLoadError naming the graph and file that failed. */
+  static async load(specs: readonly GraphSpec[], checkpointer: BaseCheckpointSaver): Promise<GraphRegistry> {
+    const registry = new GraphRegistry(specs, checkpointer);
+    for (const spec of specs) {
+      const where = `graph "${spec.id}" (${spec.file}:${spec.exportName})`;
+      let exported: unknown;
+      try {
+        const module = await import(pathToFileURL(spec.file).href);
+        if (!(spec.exportName in module)) {
+          const names = Object.keys(module).join(", ") || "none";
+          throw new Error(`the file has no export named "${spec.exportName}" (exports: ${names})`);
+        }
+        exported = await module[spec.exportName];
+      } catch (err) {
+        throw new GraphLoadError(`Failed to load ${where}: ${(err as Error).message ?? err}`);
+      }
+      if (typeof exported === "function" && !isCompiled(exported) && !("compile" in exported)) {
+        registry.#sources.set(spec.id, { kind: "factory", make: exported as (c: any) => unknown });
+        continue;
+      }
+      const graph = asCompiled(exported);
+      if (!graph) {
+        throw new GraphLoadError(
+          `Failed to load ${where}: the export is not a compiled graph, a StateGraph, a promise of one, or a (config) => graph factory`,
+        );
+      }
+      registry.#sources.set(spec.id, {
+        kind: "static",
+        durable: withCheckpointer(graph, checkpointer),
+        ephemeral: withCheckpointer(graph, false),
+      });
+    }
+    return registry;
+  }
+
+  get specs(): readonly GraphSpec[] {
+    return this.#specs;
+  }
+
+  has(graphId: string): boolean {
+    return this.#sources.has(graphId);
+  }
+
+  /** The graph to run or inspect; factories are called with the run's (or assistant's) config. */
+  async get(
+    graphId: string,
+    config: Record<string, unknown>,
+    opts: { durable?: boolean } = {},
+  ): Promise<CompiledGraph> {
+    const source = this.#sources.get(graphId);
+    if (!source) throw new GraphLoadError(`Graph "${graphId}" is not registered`);
+    const durable = opts.durable ?? true;
+    if (source.kind === "static") return durable ? source.durable : source.ephemeral;
+    const graph = asCompiled(await source.make(config));
+    if (!graph) throw new GraphLoadError(`The factory of graph "${graphId}" did not return a graph`);
+    return withCheckpointer(graph, durable ? this.#checkpointer : false);
+  }
+
+  /** JSON Schemas of a registered graph (see `channelSchemas`). */
+  async schemas(graphId: string, config: Record<string, unknown>) {
+    return { graph_id: graphId, ...channelSchemas(await this.get(graphId, config)) };
+  }
+}
+
+/** JSON Schemas of a graph: from its zod/StateSchema definitions when it has them, else from its channels. */
+export function channelSchemas(graph: CompiledGraph) {
+  const fallback = channelSchema(graph);
+  const config = getConfigTypeSchema(graph) ?? { type: "object", properties: {} };
+  return {
+    input_schema: getInputTypeSchema(graph) ?? fallback,
+    output_schema: getOutputTypeSchema(graph) ?? fallback,
+    state_schema: getStateTypeSchema(graph) ?? fallback,
+    config_schema: config,
+    context_schema: config,
+  };
+}
+
+/** A schema listing the state's channels, for graphs declared with Annotation (no runtime types). */
+function channelSchema(graph: CompiledGraph): Record<string, unknown> {
+  const properties: Record<string, unknown> = {};
+  for (const key of Object.keys(graph.channels ?? {})) {
+    if (key.startsWith("__") || key.startsWith("branch:") || key.includes(":")) continue;
+    properties[key] =
+      key === "messages"
+        ? { type: "array", items: { type: "object", properties: { role: { type: "string" }, content: {} } } }
+        : {};
+  }
+  return { type: "object", properties };
+}

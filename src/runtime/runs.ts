@@ -1,0 +1,173 @@
+import { randomUUID } from "node:crypto";
+import { notFound } from "../errors.js";
+import type { Assistant, JsonObject, OrgId, Run, RunKwargs, Storage } from "../storage/ports.js";
+import type { RunEvent, RunLogs } from "../streams/run-log.js";
+import type { Dispatcher } from "./dispatcher.js";
+import { defaultAssistantId, type GraphRegistry } from "./graphs.js";
+import type { MultitaskStrategy } from "./statuses.js";
+
+/** A run-creation request after validation (snake_case, as on the wire). */
+export interface RunRequest {
+  assistant_id: string;
+  input?: unknown;
+  command?: { resume?: unknown; update?: unknown; goto?: unknown } | null;
+  metadata?: JsonObject | null;
+  config?: JsonObject | null;
+  context?: JsonObject | null;
+  checkpoint_id?: string | null;
+  checkpoint?: JsonObject | null;
+  webhook?: string | null;
+  interrupt_before?: "*" | string[] | null;
+  interrupt_after?: "*" | string[] | null;
+  stream_mode?: string | string[] | null;
+  stream_subgraphs?: boolean | null;
+  stream_resumable?: boolean | null;
+  multitask_strategy?: MultitaskStrategy | null;
+  if_not_exists?: "create" | "reject" | null;
+  after_seconds?: number | null;
+  on_completion?: "delete" | "keep" | null;
+  feedback_keys?: string[] | null;
+}
+
+/** Request headers that must never reach a graph's config. */
+const PRIVATE_HEADERS = new Set(["x-api-key", "x-tenant-id", "x-service-key"]);
+
+export class RunService {
+  constructor(
+    private readonly storage: Storage,
+    private readonly graphs: GraphRegistry,
+    private readonly dispatcher: Dispatcher,
+    private readonly logs: RunLogs,
+  ) {}
+
+  /** An assistant by id, or the default assistant of a graph named by its id. */
+  async assistant(org: OrgId, idOrGraph: string): Promise<Assistant> {
+    const id = this.graphs.has(idOrGraph) ? defaultAssistantId(idOrGraph) : idOrGraph;
+    const assistant = await this.storage.assistants.get(org, id);
+    if (!assistant) {
+      throw notFound(
+        `No assistant found for "${idOrGraph}". Make sure the assistant ID is for a valid assistant or a valid graph ID.`,
+      );
+    }
+    return assistant;
+  }
+
+  /** Admits a run (atomically, with its multitask strategy) and wakes the dispatcher. */
+  async create(org: OrgId, threadId: string | null, body: RunRequest, headers: Headers): Promise<Run> {
+    const assistant = await this.assistant(org, body.assistant_id);
+    const runId = randomUUID();
+    const stateless = threadId === null;
+    const thread_id = threadId ?? randomUUID();
+    const strategy = body.multitask_strategy ?? "enqueue";
+
+    const configurable: JsonObject = {
+      ...((assistant.config.configurable as JsonObject) ?? {}),
+      ...((body.config?.configurable as JsonObject) ?? {}),
+      ...forwardedHeaders(headers),
+      ...(body.checkpoint ?? {}),
+      ...(body.checkpoint_id ? { checkpoint_id: body.checkpoint_id } : {}),
+      run_id: runId,
+      thread_id,
+      graph_id: assistant.graph_id,
+      assistant_id: assistant.assistant_id,
+    };
+    const kwargs: RunKwargs = {
+      input: body.input ?? undefined,
+      command: body.command ?? undefined,
+      config: { ...assistant.config, ...(body.config ?? {}), configurable },
+      context: { ...assistant.context, ...(body.context ?? {}) },
+      stream_mode: normalizeStreamMode(body.stream_mode),
+      stream_subgraphs: body.stream_subgraphs ?? false,
+      stream_resumable: body.stream_resumable ?? false,
+      interrupt_before: body.interrupt_before ?? undefined,
+      interrupt_after: body.interrupt_after ?? undefined,
+      webhook: body.webhook ?? undefined,
+      feedback_keys: body.feedback_keys ?? undefined,
+      temporary: stateless && (body.on_completion ?? "delete") === "delete",
+    };
+    const { run, runningToStop } = await this.storage.runs.admit(org, {
+      run_id: runId,
+      thread_id,
+      assistant,
+      metadata: body.metadata ?? {},
+      kwargs,
+      multitask_strategy: strategy,
+      if_not_exists: body.if_not_exists ?? "reject",
+      not_before: new Date(Date.now() + (body.after_seconds ?? 0) * 1000),
+      stateless,
+    });
+    this.logs.open(run.run_id);
+    for (const prior of runningToStop) {
+      // interrupt/rollback of a running prior run: stop it; its end nudges the dispatcher.
+      void this.dispatcher.stop(prior.run_id, strategy === "rollback" ? "rollback" : "interrupt");
+    }
+    this.dispatcher.nudge();
+    return run;
+  }
+
+  async get(org: OrgId, threadId: string | null, runId: string): Promise<Run> {
+    const run = await this.storage.runs.get(org, threadId, runId);
+    if (!run) throw notFound(`Run ${runId} not found`);
+    return run;
+  }
+
+  /** Waits for the run to end and returns its result (final values, or `{__error__}`). */
+  async join(org: OrgId, threadId: string | null, runId: string, signal?: AbortSignal): Promise<unknown> {
+    const run = await this.get(org, threadId, runId);
+    const outcome = await this.logs.outcome(runId, signal);
+    if (outcome) return outcome.result;
+    // No log here any more (retention passed, or restart): answer from storage.
+    const thread = await this.storage.threads.get(org, run.thread_id);
+    const latest = await this.storage.runs.get(org, threadId, runId);
+    if (latest?.status === "error" && thread?.error) return { __error__: thread.error };
+    return thread?.values ?? null;
+  }
+
+  /** The run's events after `lastEventId` (-1: all), following it until it ends. */
+  async stream(
+    org: OrgId,
+    threadId: string | null,
+    runId: string,
+    lastEventId: number,
+    signal: AbortSignal,
+  ): Promise<AsyncIterable<RunEvent>> {
+    await this.get(org, threadId, runId);
+    return this.logs.read(runId, lastEventId, signal);
+  }
+
+  /** Cancels a pending or running run; with `wait`, resolves once it has stopped. */
+  async cancel(
+    org: OrgId,
+    threadId: string | null,
+    runId: string,
+    action: "interrupt" | "rollback",
+  ): Promise<void> {
+    const run = await this.get(org, threadId, runId);
+    if (run.status === "pending" && (await this.storage.runs.cancelPending(runId, action))) {
+      this.logs.end(runId, null);
+      this.dispatcher.nudge();
+      return;
+    }
+    // Claimed in between, or running: stop it where it executes.
+    await this.dispatcher.stop(runId, action);
+  }
+
+  /** Stops whatever runs a deleted thread had executing. */
+  async stopAll(runIds: string[]): Promise<void> {
+    await Promise.all(runIds.map((id) => this.dispatcher.stop(id, "rollback")));
+  }
+}
+
+export function normalizeStreamMode(mode: string | string[] | null | undefined): string[] {
+  if (mode === undefined || mode === null) return ["values"];
+  return Array.isArray(mode) ? [...new Set(mode)] : [mode];
+}
+
+/** `x-*` request headers and the user agent go into `configurable`, as the official servers do. */
+function forwardedHeaders(headers: Headers): JsonObject {
+  const out: JsonObject = {};
+  headers.forEach((value, key) => {
+    if ((key.startsWith("x-") && !PRIVATE_HEADERS.has(key)) || key === "user-agent") out[key] = value;
+  });
+  return out;
+}

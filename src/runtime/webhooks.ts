@@ -1,0 +1,52 @@
+import type { Interrupt, Run } from "../storage/ports.js";
+import type { ExecutorDeps } from "./executor.js";
+import { toJson } from "./serialize.js";
+
+/** How an executed run ended, before it is recorded. */
+export type RunOutcome =
+  | {
+      status: "success" | "error" | "interrupted";
+      values?: unknown;
+      interrupts?: Record<string, Interrupt[]>;
+      hasNext: boolean;
+      error?: { error: string; message: string };
+    }
+  | { status: "rolled_back" }
+  | { status: "handed_back" };
+
+const WEBHOOK_TIMEOUT_MS = 10_000;
+
+/**
+ * POSTs the ended run to its webhook (at most once, best effort: a failing receiver is logged, not
+ * retried). A URL starting with `/` is a route of this server and is called in process.
+ */
+export async function sendWebhook(deps: ExecutorDeps, run: Run, outcome: RunOutcome): Promise<void> {
+  const url = run.kwargs.webhook!;
+  const ended =
+    outcome.status === "success" || outcome.status === "error" || outcome.status === "interrupted";
+  const body = toJson({
+    ...run,
+    status: outcome.status,
+    run_started_at: run.updated_at,
+    run_ended_at: new Date().toISOString(),
+    webhook_sent_at: new Date().toISOString(),
+    values: ended ? outcome.values : undefined,
+    error: ended && outcome.error ? outcome.error.message : undefined,
+  });
+  const init = {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body,
+    signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
+  };
+  try {
+    const response = url.startsWith("/")
+      ? await deps.localFetch(new Request(new URL(url, "http://hangar.local"), init))
+      : await fetch(url, init);
+    if (!response.ok)
+      deps.log.warn("webhook answered an error", { run_id: run.run_id, url, status: response.status });
+    await response.body?.cancel();
+  } catch (err) {
+    deps.log.warn("webhook failed", { run_id: run.run_id, url, error: (err as Error).message });
+  }
+}

@@ -1,0 +1,85 @@
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import type { Logger } from "./cli/logger.js";
+import type { Config } from "./config/index.js";
+import { createApp } from "./http/app.js";
+import { Dispatcher } from "./runtime/dispatcher.js";
+import { defaultAssistantId, GraphRegistry } from "./runtime/graphs.js";
+import { RunService } from "./runtime/runs.js";
+import type { Storage } from "./storage/ports.js";
+import { openSqliteStorage } from "./storage/sqlite/index.js";
+import { RunLogs } from "./streams/run-log.js";
+
+/** How long a shutdown lets runs in flight finish before handing them back. */
+const SHUTDOWN_GRACE_MS = 5_000;
+
+export interface RunningServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Wires the server together: storage → graphs → default assistants → dispatcher → HTTP.
+ * Throws GraphLoadError for a graph that does not load and the listen error (EADDRINUSE) as is.
+ */
+export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
+  // Graph code reads its settings from process.env; langgraph.json `env` never overrides the real environment.
+  for (const [key, value] of Object.entries(config.env)) process.env[key] ??= value;
+
+  const storage = openSqliteStorage({ dataDir: config.dataDir, synchronous: config.sqliteSynchronous });
+  try {
+    const graphs = await GraphRegistry.load(config.graphs, storage.checkpointer);
+    await ensureDefaultAssistants(config, storage);
+
+    const logs = new RunLogs({ retentionSeconds: config.streamRetentionSeconds });
+    const localFetch = (request: Request) => Promise.resolve(app.fetch(request));
+    const dispatcher = new Dispatcher(
+      { graphs, storage, logs, log, localFetch },
+      { concurrency: config.workers },
+    );
+    const runs = new RunService(storage, graphs, dispatcher, logs);
+    const app = createApp({ config, storage, graphs, runs }, log);
+
+    const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port });
+    await new Promise<void>((resolve, reject) => {
+      server.once("listening", resolve);
+      server.once("error", reject);
+    });
+    await dispatcher.start();
+
+    const { port } = server.address() as AddressInfo;
+    const host = config.host.includes(":") ? `[${config.host}]` : config.host;
+    return {
+      url: `http://${host}:${port}`,
+      async close() {
+        server.close();
+        await dispatcher.close(SHUTDOWN_GRACE_MS);
+        logs.close();
+        if ("closeAllConnections" in server) server.closeAllConnections();
+        await storage.close();
+      },
+    };
+  } catch (err) {
+    await storage.close();
+    throw err;
+  }
+}
+
+/** One system assistant per graph (id = uuid5(graph id)), configured from LANGGRAPH_CONFIG if set. */
+async function ensureDefaultAssistants(config: Config, storage: Storage) {
+  for (const spec of config.graphs) {
+    const { context, ...graphConfig } = (config.defaultAssistantConfigs[spec.id] ?? {}) as Record<
+      string,
+      unknown
+    >;
+    await storage.assistants.ensureSystem({
+      assistant_id: defaultAssistantId(spec.id),
+      graph_id: spec.id,
+      name: spec.id,
+      description: spec.description ?? null,
+      config: graphConfig,
+      context: (context as Record<string, unknown>) ?? {},
+      metadata: { created_by: "system" },
+    });
+  }
+}

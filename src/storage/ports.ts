@@ -1,0 +1,253 @@
+/**
+ * The storage port: everything the HTTP layer and the runtime may ask of durable storage.
+ * Adapters (sqlite/ now, postgres/ later) implement it; nothing outside src/storage knows SQL.
+ *
+ * Operations are domain-sized on purpose: `runs.admit` is the whole multitask admission and
+ * `runs.claimNext` the whole dequeue, so each adapter can make them atomic its own way (one
+ * synchronous SQLite transaction, or a Postgres transaction with row locks).
+ */
+import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import type { MultitaskStrategy, RunStatus, ThreadStatus } from "../runtime/statuses.js";
+
+export type JsonObject = Record<string, unknown>;
+export type SortOrder = "asc" | "desc";
+
+/** Every row belongs to an organization (DESIGN.md decision 6); system assistants belong to all. */
+export type OrgId = string;
+export const DEFAULT_ORG: OrgId = "default";
+
+export interface Assistant {
+  assistant_id: string;
+  graph_id: string;
+  version: number;
+  name: string;
+  description: string | null;
+  config: JsonObject;
+  context: JsonObject;
+  metadata: JsonObject;
+  created_at: string;
+  updated_at: string;
+}
+
+export type AssistantVersion = Omit<Assistant, "updated_at">;
+
+export interface AssistantInput {
+  assistant_id: string;
+  graph_id: string;
+  name: string;
+  description: string | null;
+  config: JsonObject;
+  context: JsonObject;
+  metadata: JsonObject;
+}
+
+export interface AssistantPatch {
+  graph_id?: string;
+  name?: string;
+  description?: string | null;
+  config?: JsonObject;
+  context?: JsonObject;
+  /** Shallow-merged into the current metadata. */
+  metadata?: JsonObject;
+}
+
+export interface AssistantQuery {
+  graph_id?: string;
+  name?: string;
+  metadata?: JsonObject;
+  limit: number;
+  offset: number;
+  sort_by: "assistant_id" | "graph_id" | "name" | "created_at" | "updated_at";
+  sort_order: SortOrder;
+}
+
+export interface Interrupt {
+  id?: string;
+  value: unknown;
+  [k: string]: unknown;
+}
+
+export interface Thread {
+  thread_id: string;
+  created_at: string;
+  updated_at: string;
+  state_updated_at: string;
+  metadata: JsonObject;
+  status: ThreadStatus;
+  config: JsonObject;
+  /** The state after the last run or update (serialised JSON form), absent until then. */
+  values?: unknown;
+  /** task id → interrupts of the last checkpoint. */
+  interrupts: Record<string, Interrupt[]>;
+  error?: unknown;
+}
+
+export interface ThreadQuery {
+  ids?: string[];
+  metadata?: JsonObject;
+  values?: JsonObject;
+  status?: ThreadStatus;
+  limit: number;
+  offset: number;
+  sort_by: "thread_id" | "status" | "created_at" | "updated_at" | "state_updated_at";
+  sort_order: SortOrder;
+}
+
+/** What the run needs to execute, stored with it (`kwargs` on the wire). */
+export interface RunKwargs {
+  input?: unknown;
+  command?: unknown;
+  config: JsonObject & { configurable?: JsonObject };
+  context: JsonObject;
+  stream_mode: string[];
+  stream_subgraphs: boolean;
+  stream_resumable: boolean;
+  interrupt_before?: string[] | "*";
+  interrupt_after?: string[] | "*";
+  webhook?: string;
+  feedback_keys?: string[];
+  temporary: boolean;
+  subgraphs?: boolean;
+  resumable?: boolean;
+  [k: string]: unknown;
+}
+
+export interface Run {
+  run_id: string;
+  thread_id: string;
+  assistant_id: string;
+  created_at: string;
+  updated_at: string;
+  status: RunStatus;
+  metadata: JsonObject;
+  kwargs: RunKwargs;
+  multitask_strategy: MultitaskStrategy;
+  /** How many times a worker has started this run (1 on the first execution). */
+  attempt: number;
+}
+
+export interface RunAdmission {
+  run_id: string;
+  thread_id: string;
+  assistant: Assistant;
+  /** Run metadata as stored on the run (assistant ∪ thread ∪ request metadata is merged by the adapter). */
+  metadata: JsonObject;
+  kwargs: RunKwargs;
+  multitask_strategy: MultitaskStrategy;
+  if_not_exists: "create" | "reject";
+  /** When the run may start; later than now for `after_seconds`. */
+  not_before: Date;
+  /** Stateless run: its thread is created here and deleted after the run. */
+  stateless: boolean;
+}
+
+export interface AdmissionResult {
+  run: Run;
+  /** Prior runs that were executing and must be stopped by the runtime (interrupt or rollback). */
+  runningToStop: Run[];
+}
+
+export interface RunCompletion {
+  run_id: string;
+  status: Extract<RunStatus, "success" | "error" | "interrupted">;
+  /** Thread state after the run, when it could be read (`undefined` leaves values unchanged). */
+  values?: unknown;
+  interrupts?: Record<string, Interrupt[]>;
+  /** True when the last checkpoint has pending nodes (interrupt() or a breakpoint). */
+  hasNext: boolean;
+  error?: { error: string; message: string };
+}
+
+export interface AssistantsRepo {
+  create(org: OrgId, input: AssistantInput, ifExists: "raise" | "do_nothing"): Promise<Assistant>;
+  /** Creates or leaves alone a system assistant (visible to every organization). */
+  ensureSystem(input: AssistantInput): Promise<Assistant>;
+  get(org: OrgId, assistantId: string): Promise<Assistant | null>;
+  /** Writes a new version (max + 1) and makes it current; null if absent. */
+  update(org: OrgId, assistantId: string, patch: AssistantPatch): Promise<Assistant | null>;
+  /** Deletes the assistant, its versions and runs; returns false if absent. */
+  delete(org: OrgId, assistantId: string, opts: { deleteThreads: boolean }): Promise<boolean>;
+  search(org: OrgId, query: AssistantQuery): Promise<{ items: Assistant[]; total: number }>;
+  count(org: OrgId, query: Pick<AssistantQuery, "graph_id" | "name" | "metadata">): Promise<number>;
+  versions(
+    org: OrgId,
+    assistantId: string,
+    query: { metadata?: JsonObject; limit: number; offset: number },
+  ): Promise<AssistantVersion[]>;
+  setLatest(org: OrgId, assistantId: string, version: number): Promise<Assistant | null>;
+}
+
+export interface ThreadsRepo {
+  create(
+    org: OrgId,
+    input: { thread_id: string; metadata: JsonObject },
+    ifExists: "raise" | "do_nothing",
+  ): Promise<Thread>;
+  get(org: OrgId, threadId: string): Promise<Thread | null>;
+  /** Shallow-merges metadata; null if absent. */
+  patch(org: OrgId, threadId: string, metadata: JsonObject): Promise<Thread | null>;
+  /** Deletes the thread, its runs and checkpoints; returns the ids of runs that were executing. */
+  delete(org: OrgId, threadId: string): Promise<{ deleted: boolean; runningRunIds: string[] }>;
+  search(org: OrgId, query: ThreadQuery): Promise<{ items: Thread[]; total: number }>;
+  count(org: OrgId, query: Pick<ThreadQuery, "metadata" | "values" | "status">): Promise<number>;
+  /** Copies the thread with all its checkpoints under a new id; null if the source is absent. */
+  copy(org: OrgId, threadId: string, newThreadId: string): Promise<Thread | null>;
+  /** Records the state after a direct state update (values, interrupts); status follows `hasNext`. */
+  recordState(
+    org: OrgId,
+    threadId: string,
+    state: { values: unknown; interrupts: Record<string, Interrupt[]>; hasNext: boolean },
+  ): Promise<void>;
+  /** Sets graph_id/assistant_id metadata and config on a thread before its first state update. */
+  bindGraph(org: OrgId, threadId: string, graphId: string, assistantId: string): Promise<void>;
+}
+
+export interface RunsRepo {
+  /**
+   * Multitask admission, atomic per thread: applies `if_not_exists`, rejects (`conflict`) when the
+   * strategy is `reject` and the thread has a pending or running run, inserts the run as pending,
+   * marks the thread busy, and for `interrupt`/`rollback` settles prior runs: pending ones are
+   * interrupted or deleted here, running ones are returned so the runtime can stop them.
+   */
+  admit(org: OrgId, admission: RunAdmission): Promise<AdmissionResult>;
+  get(org: OrgId, threadId: string | null, runId: string): Promise<Run | null>;
+  list(
+    org: OrgId,
+    threadId: string,
+    query: { limit: number; offset: number; status?: RunStatus; metadata?: JsonObject },
+  ): Promise<Run[]>;
+  /** Deletes a run that is not executing, and its checkpoints. */
+  delete(org: OrgId, threadId: string, runId: string): Promise<"deleted" | "absent" | "running">;
+  /** Cancels a pending run (interrupt → status interrupted; rollback → deleted). Null if not pending. */
+  cancelPending(runId: string, action: "interrupt" | "rollback"): Promise<Run | null>;
+  /**
+   * Claims the oldest due pending run whose thread has no running run, marks it running and
+   * bumps its attempt. Null when nothing is due; `nextDueAt` tells when a delayed run becomes due.
+   */
+  claimNext(): Promise<{ run: Run | null; nextDueAt: Date | null }>;
+  /** Final status of an executed run, and the thread status/values that follow from it. */
+  complete(completion: RunCompletion): Promise<Run | null>;
+  /** A running run stopped by `rollback`: delete it and its checkpoints, settle the thread. */
+  completeRolledBack(runId: string): Promise<void>;
+  /** A running run handed back (shutdown, crash recovery): pending again, keeps its checkpoints. */
+  requeue(runId: string): Promise<void>;
+  /** Startup recovery: runs left `running` by a dead process are requeued (or failed past maxAttempts). */
+  recoverInterrupted(maxAttempts: number): Promise<{ requeued: string[]; failed: string[] }>;
+  /** Stateless runs with on_completion=delete: drop the thread and its runs afterwards. */
+  deleteTemporaryThread(threadId: string): Promise<void>;
+}
+
+/** The checkpointer plus the few extra operations the server needs on checkpoints. */
+export interface CheckpointStore extends BaseCheckpointSaver {
+  deleteRun(threadId: string, runId: string): void | Promise<void>;
+  copyThread(sourceThreadId: string, targetThreadId: string): void | Promise<void>;
+  fenceRun(runId: string): void;
+}
+
+export interface Storage {
+  readonly assistants: AssistantsRepo;
+  readonly threads: ThreadsRepo;
+  readonly runs: RunsRepo;
+  readonly checkpointer: CheckpointStore;
+  close(): Promise<void>;
+}

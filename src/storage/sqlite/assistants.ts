@@ -1,0 +1,234 @@
+import { conflict } from "../../errors.js";
+import type {
+  Assistant,
+  AssistantInput,
+  AssistantPatch,
+  AssistantQuery,
+  AssistantsRepo,
+  AssistantVersion,
+  JsonObject,
+  OrgId,
+} from "../ports.js";
+import type { Db } from "./database.js";
+import { jsonContains } from "./json-filter.js";
+
+/** System (default) assistants have org_id '' and are visible to every organization. */
+const SYSTEM = "";
+const VISIBLE = "(org_id = ? OR org_id = '')";
+
+interface AssistantRow {
+  assistant_id: string;
+  graph_id: string;
+  version: number;
+  name: string;
+  description: string | null;
+  config: string;
+  context: string;
+  metadata: string;
+  created_at: string;
+  updated_at?: string;
+}
+
+const toAssistant = (r: AssistantRow): Assistant => ({
+  assistant_id: r.assistant_id,
+  graph_id: r.graph_id,
+  version: r.version,
+  name: r.name,
+  description: r.description,
+  config: JSON.parse(r.config),
+  context: JSON.parse(r.context),
+  metadata: JSON.parse(r.metadata),
+  created_at: r.created_at,
+  updated_at: r.updated_at ?? r.created_at,
+});
+
+const toVersion = (r: AssistantRow): AssistantVersion => {
+  const { updated_at: _, ...version } = toAssistant(r);
+  return version;
+};
+
+export class SqliteAssistants implements AssistantsRepo {
+  readonly #db: Db;
+  readonly #get;
+  readonly #insert;
+  readonly #insertVersion;
+
+  constructor(db: Db) {
+    this.#db = db;
+    this.#get = db.prepare<[string, string], AssistantRow>(
+      `SELECT * FROM assistants WHERE assistant_id = ? AND ${VISIBLE}`,
+    );
+    this.#insert = db.prepare(
+      `INSERT INTO assistants (assistant_id, org_id, graph_id, version, name, description, config, context, metadata, created_at, updated_at)
+       VALUES (@assistant_id, @org_id, @graph_id, @version, @name, @description, @config, @context, @metadata, @now, @now)`,
+    );
+    this.#insertVersion = db.prepare(
+      `INSERT INTO assistant_versions (assistant_id, version, graph_id, name, description, config, context, metadata, created_at)
+       VALUES (@assistant_id, @version, @graph_id, @name, @description, @config, @context, @metadata, @now)`,
+    );
+  }
+
+  #create(org: string, input: AssistantInput, ifExists: "raise" | "do_nothing"): Assistant {
+    return this.#db.transaction(() => {
+      const existing = this.#db
+        .prepare<[string], AssistantRow & { org_id: string }>(
+          "SELECT * FROM assistants WHERE assistant_id = ?",
+        )
+        .get(input.assistant_id);
+      if (existing) {
+        // An id taken in another organization is reported like any conflict, without revealing it.
+        if (ifExists === "do_nothing" && (existing.org_id === org || existing.org_id === SYSTEM)) {
+          return toAssistant(existing);
+        }
+        throw conflict(`Assistant ${input.assistant_id} already exists`);
+      }
+      const row = {
+        ...input,
+        org_id: org,
+        version: 1,
+        config: JSON.stringify(input.config),
+        context: JSON.stringify(input.context),
+        metadata: JSON.stringify(input.metadata),
+        now: new Date().toISOString(),
+      };
+      this.#insert.run(row);
+      this.#insertVersion.run(row);
+      return toAssistant({ ...row, created_at: row.now, updated_at: row.now });
+    })();
+  }
+
+  async create(org: OrgId, input: AssistantInput, ifExists: "raise" | "do_nothing"): Promise<Assistant> {
+    return this.#create(org, input, ifExists);
+  }
+
+  async ensureSystem(input: AssistantInput): Promise<Assistant> {
+    return this.#create(SYSTEM, input, "do_nothing");
+  }
+
+  async get(org: OrgId, assistantId: string): Promise<Assistant | null> {
+    const row = this.#get.get(assistantId, org);
+    return row ? toAssistant(row) : null;
+  }
+
+  async update(org: OrgId, assistantId: string, patch: AssistantPatch): Promise<Assistant | null> {
+    return this.#db.transaction(() => {
+      const row = this.#get.get(assistantId, org);
+      if (!row) return null;
+      const current = toAssistant(row);
+      const { max } = this.#db
+        .prepare<[string], { max: number }>(
+          "SELECT MAX(version) AS max FROM assistant_versions WHERE assistant_id = ?",
+        )
+        .get(assistantId)!;
+      const next = {
+        assistant_id: assistantId,
+        version: (max ?? current.version) + 1,
+        graph_id: patch.graph_id ?? current.graph_id,
+        name: patch.name ?? current.name,
+        description: patch.description !== undefined ? patch.description : current.description,
+        config: JSON.stringify(patch.config ?? current.config),
+        context: JSON.stringify(patch.context ?? current.context),
+        metadata: JSON.stringify({ ...current.metadata, ...(patch.metadata ?? {}) }),
+        now: new Date().toISOString(),
+      };
+      this.#insertVersion.run(next);
+      this.#db
+        .prepare(
+          `UPDATE assistants SET version = @version, graph_id = @graph_id, name = @name, description = @description,
+             config = @config, context = @context, metadata = @metadata, updated_at = @now WHERE assistant_id = @assistant_id`,
+        )
+        .run(next);
+      return toAssistant({ ...next, created_at: current.created_at, updated_at: next.now });
+    })();
+  }
+
+  async delete(org: OrgId, assistantId: string, opts: { deleteThreads: boolean }): Promise<boolean> {
+    return this.#db.transaction(() => {
+      // System assistants are shared; an organization cannot delete them for everyone.
+      const deleted = this.#db
+        .prepare("DELETE FROM assistants WHERE assistant_id = ? AND org_id = ?")
+        .run(assistantId, org).changes;
+      if (!deleted) return false;
+      if (opts.deleteThreads) {
+        this.#db
+          .prepare("DELETE FROM threads WHERE org_id = ? AND json_extract(metadata, '$.assistant_id') = ?")
+          .run(org, assistantId);
+      }
+      this.#db.prepare("DELETE FROM runs WHERE assistant_id = ? AND org_id = ?").run(assistantId, org);
+      return true;
+    })();
+  }
+
+  #where(org: OrgId, q: Pick<AssistantQuery, "graph_id" | "name" | "metadata">) {
+    const clauses = [VISIBLE];
+    const params: unknown[] = [org];
+    if (q.graph_id !== undefined) {
+      clauses.push("graph_id = ?");
+      params.push(q.graph_id);
+    }
+    if (q.name !== undefined) {
+      clauses.push("instr(lower(name), lower(?)) > 0");
+      params.push(q.name);
+    }
+    if (q.metadata && Object.keys(q.metadata).length) {
+      const f = jsonContains("metadata", q.metadata);
+      clauses.push(f.sql);
+      params.push(...f.params);
+    }
+    return { sql: clauses.join(" AND "), params };
+  }
+
+  async search(org: OrgId, q: AssistantQuery): Promise<{ items: Assistant[]; total: number }> {
+    const where = this.#where(org, q);
+    // sort_by is validated against a closed list by the route schema, so it is safe to interpolate.
+    const rows = this.#db
+      .prepare<unknown[], AssistantRow>(
+        `SELECT * FROM assistants WHERE ${where.sql} ORDER BY ${q.sort_by} ${q.sort_order}, rowid ${q.sort_order} LIMIT ? OFFSET ?`,
+      )
+      .all(...where.params, q.limit, q.offset);
+    return { items: rows.map(toAssistant), total: await this.count(org, q) };
+  }
+
+  async count(org: OrgId, q: Pick<AssistantQuery, "graph_id" | "name" | "metadata">): Promise<number> {
+    const where = this.#where(org, q);
+    return this.#db
+      .prepare<unknown[], { n: number }>(`SELECT COUNT(*) AS n FROM assistants WHERE ${where.sql}`)
+      .get(...where.params)!.n;
+  }
+
+  async versions(
+    org: OrgId,
+    assistantId: string,
+    q: { metadata?: JsonObject; limit: number; offset: number },
+  ): Promise<AssistantVersion[]> {
+    if (!this.#get.get(assistantId, org)) return [];
+    const filter = jsonContains("metadata", q.metadata ?? {});
+    return this.#db
+      .prepare<unknown[], AssistantRow>(
+        `SELECT * FROM assistant_versions WHERE assistant_id = ? AND ${filter.sql} ORDER BY version DESC LIMIT ? OFFSET ?`,
+      )
+      .all(assistantId, ...filter.params, q.limit, q.offset)
+      .map(toVersion);
+  }
+
+  async setLatest(org: OrgId, assistantId: string, version: number): Promise<Assistant | null> {
+    return this.#db.transaction(() => {
+      const current = this.#get.get(assistantId, org);
+      if (!current) return null;
+      const v = this.#db
+        .prepare<[string, number], AssistantRow>(
+          "SELECT * FROM assistant_versions WHERE assistant_id = ? AND version = ?",
+        )
+        .get(assistantId, version);
+      if (!v) return null;
+      const now = new Date().toISOString();
+      this.#db
+        .prepare(
+          `UPDATE assistants SET version = ?, graph_id = ?, name = ?, description = ?, config = ?, context = ?,
+             metadata = ?, updated_at = ? WHERE assistant_id = ?`,
+        )
+        .run(v.version, v.graph_id, v.name, v.description, v.config, v.context, v.metadata, now, assistantId);
+      return toAssistant({ ...v, created_at: current.created_at, updated_at: now });
+    })();
+  }
+}

@@ -1,0 +1,113 @@
+import { mkdirSync } from "node:fs";
+import path from "node:path";
+import Database from "better-sqlite3";
+
+export type Db = Database.Database;
+
+/**
+ * Versioned migrations, applied in order on open; `PRAGMA user_version` records the last one.
+ * Never edit a released migration: append a new one.
+ */
+const MIGRATIONS: string[] = [
+  `
+  CREATE TABLE assistants (
+    assistant_id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL,           -- '' = system assistant, visible to every organization
+    graph_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    description TEXT,
+    config TEXT NOT NULL,
+    context TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+  );
+  CREATE INDEX assistants_org_created ON assistants (org_id, created_at);
+  CREATE TABLE assistant_versions (
+    assistant_id TEXT NOT NULL REFERENCES assistants (assistant_id) ON DELETE CASCADE,
+    version INTEGER NOT NULL,
+    graph_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    description TEXT,
+    config TEXT NOT NULL,
+    context TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (assistant_id, version)
+  );
+  CREATE TABLE threads (
+    thread_id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    config TEXT NOT NULL,
+    "values" TEXT,
+    interrupts TEXT NOT NULL,
+    error TEXT,
+    temporary INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    state_updated_at TEXT NOT NULL
+  );
+  CREATE INDEX threads_org_created ON threads (org_id, created_at);
+  CREATE TABLE runs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,   -- queue order among runs due at the same time
+    run_id TEXT NOT NULL UNIQUE,
+    thread_id TEXT NOT NULL REFERENCES threads (thread_id) ON DELETE CASCADE,
+    org_id TEXT NOT NULL,
+    assistant_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    kwargs TEXT NOT NULL,
+    multitask_strategy TEXT NOT NULL,
+    attempt INTEGER NOT NULL DEFAULT 0,
+    not_before INTEGER NOT NULL,              -- epoch ms; after_seconds makes it later than created_at
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+  );
+  CREATE INDEX runs_thread_status ON runs (thread_id, status);
+  CREATE INDEX runs_pending_due ON runs (not_before, seq) WHERE status = 'pending';
+  CREATE INDEX runs_running ON runs (thread_id) WHERE status = 'running';
+  CREATE INDEX runs_assistant ON runs (assistant_id);
+  `,
+];
+
+export function openDatabase(dataDir: string, synchronous: "normal" | "full"): Db {
+  mkdirSync(dataDir, { recursive: true });
+  const db = new Database(path.join(dataDir, "hangar.sqlite"));
+  // WAL: readers never block the writer. synchronous=NORMAL keeps every committed transaction across a
+  // process crash (kill -9, OOM); FULL also across power loss, at one fsync per commit.
+  db.pragma("journal_mode = WAL");
+  db.pragma(`synchronous = ${synchronous === "full" ? "FULL" : "NORMAL"}`);
+  db.pragma("foreign_keys = ON");
+  db.pragma("busy_timeout = 5000");
+  migrate(db);
+  return db;
+}
+
+function migrate(db: Db): void {
+  const current = db.pragma("user_version", { simple: true }) as number;
+  for (let v = current; v < MIGRATIONS.length; v++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[v]);
+      db.pragma(`user_version = ${v + 1}`);
+    })();
+  }
+}
+
+/**
+ * Statements are prepared once per SQL text and reused: preparing costs more than running most of
+ * these queries, and several of them run on every run's hot path.
+ */
+export function statementCache(db: Db): (sql: string) => Database.Statement<any[], any> {
+  const cache = new Map<string, Database.Statement<any[], any>>();
+  return (sql) => {
+    let stmt = cache.get(sql);
+    if (!stmt) {
+      stmt = db.prepare(sql);
+      cache.set(sql, stmt);
+    }
+    return stmt;
+  };
+}

@@ -1,0 +1,23 @@
+import type { Storage } from "../ports.js";
+import { SqliteAssistants } from "./assistants.js";
+import { SqliteCheckpointer } from "./checkpointer.js";
+import { openDatabase } from "./database.js";
+import { SqliteRuns } from "./runs.js";
+import { SqliteThreads } from "./threads.js";
+
+/** Embedded storage: one SQLite file (`<dataDir>/hangar.sqlite`) holding everything, checkpoints included. */
+export function openSqliteStorage(opts: { dataDir: string; synchronous: "normal" | "full" }): Storage {
+  const db = openDatabase(opts.dataDir, opts.synchronous);
+  const checkpointer = new SqliteCheckpointer(db);
+  return {
+    assistants: new SqliteAssistants(db),
+    threads: new SqliteThreads(db, checkpointer),
+    runs: new SqliteRuns(db, checkpointer),
+    checkpointer,
+    async close() {
+      // Fold the WAL back into the main file so the data dir is one self-contained file at rest.
+      db.pragma("wal_checkpoint(TRUNCATE)");
+      db.close();
+    },
+  };
+}

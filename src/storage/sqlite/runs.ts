@@ -1,0 +1,322 @@
+import { conflict, notFound } from "../../errors.js";
+import type { MultitaskStrategy, RunStatus } from "../../runtime/statuses.js";
+import type {
+  AdmissionResult,
+  CheckpointStore,
+  JsonObject,
+  OrgId,
+  Run,
+  RunAdmission,
+  RunCompletion,
+  RunsRepo,
+} from "../ports.js";
+import { type Db, statementCache } from "./database.js";
+import { jsonContains } from "./json-filter.js";
+import { deleteThreadCheckpoints, insertThread, settledStatus, type ThreadRow } from "./threads.js";
+
+interface RunRow {
+  seq: number;
+  run_id: string;
+  thread_id: string;
+  org_id: string;
+  assistant_id: string;
+  status: RunStatus;
+  metadata: string;
+  kwargs: string;
+  multitask_strategy: MultitaskStrategy;
+  attempt: number;
+  not_before: number;
+  created_at: string;
+  updated_at: string;
+}
+
+const toRun = (r: RunRow): Run => ({
+  run_id: r.run_id,
+  thread_id: r.thread_id,
+  assistant_id: r.assistant_id,
+  created_at: r.created_at,
+  updated_at: r.updated_at,
+  status: r.status,
+  metadata: JSON.parse(r.metadata),
+  kwargs: JSON.parse(r.kwargs),
+  multitask_strategy: r.multitask_strategy,
+  attempt: r.attempt,
+});
+
+export const THREAD_BUSY_MESSAGE =
+  "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.";
+
+/**
+ * The run queue. better-sqlite3 is synchronous and the process has one connection, so each
+ * `db.transaction` below runs without interleaving: admission and claiming are atomic per thread
+ * without row locks. The Postgres adapter gets the same guarantees from SELECT … FOR UPDATE.
+ */
+export class SqliteRuns implements RunsRepo {
+  readonly #db: Db;
+  readonly #checkpointer: CheckpointStore;
+  readonly #q: ReturnType<typeof statementCache>;
+
+  constructor(db: Db, checkpointer: CheckpointStore) {
+    this.#db = db;
+    this.#checkpointer = checkpointer;
+    this.#q = statementCache(db);
+  }
+
+  #thread(threadId: string): ThreadRow | undefined {
+    return this.#q("SELECT * FROM threads WHERE thread_id = ?").get(threadId);
+  }
+
+  /** Settles the thread's status once no run of it is executing (see `settledStatus`). */
+  #settleThread(
+    threadId: string,
+    patch: { values?: unknown; interrupts?: unknown; hasNext?: boolean; error?: unknown },
+  ) {
+    const thread = this.#thread(threadId);
+    if (!thread) return;
+    const interrupts = patch.interrupts !== undefined ? JSON.stringify(patch.interrupts) : thread.interrupts;
+    const hasNext = patch.hasNext ?? interrupts !== "{}";
+    const now = new Date().toISOString();
+    this.#q(
+      `UPDATE threads SET status = ?, "values" = ?, interrupts = ?, error = ?, updated_at = ?, state_updated_at = ?
+       WHERE thread_id = ?`,
+    ).run(
+      settledStatus(this.#db, threadId, hasNext, patch.error !== undefined),
+      patch.values !== undefined ? JSON.stringify(patch.values) : thread.values,
+      interrupts,
+      patch.error !== undefined ? JSON.stringify(patch.error) : null,
+      now,
+      patch.values !== undefined ? now : thread.state_updated_at,
+      threadId,
+    );
+  }
+
+  #deleteRun(row: RunRow) {
+    this.#checkpointer.deleteRun(row.thread_id, row.run_id);
+    this.#q("DELETE FROM runs WHERE run_id = ?").run(row.run_id);
+  }
+
+  async admit(org: OrgId, a: RunAdmission): Promise<AdmissionResult> {
+    return this.#db.transaction((): AdmissionResult => {
+      const now = new Date();
+      const nowIso = now.toISOString();
+      let thread = this.#thread(a.thread_id);
+      if (thread && thread.org_id !== org) throw notFound(`Thread with ID ${a.thread_id} not found`);
+      const graphMetadata = { graph_id: a.assistant.graph_id, assistant_id: a.assistant.assistant_id };
+      if (!thread) {
+        if (!a.stateless && a.if_not_exists === "reject")
+          throw notFound(`Thread with ID ${a.thread_id} not found`);
+        thread = {
+          thread_id: a.thread_id,
+          org_id: org,
+          status: "busy",
+          metadata: JSON.stringify({ ...graphMetadata, ...a.metadata }),
+          config: "{}",
+          values: null,
+          interrupts: "{}",
+          error: null,
+          temporary: a.kwargs.temporary ? 1 : 0,
+          created_at: nowIso,
+          updated_at: nowIso,
+          state_updated_at: nowIso,
+        };
+        insertThread(this.#db, thread);
+      }
+
+      const inFlight: RunRow[] = this.#q(
+        "SELECT * FROM runs WHERE thread_id = ? AND status IN ('pending', 'running') ORDER BY seq",
+      ).all(a.thread_id);
+      if (inFlight.length && a.multitask_strategy === "reject") throw conflict(THREAD_BUSY_MESSAGE);
+
+      const runningToStop: Run[] = [];
+      if (a.multitask_strategy === "interrupt" || a.multitask_strategy === "rollback") {
+        for (const prior of inFlight) {
+          if (prior.status === "running") runningToStop.push(toRun(prior));
+          else if (a.multitask_strategy === "rollback") this.#deleteRun(prior);
+          else
+            this.#q("UPDATE runs SET status = 'interrupted', updated_at = ? WHERE run_id = ?").run(
+              nowIso,
+              prior.run_id,
+            );
+        }
+      }
+
+      const row: RunRow = {
+        seq: 0,
+        run_id: a.run_id,
+        thread_id: a.thread_id,
+        org_id: org,
+        assistant_id: a.assistant.assistant_id,
+        status: "pending",
+        metadata: JSON.stringify(a.metadata),
+        kwargs: JSON.stringify(a.kwargs),
+        multitask_strategy: a.multitask_strategy,
+        attempt: 0,
+        not_before: a.not_before.getTime(),
+        created_at: nowIso,
+        updated_at: nowIso,
+      };
+      this.#q(
+        `INSERT INTO runs (run_id, thread_id, org_id, assistant_id, status, metadata, kwargs, multitask_strategy, attempt,
+           not_before, created_at, updated_at)
+         VALUES (@run_id, @thread_id, @org_id, @assistant_id, @status, @metadata, @kwargs, @multitask_strategy, @attempt,
+           @not_before, @created_at, @updated_at)`,
+      ).run(row);
+      this.#q("UPDATE threads SET status = 'busy', metadata = ?, updated_at = ? WHERE thread_id = ?").run(
+        JSON.stringify({ ...JSON.parse(thread.metadata), ...graphMetadata }),
+        nowIso,
+        a.thread_id,
+      );
+      return { run: toRun(row), runningToStop };
+    })();
+  }
+
+  async get(org: OrgId, threadId: string | null, runId: string): Promise<Run | null> {
+    const row: RunRow | undefined = this.#q("SELECT * FROM runs WHERE run_id = ? AND org_id = ?").get(
+      runId,
+      org,
+    );
+    if (!row || (threadId !== null && row.thread_id !== threadId)) return null;
+    return toRun(row);
+  }
+
+  async list(
+    org: OrgId,
+    threadId: string,
+    q: { limit: number; offset: number; status?: RunStatus; metadata?: JsonObject },
+  ): Promise<Run[]> {
+    const clauses = ["thread_id = ?", "org_id = ?"];
+    const params: unknown[] = [threadId, org];
+    if (q.status) {
+      clauses.push("status = ?");
+      params.push(q.status);
+    }
+    if (q.metadata && Object.keys(q.metadata).length) {
+      const f = jsonContains("metadata", q.metadata);
+      clauses.push(f.sql);
+      params.push(...f.params);
+    }
+    const rows: RunRow[] = this.#db
+      .prepare(`SELECT * FROM runs WHERE ${clauses.join(" AND ")} ORDER BY seq DESC LIMIT ? OFFSET ?`)
+      .all(...params, q.limit, q.offset) as RunRow[];
+    return rows.map(toRun);
+  }
+
+  async delete(org: OrgId, threadId: string, runId: string): Promise<"deleted" | "absent" | "running"> {
+    return this.#db.transaction(() => {
+      const row: RunRow | undefined = this.#q("SELECT * FROM runs WHERE run_id = ? AND org_id = ?").get(
+        runId,
+        org,
+      );
+      if (!row || row.thread_id !== threadId) return "absent";
+      if (row.status === "running") return "running";
+      this.#deleteRun(row);
+      this.#settleThread(threadId, {});
+      return "deleted";
+    })();
+  }
+
+  async cancelPending(runId: string, action: "interrupt" | "rollback"): Promise<Run | null> {
+    return this.#db.transaction(() => {
+      const row: RunRow | undefined = this.#q("SELECT * FROM runs WHERE run_id = ?").get(runId);
+      if (!row || row.status !== "pending") return null;
+      const now = new Date().toISOString();
+      if (action === "rollback") this.#deleteRun(row);
+      else this.#q("UPDATE runs SET status = 'interrupted', updated_at = ? WHERE run_id = ?").run(now, runId);
+      this.#settleThread(row.thread_id, {});
+      return toRun({ ...row, status: "interrupted", updated_at: now });
+    })();
+  }
+
+  async claimNext(): Promise<{ run: Run | null; nextDueAt: Date | null }> {
+    return this.#db.transaction(() => {
+      const now = Date.now();
+      // The oldest due pending run whose thread is not executing another run: at most one run per thread.
+      const row: RunRow | undefined = this.#q(
+        `SELECT * FROM runs r WHERE r.status = 'pending' AND r.not_before <= ?
+           AND NOT EXISTS (SELECT 1 FROM runs x WHERE x.thread_id = r.thread_id AND x.status = 'running')
+         ORDER BY r.not_before, r.seq LIMIT 1`,
+      ).get(now);
+      if (!row) {
+        const next: { t: number | null } = this.#q(
+          "SELECT MIN(not_before) AS t FROM runs WHERE status = 'pending' AND not_before > ?",
+        ).get(now);
+        return { run: null, nextDueAt: next.t === null ? null : new Date(next.t) };
+      }
+      const nowIso = new Date(now).toISOString();
+      this.#q(
+        "UPDATE runs SET status = 'running', attempt = attempt + 1, updated_at = ? WHERE run_id = ?",
+      ).run(nowIso, row.run_id);
+      this.#q("UPDATE threads SET status = 'busy', updated_at = ? WHERE thread_id = ?").run(
+        nowIso,
+        row.thread_id,
+      );
+      return {
+        run: toRun({ ...row, status: "running", attempt: row.attempt + 1, updated_at: nowIso }),
+        nextDueAt: null,
+      };
+    })();
+  }
+
+  async complete(c: RunCompletion): Promise<Run | null> {
+    return this.#db.transaction(() => {
+      const row: RunRow | undefined = this.#q("SELECT * FROM runs WHERE run_id = ?").get(c.run_id);
+      if (!row || row.status !== "running") return null; // deleted or settled meanwhile
+      const now = new Date().toISOString();
+      this.#q("UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ?").run(c.status, now, c.run_id);
+      this.#settleThread(row.thread_id, {
+        values: c.values,
+        interrupts: c.interrupts,
+        hasNext: c.hasNext,
+        error: c.status === "error" ? (c.error ?? { error: "Error", message: "Run failed" }) : undefined,
+      });
+      return toRun({ ...row, status: c.status, updated_at: now });
+    })();
+  }
+
+  async completeRolledBack(runId: string): Promise<void> {
+    this.#db.transaction(() => {
+      const row: RunRow | undefined = this.#q("SELECT * FROM runs WHERE run_id = ?").get(runId);
+      if (!row) return;
+      this.#deleteRun(row);
+      this.#settleThread(row.thread_id, { hasNext: false });
+    })();
+  }
+
+  async requeue(runId: string): Promise<void> {
+    this.#q("UPDATE runs SET status = 'pending', updated_at = ? WHERE run_id = ? AND status = 'running'").run(
+      new Date().toISOString(),
+      runId,
+    );
+  }
+
+  async recoverInterrupted(maxAttempts: number): Promise<{ requeued: string[]; failed: string[] }> {
+    return this.#db.transaction(() => {
+      const rows: RunRow[] = this.#q("SELECT * FROM runs WHERE status = 'running'").all();
+      const requeued: string[] = [];
+      const failed: string[] = [];
+      const now = new Date().toISOString();
+      for (const row of rows) {
+        if (row.attempt >= maxAttempts) {
+          this.#q("UPDATE runs SET status = 'error', updated_at = ? WHERE run_id = ?").run(now, row.run_id);
+          this.#settleThread(row.thread_id, {
+            error: { error: "RunAbandoned", message: `Run failed after ${row.attempt} attempts` },
+          });
+          failed.push(row.run_id);
+        } else {
+          this.#q("UPDATE runs SET status = 'pending', updated_at = ? WHERE run_id = ?").run(now, row.run_id);
+          requeued.push(row.run_id);
+        }
+      }
+      return { requeued, failed };
+    })();
+  }
+
+  async deleteTemporaryThread(threadId: string): Promise<void> {
+    this.#db.transaction(() => {
+      if (!this.#thread(threadId)?.temporary) return;
+      this.#q("DELETE FROM runs WHERE thread_id = ?").run(threadId);
+      deleteThreadCheckpoints(this.#db, threadId);
+      this.#q("DELETE FROM threads WHERE thread_id = ? AND temporary = 1").run(threadId);
+    })();
+  }
+}

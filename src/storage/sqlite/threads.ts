@@ -1,0 +1,247 @@
+import { conflict } from "../../errors.js";
+import type { ThreadStatus } from "../../runtime/statuses.js";
+import type {
+  CheckpointStore,
+  Interrupt,
+  JsonObject,
+  OrgId,
+  Thread,
+  ThreadQuery,
+  ThreadsRepo,
+} from "../ports.js";
+import type { Db } from "./database.js";
+import { jsonContains } from "./json-filter.js";
+
+export interface ThreadRow {
+  thread_id: string;
+  org_id: string;
+  status: ThreadStatus;
+  metadata: string;
+  config: string;
+  values: string | null;
+  interrupts: string;
+  error: string | null;
+  temporary: number;
+  created_at: string;
+  updated_at: string;
+  state_updated_at: string;
+}
+
+export const toThread = (r: ThreadRow): Thread => {
+  const thread: Thread = {
+    thread_id: r.thread_id,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    state_updated_at: r.state_updated_at,
+    metadata: JSON.parse(r.metadata),
+    status: r.status,
+    config: JSON.parse(r.config),
+    interrupts: JSON.parse(r.interrupts),
+  };
+  if (r.values !== null) thread.values = JSON.parse(r.values);
+  if (r.error !== null) thread.error = JSON.parse(r.error);
+  return thread;
+};
+
+/** Deletes a thread's checkpoints (tables owned by checkpointer.ts) in the caller's transaction. */
+export function deleteThreadCheckpoints(db: Db, threadId: string): void {
+  db.prepare("DELETE FROM checkpoint_writes WHERE thread_id = ?").run(threadId);
+  db.prepare("DELETE FROM checkpoints WHERE thread_id = ?").run(threadId);
+}
+
+/** The status a thread settles to when no run is executing it. */
+export function settledStatus(db: Db, threadId: string, hasNext: boolean, failed: boolean): ThreadStatus {
+  if (failed) return "error";
+  if (hasNext) return "interrupted";
+  const inFlight = db
+    .prepare("SELECT 1 FROM runs WHERE thread_id = ? AND status IN ('pending', 'running') LIMIT 1")
+    .get(threadId);
+  return inFlight ? "busy" : "idle";
+}
+
+export class SqliteThreads implements ThreadsRepo {
+  readonly #db: Db;
+  readonly #checkpointer: CheckpointStore;
+  readonly #get;
+
+  constructor(db: Db, checkpointer: CheckpointStore) {
+    this.#db = db;
+    this.#checkpointer = checkpointer;
+    this.#get = db.prepare<[string, string], ThreadRow>(
+      "SELECT * FROM threads WHERE thread_id = ? AND org_id = ?",
+    );
+  }
+
+  async create(
+    org: OrgId,
+    input: { thread_id: string; metadata: JsonObject },
+    ifExists: "raise" | "do_nothing",
+  ): Promise<Thread> {
+    return this.#db.transaction(() => {
+      const existing = this.#db
+        .prepare<[string], ThreadRow>("SELECT * FROM threads WHERE thread_id = ?")
+        .get(input.thread_id);
+      if (existing) {
+        if (ifExists === "do_nothing" && existing.org_id === org) return toThread(existing);
+        throw conflict(`Thread ${input.thread_id} already exists`);
+      }
+      const now = new Date().toISOString();
+      const row: ThreadRow = {
+        thread_id: input.thread_id,
+        org_id: org,
+        status: "idle",
+        metadata: JSON.stringify(input.metadata),
+        config: "{}",
+        values: null,
+        interrupts: "{}",
+        error: null,
+        temporary: 0,
+        created_at: now,
+        updated_at: now,
+        state_updated_at: now,
+      };
+      insertThread(this.#db, row);
+      return toThread(row);
+    })();
+  }
+
+  async get(org: OrgId, threadId: string): Promise<Thread | null> {
+    const row = this.#get.get(threadId, org);
+    return row ? toThread(row) : null;
+  }
+
+  async patch(org: OrgId, threadId: string, metadata: JsonObject): Promise<Thread | null> {
+    return this.#db.transaction(() => {
+      const row = this.#get.get(threadId, org);
+      if (!row) return null;
+      const next = {
+        ...row,
+        metadata: JSON.stringify({ ...JSON.parse(row.metadata), ...metadata }),
+        updated_at: new Date().toISOString(),
+      };
+      this.#db
+        .prepare("UPDATE threads SET metadata = ?, updated_at = ? WHERE thread_id = ?")
+        .run(next.metadata, next.updated_at, threadId);
+      return toThread(next);
+    })();
+  }
+
+  async delete(org: OrgId, threadId: string): Promise<{ deleted: boolean; runningRunIds: string[] }> {
+    return this.#db.transaction(() => {
+      if (!this.#get.get(threadId, org)) return { deleted: false, runningRunIds: [] };
+      const running = this.#db
+        .prepare<[string], { run_id: string }>(
+          "SELECT run_id FROM runs WHERE thread_id = ? AND status = 'running'",
+        )
+        .all(threadId)
+        .map((r) => r.run_id);
+      this.#db.prepare("DELETE FROM runs WHERE thread_id = ?").run(threadId);
+      deleteThreadCheckpoints(this.#db, threadId);
+      this.#db.prepare("DELETE FROM threads WHERE thread_id = ?").run(threadId);
+      return { deleted: true, runningRunIds: running };
+    })();
+  }
+
+  #where(org: OrgId, q: Partial<ThreadQuery>) {
+    const clauses = ["org_id = ?", "temporary = 0"];
+    const params: unknown[] = [org];
+    if (q.ids?.length) {
+      clauses.push(`thread_id IN (${q.ids.map(() => "?").join(",")})`);
+      params.push(...q.ids);
+    }
+    if (q.status) {
+      clauses.push("status = ?");
+      params.push(q.status);
+    }
+    for (const [column, filter] of [
+      ["metadata", q.metadata],
+      ['"values"', q.values],
+    ] as const) {
+      if (filter && Object.keys(filter).length) {
+        const f = jsonContains(column, filter);
+        clauses.push(f.sql);
+        params.push(...f.params);
+      }
+    }
+    return { sql: clauses.join(" AND "), params };
+  }
+
+  async search(org: OrgId, q: ThreadQuery): Promise<{ items: Thread[]; total: number }> {
+    const where = this.#where(org, q);
+    // sort_by is validated against a closed list by the route schema, so it is safe to interpolate.
+    const rows = this.#db
+      .prepare<unknown[], ThreadRow>(
+        `SELECT * FROM threads WHERE ${where.sql} ORDER BY ${q.sort_by} ${q.sort_order}, rowid ${q.sort_order} LIMIT ? OFFSET ?`,
+      )
+      .all(...where.params, q.limit, q.offset);
+    return { items: rows.map(toThread), total: await this.count(org, q) };
+  }
+
+  async count(org: OrgId, q: Pick<ThreadQuery, "metadata" | "values" | "status">): Promise<number> {
+    const where = this.#where(org, q);
+    return this.#db
+      .prepare<unknown[], { n: number }>(`SELECT COUNT(*) AS n FROM threads WHERE ${where.sql}`)
+      .get(...where.params)!.n;
+  }
+
+  async copy(org: OrgId, threadId: string, newThreadId: string): Promise<Thread | null> {
+    return this.#db.transaction(() => {
+      const source = this.#get.get(threadId, org);
+      if (!source) return null;
+      const now = new Date().toISOString();
+      const row: ThreadRow = {
+        ...source,
+        thread_id: newThreadId,
+        status: source.status === "busy" ? "idle" : source.status,
+        metadata: JSON.stringify({ ...JSON.parse(source.metadata), thread_id: newThreadId }),
+        created_at: now,
+        updated_at: now,
+      };
+      insertThread(this.#db, row);
+      this.#checkpointer.copyThread(threadId, newThreadId);
+      return toThread(row);
+    })();
+  }
+
+  async recordState(
+    org: OrgId,
+    threadId: string,
+    state: { values: unknown; interrupts: Record<string, Interrupt[]>; hasNext: boolean },
+  ): Promise<void> {
+    this.#db.transaction(() => {
+      if (!this.#get.get(threadId, org)) return;
+      const now = new Date().toISOString();
+      this.#db
+        .prepare(
+          `UPDATE threads SET "values" = ?, interrupts = ?, status = ?, error = NULL, updated_at = ?, state_updated_at = ?
+           WHERE thread_id = ?`,
+        )
+        .run(
+          JSON.stringify(state.values ?? null),
+          JSON.stringify(state.interrupts),
+          settledStatus(this.#db, threadId, state.hasNext, false),
+          now,
+          now,
+          threadId,
+        );
+    })();
+  }
+
+  async bindGraph(org: OrgId, threadId: string, graphId: string, assistantId: string): Promise<void> {
+    const row = this.#get.get(threadId, org);
+    if (!row) return;
+    const metadata = { ...JSON.parse(row.metadata), graph_id: graphId, assistant_id: assistantId };
+    this.#db
+      .prepare("UPDATE threads SET metadata = ?, updated_at = ? WHERE thread_id = ?")
+      .run(JSON.stringify(metadata), new Date().toISOString(), threadId);
+  }
+}
+
+export function insertThread(db: Db, row: ThreadRow): void {
+  db.prepare(
+    `INSERT INTO threads (thread_id, org_id, status, metadata, config, "values", interrupts, error, temporary,
+       created_at, updated_at, state_updated_at)
+     VALUES (@thread_id, @org_id, @status, @metadata, @config, @values, @interrupts, @error, @temporary,
+       @created_at, @updated_at, @state_updated_at)`,
+  ).run(row);
+}

@@ -1,0 +1,132 @@
+/**
+ * Run event logs (DESIGN.md decision 5): every event of a run gets the next id and is kept, so any
+ * number of readers can follow a run and a reader that reconnects with Last-Event-ID misses nothing.
+ * A finished run's log stays readable for the retention window, then is dropped.
+ *
+ * This is the embedded adapter (memory of this process). A Redis Streams adapter implements the same
+ * interface when runs execute on other processes.
+ */
+export interface RunEvent {
+  id: number;
+  event: string;
+  /** The event's data, already serialised to JSON once for every reader. */
+  data: string;
+}
+
+interface Log {
+  events: RunEvent[];
+  done: boolean;
+  /** What `join` and `wait` answer for this run, set when it ends. */
+  result?: unknown;
+  wake: Set<() => void>;
+  expiry?: NodeJS.Timeout;
+}
+
+export class RunLogs {
+  readonly #logs = new Map<string, Log>();
+  readonly #retentionMs: number;
+
+  constructor(opts: { retentionSeconds: number }) {
+    this.#retentionMs = opts.retentionSeconds * 1000;
+  }
+
+  #log(runId: string): Log {
+    let log = this.#logs.get(runId);
+    if (!log) {
+      log = { events: [], done: false, wake: new Set() };
+      this.#logs.set(runId, log);
+    }
+    return log;
+  }
+
+  /** Makes a run's log exist before it starts, so readers can attach to a pending run. */
+  open(runId: string): void {
+    this.#log(runId);
+  }
+
+  has(runId: string): boolean {
+    return this.#logs.has(runId);
+  }
+
+  publish(runId: string, event: string, data: string): void {
+    const log = this.#log(runId);
+    if (log.done) return;
+    log.events.push({ id: log.events.length, event, data });
+    this.#wakeAll(log);
+  }
+
+  /** Marks the run finished: readers drain and stop; the log expires after the retention window. */
+  end(runId: string, result: unknown): void {
+    const log = this.#log(runId);
+    log.done = true;
+    log.result = result;
+    this.#wakeAll(log);
+    clearTimeout(log.expiry);
+    log.expiry = setTimeout(() => this.#logs.delete(runId), this.#retentionMs);
+    log.expiry.unref();
+  }
+
+  /** Forgets a run at once (it was deleted). Readers still attached finish. */
+  drop(runId: string): void {
+    const log = this.#logs.get(runId);
+    if (!log) return;
+    log.done = true;
+    this.#wakeAll(log);
+    clearTimeout(log.expiry);
+    this.#logs.delete(runId);
+  }
+
+  /**
+   * Events with id > `after` (-1: from the start), then every new one until the run ends or `signal`
+   * aborts. A run with no log (expired, or never seen by this process) yields nothing.
+   */
+  async *read(runId: string, after: number, signal?: AbortSignal): AsyncGenerator<RunEvent> {
+    const log = this.#logs.get(runId);
+    if (!log) return;
+    let next = Math.max(0, after + 1);
+    while (!signal?.aborted) {
+      while (next < log.events.length) yield log.events[next++];
+      if (log.done) return;
+      await this.#change(log, signal);
+    }
+  }
+
+  /**
+   * Resolves when the run ends, with its join result; null when this process has no log of it
+   * (expired, deleted, or the run was never seen here) — the caller then reads storage.
+   */
+  async outcome(runId: string, signal?: AbortSignal): Promise<{ result: unknown } | null> {
+    const log = this.#logs.get(runId);
+    if (!log) return null;
+    while (!log.done && !signal?.aborted) {
+      await this.#change(log, signal);
+    }
+    return log.done && this.#logs.get(runId) === log ? { result: log.result } : null;
+  }
+
+  /** Resolves on the log's next event, its end, or the reader's abort. */
+  #change(log: Log, signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const wake = () => {
+        log.wake.delete(wake);
+        signal?.removeEventListener("abort", wake);
+        resolve();
+      };
+      log.wake.add(wake);
+      signal?.addEventListener("abort", wake, { once: true });
+    });
+  }
+
+  #wakeAll(log: Log) {
+    for (const wake of [...log.wake]) wake();
+  }
+
+  close(): void {
+    for (const log of this.#logs.values()) {
+      clearTimeout(log.expiry);
+      log.done = true;
+      this.#wakeAll(log);
+    }
+    this.#logs.clear();
+  }
+}

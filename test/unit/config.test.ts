@@ -1,0 +1,478 @@
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, describe, test } from "node:test";
+import { type Config, ConfigError, loadConfig } from "../../src/config/index.js";
+
+const roots: string[] = [];
+after(() => {
+  for (const dir of roots) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A project directory with the given files (strings are written as is, anything else as JSON). */
+function project(files: Record<string, unknown>): string {
+  const dir = mkdtempSync(path.join(tmpdir(), "hangar-config-"));
+  roots.push(dir);
+  for (const [name, content] of Object.entries(files)) {
+    const file = path.join(dir, name);
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, typeof content === "string" ? content : JSON.stringify(content));
+  }
+  return dir;
+}
+
+const GRAPH = "export const graph = {};\n";
+const minimal = (extra: Record<string, unknown> = {}) => ({
+  "langgraph.json": { graphs: { agent: "./agent.ts:graph" }, ...extra },
+  "agent.ts": GRAPH,
+});
+
+function load(
+  dir: string,
+  opts: { flags?: Parameters<typeof loadConfig>[0]["flags"]; env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): Config {
+  return loadConfig({ mode: "dev", flags: opts.flags ?? {}, env: opts.env ?? {}, cwd: opts.cwd ?? dir });
+}
+
+function rejects(fn: () => unknown, ...fragments: (string | RegExp)[]): ConfigError {
+  let caught: unknown;
+  try {
+    fn();
+  } catch (err) {
+    caught = err;
+  }
+  assert.ok(caught instanceof ConfigError, `expected a ConfigError, got ${String(caught)}`);
+  for (const fragment of fragments) {
+    if (typeof fragment === "string")
+      assert.ok(caught.message.includes(fragment), `"${caught.message}" lacks "${fragment}"`);
+    else assert.match(caught.message, fragment);
+  }
+  return caught;
+}
+
+describe("defaults", () => {
+  test("a minimal langgraph.json gets every default", () => {
+    const dir = project(minimal());
+    const config = load(dir);
+    assert.deepEqual(config, {
+      mode: "dev",
+      configPath: path.join(dir, "langgraph.json"),
+      projectDir: dir,
+      host: "127.0.0.1",
+      port: 2024,
+      dataDir: path.join(dir, ".hangar"),
+      graphs: [{ id: "agent", file: path.join(dir, "agent.ts"), exportName: "graph" }],
+      env: {},
+      http: {},
+      workers: 32,
+      sqliteSynchronous: "normal",
+      streamRetentionSeconds: 300,
+      logLevel: "info",
+      defaultAssistantConfigs: {},
+      warnings: [],
+    });
+  });
+
+  test("the result is deeply frozen", () => {
+    const dir = project(minimal({ http: { cors: { allow_origins: ["*"] } } }));
+    const config = load(dir);
+    assert.ok(Object.isFrozen(config));
+    assert.ok(Object.isFrozen(config.graphs));
+    assert.ok(Object.isFrozen(config.graphs[0]));
+    assert.ok(Object.isFrozen(config.http.cors?.allow_origins));
+    assert.throws(() => {
+      (config as { port: number }).port = 1;
+    }, TypeError);
+  });
+
+  test("mode is passed through", () => {
+    const dir = project(minimal());
+    assert.equal(loadConfig({ mode: "serve", flags: {}, env: {}, cwd: dir }).mode, "serve");
+  });
+});
+
+describe("precedence: flag > HANGAR_* env > langgraph.json hangar section > default", () => {
+  const file = { host: "10.0.0.1", port: 3001, data_dir: "./from-file", workers: 3 };
+  const env = {
+    HANGAR_HOST: "10.0.0.2",
+    HANGAR_PORT: "3002",
+    HANGAR_DATA_DIR: "from-env",
+    HANGAR_WORKERS: "4",
+    HANGAR_SQLITE_SYNCHRONOUS: "full",
+    HANGAR_LOG_LEVEL: "warn",
+  };
+  const flags = {
+    host: "10.0.0.3",
+    port: 3003,
+    dataDir: "from-flag",
+    workers: 5,
+    sqliteSynchronous: "normal",
+    logLevel: "debug",
+  };
+
+  test("the file beats the defaults (paths relative to the file)", () => {
+    const dir = project(minimal({ hangar: file }));
+    const config = load(dir, { flags: { config: dir }, cwd: tmpdir() });
+    assert.equal(config.host, "10.0.0.1");
+    assert.equal(config.port, 3001);
+    assert.equal(config.dataDir, path.join(dir, "from-file"));
+    assert.equal(config.workers, 3);
+  });
+
+  test("env beats the file (paths relative to the working directory)", () => {
+    const dir = project(minimal({ hangar: file }));
+    const cwd = project({});
+    const config = load(dir, { env: { ...env, HANGAR_CONFIG: dir }, cwd });
+    assert.equal(config.host, "10.0.0.2");
+    assert.equal(config.port, 3002);
+    assert.equal(config.dataDir, path.join(cwd, "from-env"));
+    assert.equal(config.workers, 4);
+    assert.equal(config.sqliteSynchronous, "full");
+    assert.equal(config.logLevel, "warn");
+  });
+
+  test("flags beat env", () => {
+    const dir = project(minimal({ hangar: file }));
+    const cwd = project({});
+    const config = load(dir, { flags: { ...flags, config: dir }, env, cwd });
+    assert.equal(config.host, "10.0.0.3");
+    assert.equal(config.port, 3003);
+    assert.equal(config.dataDir, path.join(cwd, "from-flag"));
+    assert.equal(config.workers, 5);
+    assert.equal(config.sqliteSynchronous, "normal");
+    assert.equal(config.logLevel, "debug");
+  });
+
+  test("flags given as the strings the user typed are parsed", () => {
+    const dir = project(minimal());
+    const config = load(dir, { flags: { port: "0", workers: "7" } });
+    assert.equal(config.port, 0);
+    assert.equal(config.workers, 7);
+  });
+
+  test("empty environment variables count as unset", () => {
+    const dir = project(minimal({ hangar: { port: 3001 } }));
+    assert.equal(load(dir, { env: { HANGAR_PORT: "", HANGAR_HOST: "" } }).port, 3001);
+  });
+
+  test("HANGAR_CONFIG locates the file; --config beats it", () => {
+    const a = project(minimal({ hangar: { port: 1111 } }));
+    const b = project(minimal({ hangar: { port: 2222 } }));
+    assert.equal(load(a, { env: { HANGAR_CONFIG: path.join(b, "langgraph.json") } }).port, 2222);
+    assert.equal(load(a, { flags: { config: a }, env: { HANGAR_CONFIG: b } }).port, 1111);
+  });
+
+  test("HANGAR_STREAM_RETENTION_SECONDS", () => {
+    const dir = project(minimal());
+    assert.equal(load(dir, { env: { HANGAR_STREAM_RETENTION_SECONDS: "60" } }).streamRetentionSeconds, 60);
+    assert.equal(load(dir, { env: { HANGAR_STREAM_RETENTION_SECONDS: "0" } }).streamRetentionSeconds, 0);
+  });
+
+  test("enum values are case-insensitive", () => {
+    const dir = project(minimal());
+    const config = load(dir, { env: { HANGAR_SQLITE_SYNCHRONOUS: "FULL", HANGAR_LOG_LEVEL: "Debug" } });
+    assert.equal(config.sqliteSynchronous, "full");
+    assert.equal(config.logLevel, "debug");
+  });
+});
+
+describe("--config", () => {
+  test("may name the directory holding langgraph.json", () => {
+    const dir = project(minimal());
+    assert.equal(
+      load(dir, { flags: { config: dir }, cwd: tmpdir() }).configPath,
+      path.join(dir, "langgraph.json"),
+    );
+  });
+
+  test("is relative to the working directory, and may name a file with another name", () => {
+    const dir = project({ "conf/other.json": { graphs: { g: "../g.ts" } }, "g.ts": GRAPH });
+    const config = load(dir, { flags: { config: "conf/other.json" } });
+    assert.equal(config.configPath, path.join(dir, "conf/other.json"));
+    assert.equal(config.projectDir, path.join(dir, "conf"));
+    assert.equal(config.graphs[0].file, path.join(dir, "g.ts"));
+    assert.equal(config.dataDir, path.join(dir, "conf/.hangar"));
+  });
+
+  test("defaults to ./langgraph.json", () => {
+    const dir = project(minimal());
+    assert.equal(load(dir).configPath, path.join(dir, "langgraph.json"));
+  });
+});
+
+describe("graphs", () => {
+  test("both forms, with and without an export name", () => {
+    const dir = project({
+      "langgraph.json": {
+        graphs: {
+          a: "./src/a.ts:graph",
+          b: "./src/b.ts",
+          c: { path: "./src/c.mts:makeGraph", description: "The C graph" },
+          d: { path: "src/d.js" },
+        },
+      },
+      "src/a.ts": GRAPH,
+      "src/b.ts": GRAPH,
+      "src/c.mts": GRAPH,
+      "src/d.js": GRAPH,
+    });
+    assert.deepEqual(load(dir).graphs, [
+      { id: "a", file: path.join(dir, "src/a.ts"), exportName: "graph" },
+      { id: "b", file: path.join(dir, "src/b.ts"), exportName: "default" },
+      { id: "c", file: path.join(dir, "src/c.mts"), exportName: "makeGraph", description: "The C graph" },
+      { id: "d", file: path.join(dir, "src/d.js"), exportName: "default" },
+    ]);
+  });
+
+  test("absolute paths are kept", () => {
+    const other = project({ "abs.ts": GRAPH });
+    const dir = project({ "langgraph.json": { graphs: { g: `${path.join(other, "abs.ts")}:g` } } });
+    assert.deepEqual(load(dir).graphs[0], { id: "g", file: path.join(other, "abs.ts"), exportName: "g" });
+  });
+});
+
+describe("env", () => {
+  test("an object (numbers and booleans become strings)", () => {
+    const dir = project(minimal({ env: { A: "1", B: 2, C: true } }));
+    assert.deepEqual(load(dir).env, { A: "1", B: "2", C: "true" });
+  });
+
+  test("a path to a .env file, relative to the project", () => {
+    const dir = project({
+      ...minimal({ env: "./config/.env" }),
+      "config/.env": 'A=1\n# comment\nB="two words"\n',
+    });
+    assert.deepEqual(load(dir).env, { A: "1", B: "two words" });
+  });
+
+  test("is not applied to process.env", () => {
+    const dir = project(minimal({ env: { HANGAR_CONFIG_TEST_MARKER: "x" } }));
+    load(dir);
+    assert.equal(process.env.HANGAR_CONFIG_TEST_MARKER, undefined);
+  });
+});
+
+describe("http", () => {
+  test("known settings are kept; unknown ones are dropped with a warning", () => {
+    const http = {
+      cors: { allow_origins: ["https://a.example"], allow_credentials: true, max_age: 600 },
+      disable_mcp: true,
+      disable_a2a: false,
+      app: "./app.ts:app",
+    };
+    const config = load(project(minimal({ http })));
+    assert.deepEqual(config.http, {
+      cors: { allow_origins: ["https://a.example"], allow_credentials: true, max_age: 600 },
+      disable_mcp: true,
+      disable_a2a: false,
+    });
+    assert.equal(config.warnings.length, 1);
+    assert.match(config.warnings[0], /http\.app: not supported/);
+  });
+
+  test("an auth section is reported as not enforced", () => {
+    const config = load(project(minimal({ auth: { path: "./auth.ts:auth" } })));
+    assert.match(config.warnings.join("\n"), /auth: .*NOT be authenticated/);
+  });
+
+  test("tool-only keys (dependencies, node_version…) are accepted silently", () => {
+    const config = load(project(minimal({ node_version: "20", dependencies: ["."], dockerfile_lines: [] })));
+    assert.deepEqual(config.warnings, []);
+  });
+});
+
+describe("LANGGRAPH_CONFIG", () => {
+  test("is read as a JSON object keyed by graph id", () => {
+    const dir = project(minimal());
+    const value = { agent: { configurable: { model_name: "openai" }, context: { model: "x" } } };
+    assert.deepEqual(
+      load(dir, { env: { LANGGRAPH_CONFIG: JSON.stringify(value) } }).defaultAssistantConfigs,
+      value,
+    );
+  });
+
+  test("may come from the file's env when the process env lacks it", () => {
+    const dir = project(minimal({ env: { LANGGRAPH_CONFIG: '{"agent":{"configurable":{"a":1}}}' } }));
+    assert.deepEqual(load(dir).defaultAssistantConfigs, { agent: { configurable: { a: 1 } } });
+  });
+
+  test("unknown graph ids are a warning", () => {
+    const config = load(project(minimal()), { env: { LANGGRAPH_CONFIG: '{"nope":{}}' } });
+    assert.match(config.warnings.join("\n"), /LANGGRAPH_CONFIG: "nope": no graph/);
+  });
+
+  test("errors", () => {
+    const dir = project(minimal());
+    rejects(() => load(dir, { env: { LANGGRAPH_CONFIG: "{" } }), "LANGGRAPH_CONFIG: not valid JSON");
+    rejects(() => load(dir, { env: { LANGGRAPH_CONFIG: "[]" } }), "LANGGRAPH_CONFIG: must be a JSON object");
+    rejects(
+      () => load(dir, { env: { LANGGRAPH_CONFIG: '{"agent": 1}' } }),
+      'LANGGRAPH_CONFIG: "agent": must be an object',
+    );
+  });
+});
+
+describe("ConfigError", () => {
+  test("config file missing", () => {
+    const dir = project({});
+    rejects(() => load(dir), `Config file not found: ${path.join(dir, "langgraph.json")}`);
+    rejects(
+      () => load(dir, { flags: { config: "nope.json" } }),
+      `Config file not found: ${path.join(dir, "nope.json")}`,
+    );
+    rejects(
+      () => load(dir, { env: { HANGAR_CONFIG: "x/y" } }),
+      `Config file not found: ${path.join(dir, "x/y")}`,
+    );
+  });
+
+  test("a directory without langgraph.json", () => {
+    const dir = project({ "sub/readme.md": "" });
+    rejects(
+      () => load(dir, { flags: { config: "sub" } }),
+      `Config file not found: ${path.join(dir, "sub/langgraph.json")}`,
+    );
+  });
+
+  test("not JSON", () => {
+    const dir = project({ "langgraph.json": '{"graphs": {' });
+    const err = rejects(() => load(dir), `${path.join(dir, "langgraph.json")}: not valid JSON: `);
+    assert.match(err.message, /JSON/);
+  });
+
+  test("not an object", () => {
+    const dir = project({ "langgraph.json": "[1]" });
+    rejects(() => load(dir), `${path.join(dir, "langgraph.json")}: must contain a JSON object`);
+  });
+
+  test("graphs missing, empty, or of the wrong type", () => {
+    const file = (dir: string) => path.join(dir, "langgraph.json");
+    let dir = project({ "langgraph.json": {} });
+    rejects(() => load(dir), `${file(dir)}: graphs: is required`);
+    dir = project({ "langgraph.json": { graphs: {} } });
+    rejects(() => load(dir), `${file(dir)}: graphs: must declare at least one graph`);
+    dir = project({ "langgraph.json": { graphs: ["./a.ts"] } });
+    rejects(() => load(dir), `${file(dir)}: graphs: must be an object`);
+  });
+
+  test("a graph entry of the wrong type", () => {
+    let dir = project({ "langgraph.json": { graphs: { agent: 3 } } });
+    rejects(() => load(dir), `${path.join(dir, "langgraph.json")}: graphs.agent: must be a string like`);
+    dir = project({ "langgraph.json": { graphs: { agent: { path: 3 } } } });
+    rejects(() => load(dir), `${path.join(dir, "langgraph.json")}: graphs.agent.path: must be a string`);
+    dir = project({
+      "langgraph.json": { graphs: { agent: { path: "./a.ts", description: 1 } } },
+      "a.ts": GRAPH,
+    });
+    rejects(() => load(dir), "graphs.agent.description: must be a string");
+  });
+
+  test("a graph file that does not exist", () => {
+    const dir = project({ "langgraph.json": { graphs: { agent: "./src/missing.ts:graph" } } });
+    rejects(
+      () => load(dir),
+      `${path.join(dir, "langgraph.json")}: graphs.agent: graph file not found: ${path.join(dir, "src/missing.ts")}`,
+    );
+    const dir2 = project({ "langgraph.json": { graphs: { "my.graph": { path: "./nope.ts" } } } });
+    rejects(() => load(dir2), 'graphs["my.graph"].path: graph file not found');
+  });
+
+  test("a graph path that is a directory or empty", () => {
+    const dir = project({ "langgraph.json": { graphs: { agent: "./src:graph" } }, "src/x.ts": GRAPH });
+    rejects(() => load(dir), "graphs.agent: not a file:");
+    const dir2 = project({ "langgraph.json": { graphs: { agent: ":graph" } } });
+    rejects(() => load(dir2), "graphs.agent: must name a file");
+  });
+
+  test("env of a wrong type", () => {
+    let dir = project(minimal({ env: ["A=1"] }));
+    rejects(
+      () => load(dir),
+      `${path.join(dir, "langgraph.json")}: env: must be an object of variables or the path`,
+    );
+    dir = project(minimal({ env: 5 }));
+    rejects(() => load(dir), "env: must be an object of variables or the path");
+    dir = project(minimal({ env: { A: { nested: 1 } } }));
+    rejects(() => load(dir), "env.A: must be a string, number or boolean");
+  });
+
+  test("an env file that does not exist", () => {
+    const dir = project(minimal({ env: ".env.local" }));
+    rejects(
+      () => load(dir),
+      `${path.join(dir, "langgraph.json")}: env: env file not found: ${path.join(dir, ".env.local")}`,
+    );
+  });
+
+  test("a port that is not an integer 0–65535", () => {
+    const dir = project(minimal());
+    rejects(
+      () => load(dir, { flags: { port: 65536 } }),
+      "--port: must be an integer from 0 to 65535, got 65536",
+    );
+    rejects(
+      () => load(dir, { flags: { port: "abc" } }),
+      '--port: must be an integer from 0 to 65535, got "abc"',
+    );
+    rejects(() => load(dir, { flags: { port: 1.5 } }), "--port: must be an integer");
+    rejects(
+      () => load(dir, { env: { HANGAR_PORT: "-1" } }),
+      'HANGAR_PORT: must be an integer from 0 to 65535, got "-1"',
+    );
+    rejects(() => load(dir, { env: { HANGAR_PORT: "80x" } }), "HANGAR_PORT: must be an integer");
+    const fileDir = project(minimal({ hangar: { port: 70000 } }));
+    rejects(
+      () => load(fileDir),
+      `${path.join(fileDir, "langgraph.json")}: hangar.port: must be an integer from 0 to 65535`,
+    );
+    const typeDir = project(minimal({ hangar: { port: "2024" } }));
+    rejects(() => load(typeDir), "hangar.port: must be a number");
+  });
+
+  test("workers < 1", () => {
+    const dir = project(minimal());
+    rejects(() => load(dir, { flags: { workers: 0 } }), "--workers: must be an integer ≥ 1, got 0");
+    rejects(
+      () => load(dir, { env: { HANGAR_WORKERS: "many" } }),
+      'HANGAR_WORKERS: must be an integer ≥ 1, got "many"',
+    );
+    const fileDir = project(minimal({ hangar: { workers: -2 } }));
+    rejects(() => load(fileDir), "hangar.workers: must be an integer ≥ 1, got -2");
+  });
+
+  test("unknown enum values", () => {
+    const dir = project(minimal());
+    rejects(
+      () => load(dir, { flags: { sqliteSynchronous: "off" } }),
+      '--sqlite-synchronous: must be one of normal, full, got "off"',
+    );
+    rejects(
+      () => load(dir, { env: { HANGAR_LOG_LEVEL: "loud" } }),
+      "HANGAR_LOG_LEVEL: must be one of debug, info, warn, error",
+    );
+  });
+
+  test("a negative stream retention", () => {
+    const dir = project(minimal());
+    rejects(
+      () => load(dir, { env: { HANGAR_STREAM_RETENTION_SECONDS: "-5" } }),
+      "HANGAR_STREAM_RETENTION_SECONDS: must be",
+    );
+  });
+
+  test("unknown keys in the hangar section and wrong http types", () => {
+    let dir = project(minimal({ hangar: { prot: 1 } }));
+    rejects(() => load(dir), `${path.join(dir, "langgraph.json")}: hangar.prot: unknown setting`);
+    dir = project(minimal({ http: { cors: { allow_origins: "*" } } }));
+    rejects(() => load(dir), "http.cors.allow_origins: must be an array of strings");
+    dir = project(minimal({ http: { disable_mcp: "yes" } }));
+    rejects(() => load(dir), "http.disable_mcp: must be true or false");
+  });
+
+  test("several problems are all reported, one per line", () => {
+    const dir = project(minimal({ http: { disable_mcp: 1, disable_a2a: 2 } }));
+    const err = rejects(() => load(dir), "http.disable_mcp", "http.disable_a2a");
+    assert.equal(err.message.split("\n").length, 2);
+  });
+});
