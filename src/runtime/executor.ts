@@ -126,7 +126,7 @@ export async function executeRun(deps: ExecutorDeps, run: Run, signal: AbortSign
 /** What `join`/`wait` return for an ended run (reference section 3.5). */
 export function joinResult(outcome: RunOutcome): unknown {
   if (outcome.status === "error") return { __error__: outcome.error };
-  if (outcome.status !== "success" && outcome.status !== "interrupted") return null;
+  if (outcome.status !== "success" && outcome.status !== "interrupted") return undefined;
   const flat = Object.values(outcome.interrupts ?? {}).flat();
   if (flat.length === 0) return outcome.values ?? null;
   return { ...((outcome.values as object) ?? {}), __interrupt__: flat };

@@ -85,7 +85,7 @@ export class RunService {
       feedback_keys: body.feedback_keys ?? undefined,
       temporary: stateless && (body.on_completion ?? "delete") === "delete",
     };
-    const { run, runningToStop } = await this.storage.runs.admit(org, {
+    const { run, runningToStop, pendingSettled } = await this.storage.runs.admit(org, {
       run_id: runId,
       thread_id,
       assistant,
@@ -97,6 +97,10 @@ export class RunService {
       stateless,
     });
     this.logs.open(run.run_id);
+    for (const prior of pendingSettled) {
+      if (strategy === "rollback") this.logs.drop(prior.run_id);
+      else this.logs.end(prior.run_id, undefined);
+    }
     for (const prior of runningToStop) {
       // interrupt/rollback of a running prior run: stop it; its end nudges the dispatcher.
       void this.dispatcher.stop(prior.run_id, strategy === "rollback" ? "rollback" : "interrupt");
@@ -115,8 +119,9 @@ export class RunService {
   async join(org: OrgId, threadId: string | null, runId: string, signal?: AbortSignal): Promise<unknown> {
     const run = await this.get(org, threadId, runId);
     const outcome = await this.logs.outcome(runId, signal);
-    if (outcome) return outcome.result;
-    // No log here any more (retention passed, or restart): answer from storage.
+    if (outcome && outcome.result !== undefined) return outcome.result;
+    // A run stopped before it produced a result, or no log here any more (retention passed,
+    // restart): answer from storage.
     const thread = await this.storage.threads.get(org, run.thread_id);
     const latest = await this.storage.runs.get(org, threadId, runId);
     if (latest?.status === "error" && thread?.error) return { __error__: thread.error };
@@ -144,7 +149,8 @@ export class RunService {
   ): Promise<void> {
     const run = await this.get(org, threadId, runId);
     if (run.status === "pending" && (await this.storage.runs.cancelPending(runId, action))) {
-      this.logs.end(runId, null);
+      if (action === "rollback") this.logs.drop(runId);
+      else this.logs.end(runId, undefined);
       this.dispatcher.nudge();
       return;
     }

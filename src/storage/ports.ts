@@ -145,6 +145,8 @@ export interface AdmissionResult {
   run: Run;
   /** Prior runs that were executing and must be stopped by the runtime (interrupt or rollback). */
   runningToStop: Run[];
+  /** Prior pending runs settled by the admission itself: interrupted, or deleted by rollback. */
+  pendingSettled: Run[];
 }
 
 export interface RunCompletion {

@@ -128,6 +128,7 @@ export class SqliteRuns implements RunsRepo {
       if (inFlight.length && a.multitask_strategy === "reject") throw conflict(THREAD_BUSY_MESSAGE);
 
       const runningToStop: Run[] = [];
+      const pendingSettled: Run[] = [];
       if (a.multitask_strategy === "interrupt" || a.multitask_strategy === "rollback") {
         for (const prior of inFlight) {
           if (prior.status === "running") runningToStop.push(toRun(prior));
@@ -166,7 +167,7 @@ export class SqliteRuns implements RunsRepo {
         nowIso,
         a.thread_id,
       );
-      return { run: toRun(row), runningToStop };
+      return { run: toRun(row), runningToStop, pendingSettled };
     })();
   }
 
