@@ -219,7 +219,7 @@ export class SqliteRuns implements RunsRepo {
   async cancelPending(runId: string, action: "interrupt" | "rollback"): Promise<Run | null> {
     return this.#db.transaction(() => {
       const row: RunRow | undefined = this.#q("SELECT * FROM runs WHERE run_id = ?").get(runId);
-      if (!row || row.status !== "pending") return null;
+      if (row?.status !== "pending") return null;
       const now = new Date().toISOString();
       if (action === "rollback") this.#deleteRun(row);
       else this.#q("UPDATE runs SET status = 'interrupted', updated_at = ? WHERE run_id = ?").run(now, runId);
@@ -261,7 +261,7 @@ export class SqliteRuns implements RunsRepo {
   async complete(c: RunCompletion): Promise<Run | null> {
     return this.#db.transaction(() => {
       const row: RunRow | undefined = this.#q("SELECT * FROM runs WHERE run_id = ?").get(c.run_id);
-      if (!row || row.status !== "running") return null; // deleted or settled meanwhile
+      if (row?.status !== "running") return null; // deleted or settled meanwhile
       const now = new Date().toISOString();
       this.#q("UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ?").run(c.status, now, c.run_id);
       this.#settleThread(row.thread_id, {
