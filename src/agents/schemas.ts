@@ -31,7 +31,7 @@ export const ThreadPath = z.object({ thread_id: uuid });
 export const RunPath = z.object({ thread_id: uuid, run_id: uuid });
 export const StatelessRunPath = z.object({ run_id: uuid });
 export const AssistantPath = z.object({ assistant_id: z.string().min(1) });
-export const CheckpointPath = z.object({ thread_id: uuid, checkpoint_id: z.string().min(1) });
+export const CheckpointPath = z.object({ thread_id: uuid, checkpoint_id: uuid });
 
 const flag = z
   .enum(["true", "false", "1", "0", "yes", "no"])
@@ -136,7 +136,9 @@ export const StateQuery = z.object({ subgraphs: flag });
 export const StateCheckpoint = z.object({ checkpoint: checkpointRef, subgraphs: z.boolean().nullish() });
 
 export const StateUpdate = z.object({
-  values: z.union([obj, z.array(obj), z.null()]).optional(),
+  values: z
+    .union([obj, z.array(obj), z.null()], { error: "must be an object, a list of objects, or null" })
+    .optional(),
   as_node: z.string().nullish(),
   checkpoint_id: z.string().nullish(),
   checkpoint: checkpointRef.nullish(),
@@ -146,13 +148,16 @@ export const HistoryQuery = z.object({ limit: limit(1000, 10), before: z.string(
 
 export const HistoryBody = z.object({
   limit: limit(1000, 10),
-  before: z.union([z.string(), checkpointRef]).nullish(),
+  // A checkpoint id, or a config naming one (`{configurable: {checkpoint_id}}`, as the SDK sends it).
+  before: z.union([z.string(), z.object({ configurable: checkpointRef }), checkpointRef]).nullish(),
   metadata: optionalObj,
   checkpoint: checkpointRef.nullish(),
 });
 
 // ---- runs ------------------------------------------------------------------------------------
-const nodes = z.union([z.literal("*"), z.array(z.string())]);
+const nodes = z.union([z.literal("*"), z.array(z.string())], {
+  error: 'must be "*" or a list of node names',
+});
 const goto = z.union([z.string(), z.object({ node: z.string(), input: z.unknown() })]);
 
 export const RunCreate = z.object({
@@ -180,7 +185,11 @@ export const RunCreate = z.object({
   webhook: z.url({ message: "must be a URL" }).or(z.string().startsWith("/")).nullish(),
   interrupt_before: nodes.nullish(),
   interrupt_after: nodes.nullish(),
-  stream_mode: z.union([z.enum(STREAM_MODES), z.array(z.enum(STREAM_MODES))]).nullish(),
+  stream_mode: z
+    .union([z.enum(STREAM_MODES), z.array(z.enum(STREAM_MODES))], {
+      error: `must be one of ${STREAM_MODES.join(", ")}, or a list of them`,
+    })
+    .nullish(),
   stream_subgraphs: z.boolean().nullish(),
   stream_resumable: z.boolean().nullish(),
   on_disconnect: z.enum(["cancel", "continue"]).nullish(),

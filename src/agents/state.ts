@@ -1,19 +1,11 @@
-import { badRequest, conflict } from "../errors.js";
+import { badRequest, conflict, notFound } from "../errors.js";
+import { checkpointRef } from "../runtime/checkpoint-ref.js";
 import type { CompiledGraph, GraphRegistry } from "../runtime/graphs.js";
 import { toPlain } from "../runtime/serialize.js";
 import type { Interrupt, OrgId, Storage, Thread } from "../storage/ports.js";
 
 /** A LangGraph StateSnapshot in the wire shape of the official servers (ThreadState). */
 export function toThreadState(snapshot: any): Record<string, unknown> {
-  const ref = (config: any) =>
-    config?.configurable
-      ? {
-          thread_id: config.configurable.thread_id,
-          checkpoint_ns: config.configurable.checkpoint_ns ?? "",
-          checkpoint_id: config.configurable.checkpoint_id,
-          checkpoint_map: config.configurable.checkpoint_map ?? null,
-        }
-      : null;
   return {
     values: toPlain(snapshot.values) ?? {},
     next: snapshot.next ?? [],
@@ -23,14 +15,14 @@ export function toThreadState(snapshot: any): Record<string, unknown> {
       path: t.path ?? [],
       error: t.error ? String(t.error?.message ?? t.error) : null,
       interrupts: toPlain(t.interrupts ?? []),
-      checkpoint: t.state && "configurable" in t.state ? ref(t.state) : null,
+      checkpoint: t.state && "configurable" in t.state ? checkpointRef(t.state) : null,
       state: t.state && "values" in t.state ? toThreadState(t.state) : null,
       result: t.result === undefined ? null : toPlain(t.result),
     })),
     metadata: toPlain(snapshot.metadata) ?? {},
     created_at: snapshot.createdAt ?? null,
-    checkpoint: ref(snapshot.config),
-    parent_checkpoint: ref(snapshot.parentConfig),
+    checkpoint: checkpointRef(snapshot.config),
+    parent_checkpoint: checkpointRef(snapshot.parentConfig),
     interrupts: toPlain((snapshot.tasks ?? []).flatMap((t: any) => t.interrupts ?? [])),
   };
 }
@@ -77,6 +69,9 @@ export class ThreadStateService {
       { configurable: { thread_id: thread.thread_id, checkpoint_ns: "", ...dropNullish(checkpoint) } },
       { subgraphs },
     );
+    // LangGraph answers an unknown checkpoint with an empty snapshot (no creation time).
+    if (checkpoint.checkpoint_id && !snapshot.createdAt)
+      throw notFound(`Checkpoint ${checkpoint.checkpoint_id} not found`);
     return toThreadState(snapshot);
   }
 

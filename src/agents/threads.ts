@@ -123,7 +123,13 @@ export function threadRoutes({ storage, graphs, runs }: AgentDeps) {
     .post("/threads/:thread_id/history", async (c) => {
       const thread = await load(c);
       const b = await body(c, S.HistoryBody);
-      const before = typeof b.before === "string" ? b.before : (b.before?.checkpoint_id ?? undefined);
+      const ref =
+        typeof b.before === "string" || !b.before
+          ? b.before
+          : "configurable" in b.before
+            ? b.before.configurable
+            : b.before;
+      const before = (typeof ref === "string" ? ref : ref?.checkpoint_id) ?? undefined;
       return c.json(
         await state.history(thread, {
           limit: b.limit,

@@ -7,6 +7,7 @@ import { systemRoutes } from "../agents/system.js";
 import { threadRoutes } from "../agents/threads.js";
 import type { Logger } from "../cli/logger.js";
 import type { CorsConfig } from "../config/index.js";
+import { sandboxRoutes } from "../sandboxes/routes.js";
 import { DEFAULT_ORG } from "../storage/ports.js";
 import { errorHandler, notFoundHandler } from "./errors.js";
 
@@ -44,6 +45,7 @@ export function createApp(deps: AgentDeps, log: Logger): Hono<AppEnv> {
   if (!http.disable_assistants) app.route("/", assistantRoutes(deps));
   if (!http.disable_threads) app.route("/", threadRoutes(deps));
   if (!http.disable_runs) app.route("/", runRoutes(deps));
+  app.route("/v2/sandboxes", sandboxRoutes(deps));
   app.onError(errorHandler(log));
   app.notFound(notFoundHandler);
   return app;

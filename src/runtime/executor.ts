@@ -2,6 +2,7 @@ import { Command, Send } from "@langchain/langgraph";
 import type { Logger } from "../cli/logger.js";
 import type { Interrupt, Run, Storage } from "../storage/ports.js";
 import type { RunLogs } from "../streams/run-log.js";
+import { withCheckpointRefs } from "./checkpoint-ref.js";
 import type { CompiledGraph, GraphRegistry } from "./graphs.js";
 import { toJson, toPlain } from "./serialize.js";
 import { type RunOutcome, sendWebhook } from "./webhooks.js";
@@ -214,6 +215,17 @@ function modeEmitter(requested: string[], publish: (event: string, data: unknown
   const seen = new Map<string, any>();
   return (mode: string, ns: string[], data: unknown) => {
     const suffix = ns.length ? `|${ns.join("|")}` : "";
+    if (mode === "checkpoints" || mode === "debug") {
+      if (!wants.has(mode)) return;
+      const payload =
+        mode === "checkpoints"
+          ? withCheckpointRefs(data)
+          : (data as any)?.type === "checkpoint"
+            ? { ...(data as object), payload: withCheckpointRefs((data as any).payload) }
+            : data;
+      publish(mode + suffix, payload);
+      return;
+    }
     if (mode !== "messages") {
       if (wants.has(mode)) publish(mode + suffix, data);
       return;

@@ -8,6 +8,9 @@
  */
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import type { MultitaskStrategy, RunStatus, ThreadStatus } from "../runtime/statuses.js";
+import type { SandboxesRepo } from "./sandbox-ports.js";
+
+export type * from "./sandbox-ports.js";
 
 export type JsonObject = Record<string, unknown>;
 export type SortOrder = "asc" | "desc";
@@ -251,5 +254,7 @@ export interface Storage {
   readonly threads: ThreadsRepo;
   readonly runs: RunsRepo;
   readonly checkpointer: CheckpointStore;
+  /** The sandbox area: volumes, templates, organizations' storage quotas (sandbox-ports.ts). */
+  readonly sandboxes: SandboxesRepo;
   close(): Promise<void>;
 }

@@ -71,6 +71,50 @@ const MIGRATIONS: string[] = [
   CREATE INDEX runs_running ON runs (thread_id) WHERE status = 'running';
   CREATE INDEX runs_assistant ON runs (assistant_id);
   `,
+  // 2: the sandbox area (src/storage/sqlite/sandboxes.ts): organizations' usage billing (sandbox storage
+  // quota), volumes, templates and their volume mounts. Names are unique per organization.
+  `
+  CREATE TABLE org_usage_billing (
+    org_id TEXT PRIMARY KEY,
+    sandbox_storage_quota_bytes INTEGER NOT NULL,
+    updated_at TEXT NOT NULL
+  );
+  CREATE TABLE sandbox_volumes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,          -- creation order = list order
+    id TEXT NOT NULL UNIQUE,
+    org_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    size TEXT NOT NULL,                             -- as the client wrote it
+    size_bytes INTEGER NOT NULL,                    -- what comparisons and the quota use
+    storage_class TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    UNIQUE (org_id, name)
+  );
+  CREATE INDEX sandbox_volumes_org ON sandbox_volumes (org_id, seq);
+  CREATE TABLE sandbox_templates (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    org_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    image TEXT NOT NULL,
+    cpu TEXT NOT NULL,
+    memory TEXT NOT NULL,
+    storage TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    UNIQUE (org_id, name)
+  );
+  CREATE INDEX sandbox_templates_org ON sandbox_templates (org_id, seq);
+  CREATE TABLE sandbox_template_mounts (
+    template_id TEXT NOT NULL REFERENCES sandbox_templates (id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    volume_id TEXT NOT NULL REFERENCES sandbox_volumes (id),  -- no cascade: a mounted volume stays
+    mount_path TEXT NOT NULL,
+    PRIMARY KEY (template_id, position)
+  );
+  CREATE INDEX sandbox_template_mounts_volume ON sandbox_template_mounts (volume_id);
+  `,
 ];
 
 export function openDatabase(dataDir: string, synchronous: "normal" | "full"): Db {

@@ -3,6 +3,7 @@ import { SqliteAssistants } from "./assistants.js";
 import { SqliteCheckpointer } from "./checkpointer.js";
 import { openDatabase } from "./database.js";
 import { SqliteRuns } from "./runs.js";
+import { SqliteSandboxes } from "./sandboxes.js";
 import { SqliteThreads } from "./threads.js";
 
 /** Embedded storage: one SQLite file (`<dataDir>/hangar.sqlite`) holding everything, checkpoints included. */
@@ -13,6 +14,7 @@ export function openSqliteStorage(opts: { dataDir: string; synchronous: "normal"
     assistants: new SqliteAssistants(db),
     threads: new SqliteThreads(db, checkpointer),
     runs: new SqliteRuns(db, checkpointer),
+    sandboxes: new SqliteSandboxes(db),
     checkpointer,
     async close() {
       // Fold the WAL back into the main file so the data dir is one self-contained file at rest.

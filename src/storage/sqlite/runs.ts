@@ -95,6 +95,21 @@ export class SqliteRuns implements RunsRepo {
     this.#q("DELETE FROM runs WHERE run_id = ?").run(row.run_id);
   }
 
+  /**
+   * After a rollback the thread is bound again to the graph of its latest remaining run: admission
+   * bound it to the rolled-back run's graph, and state/history are read through the bound graph.
+   */
+  #restoreGraphBinding(threadId: string) {
+    const latest: RunRow | undefined = this.#q(
+      "SELECT * FROM runs WHERE thread_id = ? ORDER BY seq DESC LIMIT 1",
+    ).get(threadId);
+    const thread = this.#thread(threadId);
+    if (!latest || !thread) return;
+    const graphId = (JSON.parse(latest.kwargs) as Run["kwargs"]).config.configurable?.graph_id;
+    const metadata = { ...JSON.parse(thread.metadata), graph_id: graphId, assistant_id: latest.assistant_id };
+    this.#q("UPDATE threads SET metadata = ? WHERE thread_id = ?").run(JSON.stringify(metadata), threadId);
+  }
+
   async admit(org: OrgId, a: RunAdmission): Promise<AdmissionResult> {
     return this.#db.transaction((): AdmissionResult => {
       const now = new Date();
@@ -221,8 +236,11 @@ export class SqliteRuns implements RunsRepo {
       const row: RunRow | undefined = this.#q("SELECT * FROM runs WHERE run_id = ?").get(runId);
       if (row?.status !== "pending") return null;
       const now = new Date().toISOString();
-      if (action === "rollback") this.#deleteRun(row);
-      else this.#q("UPDATE runs SET status = 'interrupted', updated_at = ? WHERE run_id = ?").run(now, runId);
+      if (action === "rollback") {
+        this.#deleteRun(row);
+        this.#restoreGraphBinding(row.thread_id);
+      } else
+        this.#q("UPDATE runs SET status = 'interrupted', updated_at = ? WHERE run_id = ?").run(now, runId);
       this.#settleThread(row.thread_id, {});
       return toRun({ ...row, status: "interrupted", updated_at: now });
     })();
@@ -279,6 +297,7 @@ export class SqliteRuns implements RunsRepo {
       const row: RunRow | undefined = this.#q("SELECT * FROM runs WHERE run_id = ?").get(runId);
       if (!row) return;
       this.#deleteRun(row);
+      this.#restoreGraphBinding(row.thread_id);
       this.#settleThread(row.thread_id, { hasNext: false });
     })();
   }

@@ -1,0 +1,160 @@
+/**
+ * The sandbox control plane's HTTP API, mounted at `/v2/sandboxes` (the "gen-1" API that the
+ * `langsmith` 0.5.x `SandboxClient` speaks): volumes and templates, addressed by name.
+ *
+ * Statuses: 201 create, 200 get/list/patch, 204 delete; 400 ResizeError / VolumeNotFound, 404
+ * NotFound, 409 Conflict, 422 validation, 429 storage quota. See docs/sandboxes.md.
+ */
+import path from "node:path";
+import { Hono } from "hono";
+import type { z } from "zod";
+import { type AppEnv, orgOf } from "../agents/context.js";
+import type { Config } from "../config/index.js";
+import { HangarError, validationFailed } from "../errors.js";
+import { body, params, query } from "../http/validation.js";
+import type { SandboxPage, Storage, TemplateRecord, VolumeRecord } from "../storage/ports.js";
+import { LocalProvisioner, type VolumeProvisioner } from "./provisioner.js";
+import { sandboxStorageQuotaFromEnv } from "./quota.js";
+import * as S from "./schemas.js";
+import { SandboxService } from "./service.js";
+
+export interface SandboxDeps {
+  config: Pick<Config, "dataDir">;
+  storage: Pick<Storage, "sandboxes">;
+  /** Default: the local driver, one directory per volume under `<dataDir>/volumes`. */
+  provisioner?: VolumeProvisioner;
+  /** Default: HANGAR_SANDBOX_STORAGE_QUOTA, else 500Gi. */
+  defaultQuotaBytes?: number;
+}
+
+// ---- wire shapes -----------------------------------------------------------------------------
+
+const volumeOut = (v: VolumeRecord) => ({
+  id: v.id,
+  name: v.name,
+  size: v.size,
+  storage_class: v.storage_class,
+  created_at: v.created_at,
+  updated_at: v.updated_at,
+});
+
+const templateOut = (t: TemplateRecord) => ({
+  id: t.id,
+  name: t.name,
+  image: t.image,
+  resources: t.resources,
+  volume_mounts: t.volume_mounts,
+  created_at: t.created_at,
+  updated_at: t.updated_at,
+});
+
+/** `offset` is where the next page starts, or 0 when there is none. */
+const nextOffset = (page: SandboxPage<unknown>, offset: number) =>
+  page.hasMore ? offset + page.items.length : 0;
+
+// ---- validation: the spec's 422 has `loc` as an array of strings -----------------------------
+
+function stringLocs(err: unknown): unknown {
+  if (err instanceof HangarError && err.kind === "validation" && err.issues) {
+    return validationFailed(err.issues.map((i) => ({ ...i, loc: i.loc.map(String) })));
+  }
+  return err;
+}
+
+async function bodyOf<T extends z.ZodType>(c: Parameters<typeof body>[0], schema: T): Promise<z.output<T>> {
+  try {
+    return await body(c, schema);
+  } catch (err) {
+    throw stringLocs(err);
+  }
+}
+
+function queryOf<T extends z.ZodType>(c: Parameters<typeof query>[0], schema: T): z.output<T> {
+  try {
+    return query(c, schema);
+  } catch (err) {
+    throw stringLocs(err);
+  }
+}
+
+const nameOf = (c: Parameters<typeof params>[0]): string => params(c, S.NamePath).name;
+
+// ---- routes ----------------------------------------------------------------------------------
+
+export function sandboxRoutes(deps: SandboxDeps): Hono<AppEnv> {
+  const provisioner = deps.provisioner ?? new LocalProvisioner(path.join(deps.config.dataDir, "volumes"));
+  const service = new SandboxService({
+    repo: deps.storage.sandboxes,
+    provisioner,
+    defaultQuotaBytes: deps.defaultQuotaBytes ?? sandboxStorageQuotaFromEnv(),
+  });
+
+  return (
+    new Hono<AppEnv>()
+      // ---- volumes
+      .post("/volumes", async (c) => {
+        const b = await bodyOf(c, S.VolumeCreate);
+        if (b.storage_class != null && !service.storageClasses.includes(b.storage_class)) {
+          throw validationFailed([
+            {
+              loc: ["body", "storage_class"],
+              msg: `Unsupported storage class '${b.storage_class}'; available: ${service.storageClasses.join(", ")}`,
+              type: "value_error",
+            },
+          ]);
+        }
+        const volume = await service.createVolume(orgOf(c), b);
+        return c.json(volumeOut(volume), 201);
+      })
+      .get("/volumes", async (c) => {
+        const q = queryOf(c, S.ListQuery);
+        const page = await service.listVolumes(orgOf(c), q);
+        return c.json({ volumes: page.items.map(volumeOut), offset: nextOffset(page, q.offset) });
+      })
+      .get("/volumes/:name", async (c) => c.json(volumeOut(await service.getVolume(orgOf(c), nameOf(c)))))
+      .patch("/volumes/:name", async (c) => {
+        const name = nameOf(c);
+        const b = await bodyOf(c, S.VolumePatch);
+        return c.json(volumeOut(await service.updateVolume(orgOf(c), name, b)));
+      })
+      .delete("/volumes/:name", async (c) => {
+        await service.deleteVolume(orgOf(c), nameOf(c));
+        return c.body(null, 204);
+      })
+      // ---- templates
+      .post("/templates", async (c) => {
+        const b = await bodyOf(c, S.TemplateCreate);
+        const template = await service.createTemplate(orgOf(c), {
+          name: b.name,
+          image: b.image,
+          resources: {
+            cpu: b.resources.cpu.text,
+            memory: b.resources.memory.text,
+            ...(b.resources.storage ? { storage: b.resources.storage.text } : {}),
+          },
+          volume_mounts: (b.volume_mounts ?? []).map((m) => ({
+            volume_name: m.volume_name,
+            mount_path: m.mount_path,
+          })),
+        });
+        return c.json(templateOut(template), 201);
+      })
+      .get("/templates", async (c) => {
+        const q = queryOf(c, S.ListQuery);
+        const page = await service.listTemplates(orgOf(c), q);
+        return c.json({ templates: page.items.map(templateOut), offset: nextOffset(page, q.offset) });
+      })
+      .get("/templates/:name", async (c) =>
+        c.json(templateOut(await service.getTemplate(orgOf(c), nameOf(c)))),
+      )
+      .patch("/templates/:name", async (c) => {
+        const name = nameOf(c);
+        const b = await bodyOf(c, S.TemplatePatch);
+        return c.json(templateOut(await service.renameTemplate(orgOf(c), name, b.name)));
+      })
+      .delete("/templates/:name", async (c) => {
+        await service.deleteTemplate(orgOf(c), nameOf(c));
+        return c.body(null, 204);
+      })
+  );
+}

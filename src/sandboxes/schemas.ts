@@ -1,0 +1,121 @@
+/**
+ * Request schemas of the sandbox area (`/v2/sandboxes`). A mismatch is a 422
+ * `{detail: [{loc: ["body", "size"], msg, type}]}` (see `routes.ts`: every `loc` entry is a string).
+ * Unknown fields are ignored (the 0.5.x client sends `wait_for_ready` and `timeout`; later servers
+ * know `proxy_config`, …), but fields that are fixed at creation are refused in a PATCH body, so a
+ * client never believes it changed what cannot change.
+ */
+import { z } from "zod";
+import { nameProblem } from "./names.js";
+import { QuantityError, toBytes, toMillicores } from "./quantity.js";
+
+/** A required string; says "Field required" when absent, like FastAPI. */
+const str = () =>
+  z.string({
+    error: (iss) => (iss.input === undefined ? "Field required" : "Input should be a valid string"),
+  });
+
+/** A volume or template name: a DNS-1035 label of at most 63 characters. */
+export const Name = str().superRefine((name, ctx) => {
+  const problem = nameProblem(name);
+  if (problem) ctx.addIssue({ code: "custom", message: `Invalid name: ${problem}` });
+});
+
+/** A Kubernetes quantity > 0, kept as written and converted to whole base units (rounded up). */
+function quantity(convert: (text: string) => number) {
+  return str().transform((text, ctx) => {
+    try {
+      return { text, value: convert(text) };
+    } catch (err) {
+      if (!(err instanceof QuantityError)) throw err;
+      ctx.addIssue({ code: "custom", message: `Invalid quantity: ${err.message}` });
+      return z.NEVER;
+    }
+  });
+}
+
+/** Sizes and memory: bytes. */
+export const Bytes = quantity(toBytes);
+/** CPU: millicores. */
+export const Millicores = quantity(toMillicores);
+
+/** A field that exists on the resource but cannot be changed after creation: refused when sent. */
+const fixed = (what: string) =>
+  z
+    .unknown()
+    .superRefine((value, ctx) => {
+      if (value !== undefined && value !== null) {
+        ctx.addIssue({ code: "custom", message: `${what} is fixed at creation and cannot be changed` });
+      }
+    })
+    .optional();
+
+// ---- volumes ---------------------------------------------------------------------------------
+
+export const VolumeCreate = z.object({
+  name: Name,
+  size: Bytes,
+  storage_class: z.string().min(1).nullish(),
+  // Sent by the official client. Local volumes are ready at once, so the values only need to be sane.
+  wait_for_ready: z.boolean().nullish(),
+  timeout: z.number().int().min(5).max(300).nullish(),
+});
+
+export const VolumePatch = z.object({
+  name: Name.nullish(),
+  size: Bytes.nullish(),
+  storage_class: fixed("storage_class"),
+});
+
+// ---- templates -------------------------------------------------------------------------------
+
+const MountPath = str().superRefine((p, ctx) => {
+  if (!p.startsWith("/")) ctx.addIssue({ code: "custom", message: "mount_path must be an absolute path" });
+  else if (p.length > 4096) ctx.addIssue({ code: "custom", message: "mount_path is too long" });
+  else if (p.includes("\0")) ctx.addIssue({ code: "custom", message: "mount_path must not contain NUL" });
+});
+
+const VolumeMountSpec = z.object({ volume_name: str().min(1, "Field required"), mount_path: MountPath });
+
+export const TemplateCreate = z.object({
+  name: Name,
+  image: str().min(1, "image must not be empty").regex(/^\S+$/, "image must not contain whitespace"),
+  resources: z.object(
+    { cpu: Millicores, memory: Bytes, storage: Bytes.nullish() },
+    { error: (iss) => (iss.input === undefined ? "Field required" : "Input should be an object") },
+  ),
+  volume_mounts: z
+    .array(VolumeMountSpec)
+    .nullish()
+    .superRefine((mounts, ctx) => {
+      const seen = new Set<string>();
+      mounts?.forEach((m, i) => {
+        if (seen.has(m.mount_path)) {
+          ctx.addIssue({
+            code: "custom",
+            path: [i, "mount_path"],
+            message: `mount_path '${m.mount_path}' is used by more than one volume mount`,
+          });
+        }
+        seen.add(m.mount_path);
+      });
+    }),
+});
+
+export const TemplatePatch = z.object({
+  name: Name,
+  image: fixed("image"),
+  resources: fixed("resources"),
+  volume_mounts: fixed("volume_mounts"),
+});
+
+// ---- lists and paths -------------------------------------------------------------------------
+
+export const ListQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+  offset: z.coerce.number().int().min(0).default(0),
+  name_contains: z.string().optional(),
+});
+
+/** Path names are not validated: a name that cannot exist is simply not found (404). */
+export const NamePath = z.object({ name: z.string() });
