@@ -6,6 +6,7 @@ export type ErrorKind =
   | "not_found" // 404
   | "conflict" // 409
   | "bad_request" // 400: well-formed request the current state cannot accept
+  | "unauthorized" // 401: no valid API key
   | "validation" // 422: the request does not match its schema
   | "quota"; // 429
 
@@ -30,6 +31,7 @@ export class HangarError extends Error {
 
 export const notFound = (message: string, type?: string) => new HangarError("not_found", message, type);
 export const conflict = (message: string, type?: string) => new HangarError("conflict", message, type);
+export const unauthorized = (message: string) => new HangarError("unauthorized", message);
 export const badRequest = (message: string, type?: string) => new HangarError("bad_request", message, type);
 export const validationFailed = (issues: ValidationIssue[]) =>
   new HangarError(

@@ -1,5 +1,6 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
+import { guardNetworkExposure } from "./cli/exposure.js";
 import type { Logger } from "./cli/logger.js";
 import type { Config } from "./config/index.js";
 import { createApp } from "./http/app.js";
@@ -28,6 +29,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
 
   const storage = openSqliteStorage({ dataDir: config.dataDir, synchronous: config.sqliteSynchronous });
   try {
+    const keysConfigured =
+      Object.keys(config.apiKeys).length > 0 || (await storage.auth.countActiveKeys()) > 0;
+    guardNetworkExposure(config, keysConfigured, log);
     const graphs = await GraphRegistry.load(config.graphs, storage.checkpointer);
     await ensureDefaultAssistants(config, storage);
 

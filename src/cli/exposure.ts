@@ -1,14 +1,21 @@
 /**
- * The one place that decides whether the configured bind address may be opened. Today Hangar has no
- * authentication, so a non-loopback bind exposes every assistant, thread and the store to whoever can
- * reach the port: it is allowed, loudly. When auth lands, this is where an open non-loopback bind gets
- * refused (by throwing a ConfigError, which the CLI reports and exits 1 on).
+ * The one place that decides whether the configured bind address may be opened. With no API key
+ * configured the API is open to whoever reaches the port: fine on loopback, refused for `hangar serve`
+ * on any other address unless the operator says it is meant to be open (`--allow-unauthenticated`),
+ * and loudly allowed for `hangar dev`.
  */
-import type { Config } from "../config/index.js";
+import { type Config, ConfigError } from "../config/index.js";
 import type { Logger } from "./logger.js";
 
-export function guardNetworkExposure(config: Config, log: Logger): void {
-  if (isLoopback(config.host)) return;
+export function guardNetworkExposure(config: Config, keysConfigured: boolean, log: Logger): void {
+  if (keysConfigured || isLoopback(config.host)) return;
+  if (config.mode === "serve" && !config.allowUnauthenticated) {
+    throw new ConfigError(
+      `Refusing to serve on ${config.host} without API keys: anyone who can reach this port could use every ` +
+        "assistant, thread and sandbox. Create a key (hangar keys create --org <name>), set HANGAR_API_KEYS, " +
+        "or pass --allow-unauthenticated (HANGAR_ALLOW_UNAUTHENTICATED=1) if the network is meant to be trusted.",
+    );
+  }
   log.warn(
     "listening on a non-loopback address without authentication: anyone who can reach this port can use " +
       "every assistant, thread and the store",

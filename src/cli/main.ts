@@ -12,7 +12,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "../config/index.js";
-import { guardNetworkExposure } from "./exposure.js";
+import { ADMIN_COMMANDS, type AdminCommand } from "./admin.js";
 import { createLogger, type Logger } from "./logger.js";
 
 const COMMANDS = {
@@ -29,6 +29,7 @@ const OPTIONS = {
   workers: { type: "string" },
   "sqlite-synchronous": { type: "string" },
   "log-level": { type: "string" },
+  "allow-unauthenticated": { type: "boolean" },
   help: { type: "boolean", short: "h" },
   version: { type: "boolean" },
 } as const;
@@ -41,12 +42,18 @@ const OPTIONS_HELP = `Options:
       --workers <n>           Runs executing at once in this process        [HANGAR_WORKERS] (32)
       --sqlite-synchronous <normal|full>                                    [HANGAR_SQLITE_SYNCHRONOUS] (normal)
       --log-level <debug|info|warn|error>                                   [HANGAR_LOG_LEVEL] (info)
+      --allow-unauthenticated serve with no API key on a non-loopback host  [HANGAR_ALLOW_UNAUTHENTICATED]
   -h, --help                  Show help
       --version               Show the version
 
 Flags win over HANGAR_* variables, which win over the "hangar" section of langgraph.json
 ({"hangar": {"host", "port", "data_dir", "workers"}}). Also read from the environment:
-HANGAR_STREAM_RETENTION_SECONDS (300), LANGGRAPH_CONFIG (default assistant configs by graph id).`;
+HANGAR_STREAM_RETENTION_SECONDS (300), LANGGRAPH_CONFIG (default assistant configs by graph id),
+HANGAR_API_KEYS (key:organization,… — with any key configured, every request needs X-Api-Key).
+
+Administration (on the data dir; works while the server runs):
+  hangar keys create --org <name> | keys list | keys revoke <id|prefix>
+  hangar orgs set <name> --sandbox-storage-quota <size> | orgs list | orgs show <name>`;
 
 function usage(command?: Command): string {
   if (command) return `Usage: hangar ${command} [options]\n\n${COMMANDS[command]}.\n\n${OPTIONS_HELP}\n`;
@@ -58,6 +65,10 @@ function usage(command?: Command): string {
 
 /** Runs the CLI. Reports through process.exitCode; returns once the server has stopped (or never started). */
 export async function main(argv: string[] = process.argv.slice(2)): Promise<void> {
+  if (argv[0] !== undefined && Object.hasOwn(ADMIN_COMMANDS, argv[0])) {
+    const { runAdmin } = await import("./admin.js");
+    return runAdmin(argv[0] as AdminCommand, argv.slice(1));
+  }
   let parsed: ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>;
   try {
     parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
@@ -97,6 +108,7 @@ export async function main(argv: string[] = process.argv.slice(2)): Promise<void
         workers: values.workers,
         sqliteSynchronous: values["sqlite-synchronous"],
         logLevel: values["log-level"],
+        allowUnauthenticated: values["allow-unauthenticated"],
       },
       env: process.env,
       cwd: process.cwd(),
@@ -112,7 +124,6 @@ async function run(config: Config, log: Logger): Promise<void> {
   const shutdown = onShutdownSignal(log);
   let server: { url: string; close(): Promise<void> };
   try {
-    guardNetworkExposure(config, log);
     const { startServer } = await import("../server.js");
     server = await startServer(config, log);
   } catch (err) {

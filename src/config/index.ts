@@ -70,6 +70,10 @@ export interface Config {
   logLevel: LogLevel;
   /** From `LANGGRAPH_CONFIG`: `{ "<graph id>": { ...config, context?: {...} } }`, applied to default assistants. */
   defaultAssistantConfigs: Record<string, Record<string, unknown>>;
+  /** Keys from `HANGAR_API_KEYS` (`key:organization,…`): key → organization. Keys made with `hangar keys create` live in the database. */
+  apiKeys: Record<string, string>;
+  /** `hangar serve` on a non-loopback address with no API key refuses to start unless this is set. */
+  allowUnauthenticated: boolean;
   /** Things the user should hear about that do not stop the server (settings Hangar ignores). */
   warnings: string[];
 }
@@ -83,6 +87,7 @@ export interface ConfigFlags {
   workers: number | string;
   sqliteSynchronous: string;
   logLevel: string;
+  allowUnauthenticated: boolean;
 }
 
 export interface LoadConfigOptions {
@@ -172,9 +177,30 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       : DEFAULTS.streamRetentionSeconds,
     logLevel: logLevel ? oneOf(logLevel, LOG_LEVELS) : DEFAULTS.logLevel,
     defaultAssistantConfigs,
+    apiKeys: parseApiKeys(env.HANGAR_API_KEYS),
+    allowUnauthenticated:
+      flags.allowUnauthenticated === true || /^(1|true|yes)$/i.test(env.HANGAR_ALLOW_UNAUTHENTICATED ?? ""),
     warnings,
   };
   return deepFreeze(config);
+}
+
+/** `HANGAR_API_KEYS=key1:org-a,key2:org-b` → {key1: "org-a", key2: "org-b"}. */
+function parseApiKeys(raw: string | undefined): Record<string, string> {
+  const keys: Record<string, string> = {};
+  for (const entry of (raw ?? "").split(",")) {
+    if (entry.trim() === "") continue;
+    const at = entry.lastIndexOf(":");
+    const key = entry.slice(0, at).trim();
+    const org = entry.slice(at + 1).trim();
+    if (at < 0 || key === "" || org === "") {
+      throw new ConfigError(
+        `HANGAR_API_KEYS: each entry must be "key:organization"; got ${JSON.stringify(entry.trim().slice(0, 6) + "…")}`,
+      );
+    }
+    keys[key] = org;
+  }
+  return keys;
 }
 
 /** `--config` / `HANGAR_CONFIG` may name the file or the directory that holds langgraph.json. */

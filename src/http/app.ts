@@ -8,7 +8,7 @@ import { threadRoutes } from "../agents/threads.js";
 import type { Logger } from "../cli/logger.js";
 import type { CorsConfig } from "../config/index.js";
 import { sandboxRoutes } from "../sandboxes/routes.js";
-import { DEFAULT_ORG } from "../storage/ports.js";
+import { apiKeyAuth } from "./auth.js";
 import { errorHandler, notFoundHandler } from "./errors.js";
 
 /** Headers the official SDK reads from responses; always exposed to browsers. */
@@ -36,11 +36,8 @@ export function createApp(deps: AgentDeps, log: Logger): Hono<AppEnv> {
   const http = deps.config.http;
   const app = new Hono<AppEnv>();
   app.use(corsMiddleware(http.cors));
-  // Every row belongs to an organization; with no API keys configured that is the default one.
-  app.use(async (c, next) => {
-    c.set("org", DEFAULT_ORG);
-    await next();
-  });
+  // Every row belongs to an organization: the API key's, or the default one when no keys are configured.
+  app.use(apiKeyAuth({ envKeys: deps.config.apiKeys, repo: deps.storage.auth }));
   if (!http.disable_meta) app.route("/", systemRoutes());
   if (!http.disable_assistants) app.route("/", assistantRoutes(deps));
   if (!http.disable_threads) app.route("/", threadRoutes(deps));

@@ -12,6 +12,8 @@ function statusOf(kind: ErrorKind): ContentfulStatusCode {
       return 409;
     case "bad_request":
       return 400;
+    case "unauthorized":
+      return 401;
     case "validation":
       return 422;
     case "quota":

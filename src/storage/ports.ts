@@ -8,8 +8,10 @@
  */
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import type { MultitaskStrategy, RunStatus, ThreadStatus } from "../runtime/statuses.js";
+import type { AuthRepo } from "./auth-ports.js";
 import type { SandboxesRepo } from "./sandbox-ports.js";
 
+export type * from "./auth-ports.js";
 export type * from "./sandbox-ports.js";
 
 export type JsonObject = Record<string, unknown>;
@@ -256,5 +258,7 @@ export interface Storage {
   readonly checkpointer: CheckpointStore;
   /** The sandbox area: volumes, templates, organizations' storage quotas (sandbox-ports.ts). */
   readonly sandboxes: SandboxesRepo;
+  /** API keys and organizations (auth-ports.ts). */
+  readonly auth: AuthRepo;
   close(): Promise<void>;
 }

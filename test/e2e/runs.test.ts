@@ -622,6 +622,22 @@ describe("runs", () => {
     assert.equal((await c.runs.list(t)).length, 1);
   });
 
+  test("rollback of a run on another graph restores the thread's graph binding", T, async () => {
+    const t = (await c.threads.create()).thread_id;
+    await c.runs.wait(t, "agent", { input: human("keep") });
+    const threadBefore = await c.threads.get(t);
+    const stateBefore = await c.threads.getState(t);
+    const historyBefore = await c.threads.getHistory(t, { limit: 100 });
+    const { run } = await startSlow("doomed", 10_000, t);
+    assert.equal((await c.threads.get(t)).metadata?.graph_id, "slow");
+    await c.runs.cancel(t, run.run_id, true, "rollback");
+    const threadAfter = await c.threads.get(t);
+    assert.equal(threadAfter.metadata?.graph_id, "agent");
+    assert.deepEqual(threadAfter.metadata, threadBefore.metadata);
+    assert.deepEqual(await c.threads.getState(t), stateBefore);
+    assert.deepEqual(await c.threads.getHistory(t, { limit: 100 }), historyBefore);
+  });
+
   test("cancel (rollback, no wait): the run disappears", T, async () => {
     const { t, run } = await startSlow("doomed too");
     const raw = await http(h.url, "POST", `/threads/${t}/runs/${run.run_id}/cancel?action=rollback`);

@@ -115,6 +115,18 @@ const MIGRATIONS: string[] = [
   );
   CREATE INDEX sandbox_template_mounts_volume ON sandbox_template_mounts (volume_id);
   `,
+  // 3: API keys (only a SHA-256 hash of each key is stored).
+  `
+  CREATE TABLE api_keys (
+    id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL,
+    key_hash TEXT NOT NULL UNIQUE,
+    prefix TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+  );
+  CREATE INDEX api_keys_org ON api_keys (org_id);
+  `,
 ];
 
 export function openDatabase(dataDir: string, synchronous: "normal" | "full"): Db {

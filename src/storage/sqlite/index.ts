@@ -1,5 +1,6 @@
 import type { Storage } from "../ports.js";
 import { SqliteAssistants } from "./assistants.js";
+import { SqliteAuth } from "./auth.js";
 import { SqliteCheckpointer } from "./checkpointer.js";
 import { openDatabase } from "./database.js";
 import { SqliteRuns } from "./runs.js";
@@ -16,6 +17,7 @@ export function openSqliteStorage(opts: { dataDir: string; synchronous: "normal"
     runs: new SqliteRuns(db, checkpointer),
     sandboxes: new SqliteSandboxes(db),
     checkpointer,
+    auth: new SqliteAuth(db),
     async close() {
       // Fold the WAL back into the main file so the data dir is one self-contained file at rest.
       db.pragma("wal_checkpoint(TRUNCATE)");
