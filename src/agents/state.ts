@@ -110,16 +110,13 @@ export class ThreadStateService {
     const graph = await this.graphOf(thread);
     if (!graph)
       throw badRequest(`Thread ${thread.thread_id} has no graph yet: run it once before updating its state`);
-    const config = await graph.updateState(
-      {
-        configurable: {
-          thread_id: thread.thread_id,
-          checkpoint_ns: "",
-          ...dropNullish(update.checkpoint ?? {}),
-        },
-      },
-      update.values,
-      update.asNode,
+    const checkpoint = {
+      thread_id: thread.thread_id,
+      checkpoint_ns: "",
+      ...dropNullish(update.checkpoint ?? {}),
+    };
+    const config = await rejectAsBadRequest("state update", () =>
+      graph.updateState({ configurable: checkpoint }, update.values, update.asNode),
     );
     await this.record(org, thread.thread_id, graph);
     return { checkpoint: config.configurable };
@@ -129,11 +126,13 @@ export class ThreadStateService {
   async applySupersteps(org: OrgId, thread: Thread, supersteps: { updates: any[] }[]) {
     const graph = await this.graphOf(thread);
     if (!graph) throw badRequest("supersteps need metadata.graph_id naming a registered graph");
-    await graph.bulkUpdateState(
-      { configurable: { thread_id: thread.thread_id, checkpoint_ns: "" } },
-      supersteps.map((s) => ({
-        updates: s.updates.map((u) => ({ values: u.values, asNode: u.as_node, command: u.command })),
-      })),
+    await rejectAsBadRequest("supersteps", () =>
+      graph.bulkUpdateState(
+        { configurable: { thread_id: thread.thread_id, checkpoint_ns: "" } },
+        supersteps.map((s) => ({
+          updates: s.updates.map((u) => ({ values: u.values, asNode: u.as_node, command: u.command })),
+        })),
+      ),
     );
     await this.record(org, thread.thread_id, graph);
   }
@@ -145,6 +144,18 @@ export class ThreadStateService {
       interrupts: interruptsByTask(snapshot),
       hasNext: (snapshot.next ?? []).length > 0,
     });
+  }
+}
+
+/**
+ * A state update the graph refuses (unknown node, values its reducers reject) is the caller's error:
+ * 400 with LangGraph's message, not a 500.
+ */
+async function rejectAsBadRequest<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw badRequest(`Invalid ${what}: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 

@@ -489,6 +489,17 @@ describe("threads", () => {
       `${method} ${path} ${JSON.stringify(body)}`,
       async () => assertValidation(await http(h.url, method, path, body), field),
     ]);
+    // A state update the graph itself refuses is the caller's error (400 naming it), never a 500.
+    const ran = (await c.threads.create()).thread_id;
+    await c.runs.wait(ran, "agent", { input: human("x") });
+    checks.push([
+      "state update as an unknown node",
+      async () => {
+        const res = await http(h.url, "POST", `/threads/${ran}/state`, { values: {}, as_node: "ghost" });
+        assertDetail(res, 400, "unknown as_node");
+        assert.match(res.body.detail, /ghost/);
+      },
+    ]);
     for (const [method, path] of [
       ["GET", "/threads/not-a-uuid"],
       ["PATCH", "/threads/not-a-uuid"],

@@ -1,0 +1,99 @@
+/**
+ * The A2A v0.3 agent card of an assistant (`GET /.well-known/agent-card.json?assistant_id=…`) and the
+ * public base URL its `url` is built from.
+ */
+import { createRequire } from "node:module";
+import type { Assistant } from "../../storage/ports.js";
+
+const SERVER_VERSION: string = createRequire(import.meta.url)("../../../package.json").version;
+
+/** Both text and JSON (data parts) go in and come out. */
+export const A2A_MODES = ["application/json", "text/plain"];
+
+/** The environment variable that holds the server's public base URL (see `publicBaseUrl`). */
+export const PUBLIC_URL_ENV = "HANGAR_PUBLIC_URL";
+
+/**
+ * The public base URL of this server as configured in `HANGAR_PUBLIC_URL` (e.g.
+ * `https://agents.example.com` or `https://example.com/hangar`), without a trailing slash; null when
+ * unset. Agent cards advertise `<base>/a2a/<assistant_id>`. Throws when the value is not an absolute
+ * http(s) URL, so a typo fails at startup instead of producing cards nobody can reach.
+ */
+export function publicBaseUrl(env: NodeJS.ProcessEnv = process.env): string | null {
+  const raw = env[PUBLIC_URL_ENV]?.trim();
+  if (!raw) return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error(`${PUBLIC_URL_ENV} must be an absolute http(s) URL, got "${raw}"`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new Error(`${PUBLIC_URL_ENV} must be an absolute http(s) URL, got "${raw}"`);
+  }
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, "");
+}
+
+/**
+ * The base URL as the caller reached this server: the request's origin, with `X-Forwarded-Proto` and
+ * `X-Forwarded-Host` (first values) applied when a proxy in front sets them.
+ */
+export function requestBaseUrl(requestUrl: string, headers: Headers): string {
+  const url = new URL(requestUrl);
+  const first = (name: string) => headers.get(name)?.split(",")[0]?.trim() || undefined;
+  const proto = first("x-forwarded-proto");
+  const host = first("x-forwarded-host");
+  if (proto === "http" || proto === "https") url.protocol = `${proto}:`;
+  if (host && /^[A-Za-z0-9.-]+(:\d+)?$|^\[[0-9A-Fa-f:.]+\](:\d+)?$/.test(host)) url.host = host;
+  return url.origin;
+}
+
+export interface AgentCard {
+  protocolVersion: string;
+  name: string;
+  description: string;
+  url: string;
+  preferredTransport: "JSONRPC";
+  version: string;
+  capabilities: { streaming: boolean; pushNotifications: boolean; stateTransitionHistory: boolean };
+  defaultInputModes: string[];
+  defaultOutputModes: string[];
+  skills: {
+    id: string;
+    name: string;
+    description: string;
+    tags: string[];
+    examples: string[];
+    inputModes: string[];
+    outputModes: string[];
+  }[];
+  supportsAuthenticatedExtendedCard: boolean;
+}
+
+/** The card of one assistant; `base` is the public or request base URL (no trailing slash). */
+export function agentCard(assistant: Assistant, base: string): AgentCard {
+  const description = assistant.description || `${assistant.name} assistant`;
+  return {
+    protocolVersion: "0.3.0",
+    name: assistant.name,
+    description,
+    url: `${base}/a2a/${encodeURIComponent(assistant.assistant_id)}`,
+    preferredTransport: "JSONRPC",
+    version: SERVER_VERSION,
+    capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: false },
+    defaultInputModes: A2A_MODES,
+    defaultOutputModes: A2A_MODES,
+    skills: [
+      {
+        id: `${assistant.assistant_id}-main`,
+        name: `${assistant.name} Capabilities`,
+        description,
+        tags: ["assistant", "langgraph"],
+        examples: [],
+        inputModes: A2A_MODES,
+        outputModes: A2A_MODES,
+      },
+    ],
+    supportsAuthenticatedExtendedCard: false,
+  };
+}

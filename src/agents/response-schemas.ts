@@ -1,0 +1,200 @@
+/**
+ * Response shapes of the agent-server area, for /openapi.json (the request schemas are in
+ * `schemas.ts`). They describe what the routes send (the storage records of `storage/ports.ts`, the
+ * state of `state.ts`); nothing parses responses with them.
+ */
+import { z } from "zod";
+import { MULTITASK_STRATEGIES, RUN_STATUSES, THREAD_STATUSES } from "../runtime/statuses.js";
+
+const obj = z.record(z.string(), z.unknown());
+const timestamp = z.string().describe("ISO-8601 date-time, e.g. `2025-01-01T00:00:00.000Z`.");
+
+// ---- assistants ------------------------------------------------------------------------------
+
+export const Assistant = z
+  .object({
+    assistant_id: z.string().describe("A UUID; default assistants have uuid5(graph_id)."),
+    graph_id: z.string(),
+    version: z.number().int().describe("The current version (a PATCH writes a new one)."),
+    name: z.string(),
+    description: z.string().nullable(),
+    config: obj,
+    context: obj,
+    metadata: obj.describe("Default assistants carry `created_by: system`."),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .describe("A configured instance of a graph.");
+
+export const AssistantVersion = Assistant.omit({ updated_at: true }).describe("One version of an assistant.");
+
+export const AssistantList = z.array(Assistant);
+export const AssistantVersionList = z.array(AssistantVersion);
+
+export const GraphSchemas = z
+  .object({
+    graph_id: z.string(),
+    input_schema: obj.describe("JSON Schema"),
+    output_schema: obj.describe("JSON Schema"),
+    state_schema: obj.describe("JSON Schema"),
+    config_schema: obj.describe("JSON Schema"),
+    context_schema: obj.describe("JSON Schema"),
+  })
+  .describe("The JSON Schemas of an assistant's graph.");
+
+export const DrawableGraph = z
+  .object({
+    nodes: z.array(
+      z.object({ id: z.union([z.string(), z.number()]), type: z.string().optional(), data: z.unknown() }),
+    ),
+    edges: z.array(
+      z.object({
+        source: z.string(),
+        target: z.string(),
+        conditional: z.boolean().optional(),
+        data: z.unknown().optional(),
+      }),
+    ),
+  })
+  .describe("A drawable graph: nodes and edges.");
+
+export const Subgraphs = z
+  .record(
+    z.string(),
+    z.object({ input: z.unknown(), output: z.unknown(), state: z.unknown(), config: z.unknown() }).partial(),
+  )
+  .describe("Subgraph schemas by namespace (pipe-joined for nested subgraphs).");
+
+// ---- threads ---------------------------------------------------------------------------------
+
+const Interrupt = z.object({ id: z.string().optional(), value: z.unknown() }).loose();
+
+export const Thread = z
+  .object({
+    thread_id: z.string(),
+    created_at: timestamp,
+    updated_at: timestamp,
+    state_updated_at: timestamp,
+    metadata: obj,
+    status: z.enum(THREAD_STATUSES),
+    config: obj,
+    values: z.unknown().optional().describe("The state after the last run or update; absent until then."),
+    interrupts: z.record(z.string(), z.array(Interrupt)).describe("Pending interrupts by task id."),
+    error: z.unknown().optional(),
+  })
+  .describe("Accumulated state of a group of runs.");
+
+export const ThreadList = z.array(Thread);
+
+export const CheckpointRef = z
+  .object({
+    thread_id: z.string(),
+    checkpoint_ns: z.string(),
+    checkpoint_id: z.string(),
+    checkpoint_map: obj.nullable().optional(),
+  })
+  .describe("Names one checkpoint of a thread.");
+
+export interface ThreadStateShape {
+  values: unknown;
+  next: string[];
+  tasks: {
+    id: string;
+    name: string;
+    path: unknown[];
+    error: string | null;
+    interrupts: unknown[];
+    checkpoint: z.infer<typeof CheckpointRef> | null;
+    state: ThreadStateShape | null;
+    result: unknown;
+  }[];
+  metadata: Record<string, unknown>;
+  created_at: string | null;
+  checkpoint: z.infer<typeof CheckpointRef> | null;
+  parent_checkpoint: z.infer<typeof CheckpointRef> | null;
+  interrupts: unknown[];
+}
+
+export const ThreadState: z.ZodType<ThreadStateShape> = z
+  .object({
+    values: z.unknown().describe("The graph state (an object, or a list for list states)."),
+    next: z.array(z.string()).describe("Nodes that run next; empty when the graph is done."),
+    tasks: z.array(
+      z.object({
+        id: z.string(),
+        name: z.string(),
+        path: z.array(z.unknown()),
+        error: z.string().nullable(),
+        interrupts: z.array(z.unknown()),
+        checkpoint: CheckpointRef.nullable(),
+        get state() {
+          return ThreadState.nullable().describe("The subgraph's state, with `?subgraphs=true`.");
+        },
+        result: z.unknown(),
+      }),
+    ),
+    metadata: obj,
+    created_at: timestamp.nullable(),
+    checkpoint: CheckpointRef.nullable(),
+    parent_checkpoint: CheckpointRef.nullable(),
+    interrupts: z.array(z.unknown()),
+  })
+  .describe("A thread's state at one checkpoint.") as z.ZodType<ThreadStateShape>;
+
+export const ThreadStateList = z.array(ThreadState);
+
+export const ThreadStateUpdated = z
+  .object({ checkpoint: obj.describe("The new checkpoint: `{thread_id, checkpoint_ns, checkpoint_id}`.") })
+  .describe("Where the state update was written.");
+
+// ---- runs ------------------------------------------------------------------------------------
+
+export const Run = z
+  .object({
+    run_id: z.string(),
+    thread_id: z.string(),
+    assistant_id: z.string(),
+    created_at: timestamp,
+    updated_at: timestamp,
+    status: z.enum(RUN_STATUSES),
+    metadata: obj,
+    kwargs: obj.describe("What the run executes: input, command, config, context, stream_mode, …"),
+    multitask_strategy: z.enum(MULTITASK_STRATEGIES),
+    attempt: z.number().int().describe("How many times a worker has started this run."),
+  })
+  .describe("An invocation of a graph or assistant.");
+
+export const RunList = z.array(Run);
+
+export const RunResult = z
+  .unknown()
+  .describe(
+    "The thread's state values once the run ended (with `__interrupt__` when it stopped at an " +
+      "interrupt), or `{__error__: {error, message}}` when it failed.",
+  );
+
+export const SSE_EVENTS =
+  "Events: `metadata` (`{run_id, thread_id, attempt}`) first, then one event per chunk of each requested " +
+  "stream mode (`values`, `updates`, `messages/metadata`, `messages/partial`, `messages/complete`, " +
+  "`custom`, `debug`, `events`, `tasks`, `checkpoints`; with `|<namespace>` for subgraphs), and `error` " +
+  "when the run fails. The stream closes when the run ends. Thread run streams carry `id:` lines, so a " +
+  "reader can resume with `Last-Event-ID`.";
+
+// ---- system ----------------------------------------------------------------------------------
+
+export const Ok = z.object({ ok: z.literal(true) });
+
+export const Info = z
+  .object({
+    version: z.string(),
+    server: z.string().optional(),
+    context: z.string().optional(),
+    flags: z.record(z.string(), z.boolean()),
+    metadata: obj.optional(),
+  })
+  .loose()
+  .describe("Server version and feature flags.");
+
+export const Count = z.number().int().min(0).describe("How many match.");
+
+export const DeletedIds = z.array(z.string()).describe("The ids that were deleted.");
