@@ -4,10 +4,15 @@ import { guardNetworkExposure } from "./cli/exposure.js";
 import type { Logger } from "./cli/logger.js";
 import type { Config } from "./config/index.js";
 import { createApp } from "./http/app.js";
+import { CronScheduler } from "./runtime/cron-scheduler.js";
+import { CronService } from "./runtime/crons.js";
 import { Dispatcher } from "./runtime/dispatcher.js";
 import { defaultAssistantId, GraphRegistry } from "./runtime/graphs.js";
 import { RunService } from "./runtime/runs.js";
-import type { Storage } from "./storage/ports.js";
+import { HangarStore } from "./runtime/store.js";
+import { loadStoreSettings } from "./runtime/store-config.js";
+import { StoreSweeper } from "./runtime/store-sweeper.js";
+import { DEFAULT_ORG, type Storage } from "./storage/ports.js";
 import { openSqliteStorage } from "./storage/sqlite/index.js";
 import { RunLogs } from "./streams/run-log.js";
 
@@ -32,17 +37,24 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const keysConfigured =
       Object.keys(config.apiKeys).length > 0 || (await storage.auth.countActiveKeys()) > 0;
     guardNetworkExposure(config, keysConfigured, log);
-    const graphs = await GraphRegistry.load(config.graphs, storage.checkpointer);
+    // The long-term memory store (langgraph.json `store`), shared by the /store routes and the graphs.
+    const { settings: storeSettings, sweepIntervalMs } = await loadStoreSettings(config);
+    const store = new HangarStore(storage.store, DEFAULT_ORG, storeSettings);
+    const sweeper = new StoreSweeper({ repo: storage.store, log, maxIntervalMs: sweepIntervalMs });
+    store.onExpiry = (at) => sweeper.expiresAt(at);
+    const graphs = await GraphRegistry.load(config.graphs, storage.checkpointer, store);
     await ensureDefaultAssistants(config, storage);
 
     const logs = new RunLogs({ retentionSeconds: config.streamRetentionSeconds });
     const localFetch = (request: Request) => Promise.resolve(app.fetch(request));
     const dispatcher = new Dispatcher(
-      { graphs, storage, logs, log, localFetch },
+      { graphs, storage, logs, log, localFetch, store },
       { concurrency: config.workers },
     );
     const runs = new RunService(storage, graphs, dispatcher, logs);
-    const app = createApp({ config, storage, graphs, runs }, log);
+    const scheduler = new CronScheduler({ crons: storage.crons, runs, log });
+    const crons = new CronService(storage, runs, () => scheduler.nudge());
+    const app = createApp({ config, storage, graphs, runs, store, crons }, log);
 
     const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port });
     await new Promise<void>((resolve, reject) => {
@@ -50,6 +62,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       server.once("error", reject);
     });
     await dispatcher.start();
+    scheduler.start(); // fires crons that came due while no process ran (once each), then follows them
+    sweeper.start();
 
     const { port } = server.address() as AddressInfo;
     const host = config.host.includes(":") ? `[${config.host}]` : config.host;
@@ -57,6 +71,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       url: `http://${host}:${port}`,
       async close() {
         server.close();
+        await scheduler.close();
+        await sweeper.close();
         await dispatcher.close(SHUTDOWN_GRACE_MS);
         logs.close();
         if ("closeAllConnections" in server) server.closeAllConnections();

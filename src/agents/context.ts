@@ -1,7 +1,9 @@
 import type { Context } from "hono";
 import type { Config } from "../config/index.js";
+import type { CronService } from "../runtime/crons.js";
 import type { GraphRegistry } from "../runtime/graphs.js";
 import type { RunService } from "../runtime/runs.js";
+import type { HangarStore } from "../runtime/store.js";
 import type { OrgId, Storage } from "../storage/ports.js";
 
 /** What the agent-server routes need, passed in when the app is built (no module singletons). */
@@ -10,6 +12,13 @@ export interface AgentDeps {
   storage: Storage;
   graphs: GraphRegistry;
   runs: RunService;
+  /**
+   * The long-term memory store graphs also get (server.ts builds it from langgraph.json `store`).
+   * Without it the store routes use a store with default settings (no semantic index).
+   */
+  store?: HangarStore;
+  /** Cron management wired to the scheduler; without it cron changes do not wake a scheduler. */
+  crons?: CronService;
 }
 
 /** Hono environment: `org` is set once per request (by auth, or to the default organization). */

@@ -180,6 +180,47 @@ export const SSE_EVENTS =
   "when the run fails. The stream closes when the run ends. Thread run streams carry `id:` lines, so a " +
   "reader can resume with `Last-Event-ID`.";
 
+// ---- crons -----------------------------------------------------------------------------------
+
+export const Cron = z
+  .object({
+    cron_id: z.string(),
+    assistant_id: z.string(),
+    thread_id: z.string().nullable().describe("The thread each firing runs on; null for a stateless cron."),
+    user_id: z.string().nullable(),
+    schedule: z.string().describe("A cron expression."),
+    timezone: z.string().nullable().describe("IANA time zone the schedule is read in; null = UTC."),
+    end_time: timestamp.nullable().describe("No firing after this time; null = no end."),
+    enabled: z.boolean(),
+    on_run_completed: z.enum(["delete", "keep"]).nullable(),
+    payload: obj.describe("The run request each firing makes."),
+    metadata: obj,
+    next_run_date: timestamp.nullable().describe("When it fires next; null when disabled or past its end."),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .describe("A schedule that creates runs.");
+
+export const CronList = z.array(Cron);
+
+// ---- store -----------------------------------------------------------------------------------
+
+const namespace = z.array(z.string()).describe('Namespace labels, e.g. `["users", "42"]`.');
+
+export const StoreItem = z
+  .object({
+    namespace,
+    key: z.string(),
+    value: obj,
+    created_at: timestamp,
+    updated_at: timestamp,
+    score: z.number().nullish().describe("Similarity to the search `query` (searches only)."),
+  })
+  .describe("An item of the long-term memory store.");
+
+export const StoreSearchResult = z.object({ items: z.array(StoreItem) });
+export const StoreNamespaceList = z.object({ namespaces: z.array(namespace) });
+
 // ---- system ----------------------------------------------------------------------------------
 
 export const Ok = z.object({ ok: z.literal(true) });

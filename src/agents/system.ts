@@ -11,7 +11,7 @@ export function systemRoutes() {
         version: VERSION,
         server: "hangar",
         context: "js",
-        flags: { assistants: true, crons: false, langsmith: false, langsmith_tracing_replicas: false },
+        flags: { assistants: true, crons: true, langsmith: false, langsmith_tracing_replicas: false },
         metadata: {},
       }),
     );

@@ -115,8 +115,7 @@ export interface ProjectFile {
 
 /** langgraph.json keys that change serving behaviour in the reference servers but not (yet) in Hangar. */
 const UNSUPPORTED_TOP_LEVEL: Record<string, string> = {
-  auth: "auth is not supported yet: requests will NOT be authenticated",
-  store: "store settings (index, ttl) are not supported yet and are ignored",
+  auth: "custom auth handlers are not supported: requests are authenticated by API key only (HANGAR_API_KEYS, hangar keys create)",
   checkpointer: "checkpointer settings are not supported yet and are ignored",
   ui: "generative UI components are not supported and are ignored",
   webhooks: "webhook settings are not supported yet and are ignored",

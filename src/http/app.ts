@@ -1,14 +1,19 @@
 import { Hono } from "hono";
 import { cors } from "hono/cors";
+import { a2aRoutes } from "../agents/a2a/routes.js";
 import { assistantRoutes } from "../agents/assistants.js";
 import type { AgentDeps, AppEnv } from "../agents/context.js";
+import { cronRoutes } from "../agents/crons.js";
+import { mcpRoutes } from "../agents/mcp/routes.js";
 import { runRoutes } from "../agents/runs.js";
+import { storeRoutes } from "../agents/store.js";
 import { systemRoutes } from "../agents/system.js";
 import { threadRoutes } from "../agents/threads.js";
 import type { Logger } from "../cli/logger.js";
 import type { CorsConfig } from "../config/index.js";
 import { sandboxRoutes } from "../sandboxes/routes.js";
 import { apiKeyAuth } from "./auth.js";
+import { docsRoutes } from "./docs-routes.js";
 import { errorHandler, notFoundHandler } from "./errors.js";
 
 /** Headers the official SDK reads from responses; always exposed to browsers. */
@@ -42,7 +47,13 @@ export function createApp(deps: AgentDeps, log: Logger): Hono<AppEnv> {
   if (!http.disable_assistants) app.route("/", assistantRoutes(deps));
   if (!http.disable_threads) app.route("/", threadRoutes(deps));
   if (!http.disable_runs) app.route("/", runRoutes(deps));
+  if (!http.disable_runs) app.route("/", cronRoutes(deps)); // crons make runs: they go with the runs group
+  if (!http.disable_store) app.route("/", storeRoutes(deps));
+  if (!http.disable_a2a) app.route("/", a2aRoutes(deps, log));
+  if (!http.disable_mcp) app.route("/", mcpRoutes(deps, log));
   app.route("/v2/sandboxes", sandboxRoutes(deps));
+  // The API reference: /openapi.json is built from the final app at the first request.
+  app.route("/", docsRoutes(app));
   app.onError(errorHandler(log));
   app.notFound(notFoundHandler);
   return app;

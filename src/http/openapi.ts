@@ -40,8 +40,11 @@ export interface RouteDoc {
   body?: z.ZodType;
   /** The success body (JSON); omit for a bodiless success. */
   response?: z.ZodType;
-  /** Success status: default 200 when there is a response or a stream, else 204. */
-  status?: 200 | 201 | 202 | 204;
+  /**
+   * Status of the main response: default 200 when there is a response or a stream, else 204. An
+   * error status here documents a route that only refuses (e.g. `GET /mcp` → 405).
+   */
+  status?: number;
   /** Description of the success response. */
   responseDescription?: string;
   /** The success response is an SSE stream (`text/event-stream`); the text describes its events. */
@@ -62,6 +65,11 @@ export interface ApiDocs {
   /** Schemas shown as named components (and referenced with `$ref`) wherever they are used. */
   components?: Record<string, z.ZodType>;
   tags?: { name: string; description: string }[];
+  /**
+   * JSON Schema keywords (`description`, `examples`) to add wherever a schema appears, for shared
+   * schemas that carry none themselves (e.g. a name or quantity type used by several bodies).
+   */
+  annotations?: [z.ZodType, Record<string, unknown>][];
 }
 
 // ---- the router ------------------------------------------------------------------------------
@@ -238,22 +246,37 @@ const operationId = (method: string, path: string) =>
     .replace(/[^A-Za-z0-9]+/g, "_")
     .replace(/^_|_$/g, "")}`;
 
-const JSON_SCHEMA_OPTIONS = {
-  io: "input",
-  target: "draft-2020-12",
-  unrepresentable: "any",
-} as const;
+/**
+ * Options of every conversion: request schemas are described as the client writes them (`input`:
+ * defaults make a field optional, a transform shows its input), and `annotations` are applied.
+ */
+function jsonSchemaOptions(annotations: Map<z.ZodType, Record<string, unknown>>) {
+  return {
+    io: "input",
+    target: "draft-2020-12",
+    unrepresentable: "any",
+    override: (ctx: { zodSchema: unknown; jsonSchema: Json }) => {
+      const extra = annotations.get(ctx.zodSchema as z.ZodType);
+      if (extra) for (const [k, v] of Object.entries(extra)) ctx.jsonSchema[k] ??= v;
+    },
+  } as const;
+}
+type JsonSchemaOptions = ReturnType<typeof jsonSchemaOptions>;
 
 /** A standalone JSON Schema without the `$schema`/`$id` keys zod adds at the top. */
-function standalone(schema: z.ZodType): Json {
-  const { $schema: _s, $id: _i, ...rest } = z.toJSONSchema(schema, JSON_SCHEMA_OPTIONS) as Json;
+function standalone(schema: z.ZodType, options: JsonSchemaOptions): Json {
+  const { $schema: _s, $id: _i, ...rest } = z.toJSONSchema(schema, options) as Json;
   return rest;
 }
 
 /** Path, query and header parameters from a zod object, one per key. */
-function parametersOf(where: "path" | "query" | "header", schema: z.ZodObject | undefined): Json[] {
+function parametersOf(
+  where: "path" | "query" | "header",
+  schema: z.ZodObject | undefined,
+  options: JsonSchemaOptions,
+): Json[] {
   if (!schema) return [];
-  const json = standalone(schema);
+  const json = standalone(schema, options);
   const required = new Set<string>(json.required ?? []);
   return Object.entries<Json>(json.properties ?? {}).map(([name, prop]) => {
     const { description, ...rest } = prop;
@@ -274,6 +297,7 @@ function parametersOf(where: "path" | "query" | "header", schema: z.ZodObject | 
 export function buildOpenApi(app: RouteSource, areas: ApiDocs[], info: OpenApiInfo): Json {
   const docs = mergeRoutes(areas);
   const routes = registeredRoutes(app);
+  const options = jsonSchemaOptions(new Map(areas.flatMap((a) => a.annotations ?? [])));
 
   // Every body schema becomes a component while converting (so named schemas are `$ref`ed wherever
   // they appear); the unnamed ones are put back inline in their operation afterwards.
@@ -322,7 +346,7 @@ export function buildOpenApi(app: RouteSource, areas: ApiDocs[], info: OpenApiIn
         bodies.push({ at, id: register(schema, fallbackId, false), request });
       };
       const operation = doc
-        ? describeOperation(route.path, opId, doc, schemaRef)
+        ? describeOperation(route.path, opId, doc, schemaRef, options)
         : genericOperation(route.path, opId);
       if (!usedTags.includes(operation.tags[0])) usedTags.push(operation.tags[0]);
       pending.push({ path: route.path, method, operation, bodies });
@@ -330,7 +354,7 @@ export function buildOpenApi(app: RouteSource, areas: ApiDocs[], info: OpenApiIn
   }
 
   const converted = (
-    z.toJSONSchema(registry, { ...JSON_SCHEMA_OPTIONS, uri: (id) => `#/components/schemas/${id}` }) as {
+    z.toJSONSchema(registry, { ...options, uri: (id) => `#/components/schemas/${id}` }) as {
       schemas: Record<string, Json>;
     }
   ).schemas;
@@ -353,6 +377,26 @@ export function buildOpenApi(app: RouteSource, areas: ApiDocs[], info: OpenApiIn
     paths[path] ??= {};
     paths[path][method] = operation;
   }
+
+  // Named schemas no registered route uses (a group that is disabled or not built) are left out.
+  const used = new Set<string>(Object.values(ERROR_RESPONSES).map((r) => r.schema));
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) node.forEach(visit);
+    else if (node && typeof node === "object") {
+      for (const [key, value] of Object.entries(node)) {
+        if (key === "$ref" && typeof value === "string" && value.startsWith("#/components/schemas/")) {
+          const id = value.slice("#/components/schemas/".length);
+          if (!used.has(id)) {
+            used.add(id);
+            visit(schemas[id]);
+          }
+        } else visit(value);
+      }
+    }
+  };
+  visit(paths);
+  for (const id of [...used]) visit(schemas[id]);
+  for (const id of Object.keys(schemas)) if (!used.has(id)) delete schemas[id];
 
   const declaredTags = areas.flatMap((a) => a.tags ?? []);
   const tags = [
@@ -399,11 +443,17 @@ export function buildOpenApi(app: RouteSource, areas: ApiDocs[], info: OpenApiIn
 /** Asks for `schema` to be converted into `at.schema`; `request` when `at` is the request body. */
 type SchemaRef = (schema: z.ZodType, fallbackId: string, at: Json, request: boolean) => void;
 
-function describeOperation(path: string, opId: string, doc: RouteDoc, ref: SchemaRef): Json {
+function describeOperation(
+  path: string,
+  opId: string,
+  doc: RouteDoc,
+  ref: SchemaRef,
+  options: JsonSchemaOptions,
+): Json {
   const parameters = [
-    ...pathParameters(path, doc.params),
-    ...parametersOf("query", doc.query),
-    ...parametersOf("header", doc.headers),
+    ...pathParameters(path, doc.params, options),
+    ...parametersOf("query", doc.query, options),
+    ...parametersOf("header", doc.headers, options),
   ];
   const operation: Json = {
     tags: [doc.tag],
@@ -464,9 +514,11 @@ function describeOperation(path: string, opId: string, doc: RouteDoc, ref: Schem
 }
 
 /** Path parameters: from the zod schema when given, else a string per `{param}` of the path. */
-function pathParameters(path: string, schema: z.ZodObject | undefined): Json[] {
+function pathParameters(path: string, schema?: z.ZodObject, options?: JsonSchemaOptions): Json[] {
   const names = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]!);
-  const fromSchema = new Map(parametersOf("path", schema).map((p) => [p.name, p]));
+  const fromSchema = new Map(
+    schema && options ? parametersOf("path", schema, options).map((p) => [p.name, p]) : [],
+  );
   return names.map(
     (name) => fromSchema.get(name) ?? { name, in: "path", required: true, schema: { type: "string" } },
   );

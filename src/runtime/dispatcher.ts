@@ -1,5 +1,5 @@
 import type { Logger } from "../cli/logger.js";
-import type { Storage } from "../storage/ports.js";
+import { DEFAULT_ORG, type OrgId, type Run, type Storage } from "../storage/ports.js";
 import { type ExecutorDeps, executeRun, type StopReason } from "./executor.js";
 
 /** A run that a dead process left `running` is retried this many times in all, then failed. */
@@ -72,14 +72,14 @@ export class Dispatcher {
         if (claimed.nextDueAt) this.#wakeAt(claimed.nextDueAt);
         return;
       }
-      this.#launch(claimed.run);
+      this.#launch(claimed.run, claimed.org ?? DEFAULT_ORG);
     }
   }
 
-  #launch(run: import("../storage/ports.js").Run): void {
+  #launch(run: Run, org: OrgId): void {
     const controller = new AbortController();
     this.#deps.logs.open(run.run_id);
-    const done = executeRun(this.#deps, run, controller.signal)
+    const done = executeRun(this.#deps, run, org, controller.signal)
       .catch((err) => this.#log.error("run executor crashed", { run_id: run.run_id, error: String(err) }))
       .finally(() => {
         this.#active.delete(run.run_id);

@@ -1,10 +1,11 @@
 import { Command, Send } from "@langchain/langgraph";
 import type { Logger } from "../cli/logger.js";
-import type { Interrupt, Run, Storage } from "../storage/ports.js";
+import type { Interrupt, OrgId, Run, Storage } from "../storage/ports.js";
 import type { RunLogs } from "../streams/run-log.js";
 import { withCheckpointRefs } from "./checkpoint-ref.js";
 import type { CompiledGraph, GraphRegistry } from "./graphs.js";
 import { toJson, toPlain } from "./serialize.js";
+import type { HangarStore } from "./store.js";
 import { type RunOutcome, sendWebhook } from "./webhooks.js";
 
 /** Why the runtime stopped a run it was executing. */
@@ -17,6 +18,8 @@ export interface ExecutorDeps {
   log: Logger;
   /** Delivers webhooks whose URL is a path of this server (`/…`) without leaving the process. */
   localFetch: (request: Request) => Promise<Response>;
+  /** The long-term memory store; each run gets its organization's view of it. */
+  store?: HangarStore;
 }
 
 /** Stream modes a client may ask for, and the LangGraph mode that feeds each. */
@@ -36,7 +39,12 @@ const GRAPH_MODE: Record<string, string | null> = {
  * Executes one claimed run: streams the graph, publishes its events to the run's log, and records
  * the outcome. Never throws: every ending (success, graph error, stop) is settled in storage.
  */
-export async function executeRun(deps: ExecutorDeps, run: Run, signal: AbortSignal): Promise<void> {
+export async function executeRun(
+  deps: ExecutorDeps,
+  run: Run,
+  org: OrgId,
+  signal: AbortSignal,
+): Promise<void> {
   const { storage, logs } = deps;
   const kwargs = run.kwargs;
   const configurable: Record<string, unknown> = {
@@ -86,6 +94,8 @@ export async function executeRun(deps: ExecutorDeps, run: Run, signal: AbortSign
       interruptBefore: kwargs.interrupt_before,
       interruptAfter: kwargs.interrupt_after,
       context: kwargs.context,
+      // The run's organization sees its own long-term memory (LangGraph prefers config.store to graph.store).
+      store: deps.store?.withOrg(org),
       signal,
     };
     if (kwargs.stream_mode.includes("events")) {

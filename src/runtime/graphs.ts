@@ -6,7 +6,7 @@ import {
   getOutputTypeSchema,
   getStateTypeSchema,
 } from "@langchain/langgraph/zod/schema";
-import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkpoint";
 import type { GraphSpec } from "../config/index.js";
 
 /** The compiled-graph surface the server uses (a LangGraph `Pregel`). */
@@ -60,24 +60,42 @@ function asCompiled(x: any): CompiledGraph | null {
   return null;
 }
 
-/** A shallow copy with its own checkpointer, so one compiled graph can serve durable and temporary runs. */
-function withCheckpointer(graph: CompiledGraph, checkpointer: BaseCheckpointSaver | false): CompiledGraph {
-  return Object.assign(Object.create(Object.getPrototypeOf(graph)), graph, { checkpointer });
+/**
+ * A shallow copy with its own checkpointer, so one compiled graph can serve durable and temporary
+ * runs; and with the server's long-term memory store (`config.store` in nodes), when there is one.
+ */
+function withCheckpointer(
+  graph: CompiledGraph,
+  checkpointer: BaseCheckpointSaver | false,
+  store?: BaseStore,
+): CompiledGraph {
+  return Object.assign(
+    Object.create(Object.getPrototypeOf(graph)),
+    graph,
+    { checkpointer },
+    store && { store },
+  );
 }
 
 export class GraphRegistry {
   readonly #sources = new Map<string, GraphSource>();
   readonly #specs: readonly GraphSpec[];
   readonly #checkpointer: BaseCheckpointSaver;
+  readonly #store?: BaseStore;
 
-  private constructor(specs: readonly GraphSpec[], checkpointer: BaseCheckpointSaver) {
+  private constructor(specs: readonly GraphSpec[], checkpointer: BaseCheckpointSaver, store?: BaseStore) {
     this.#specs = specs;
     this.#checkpointer = checkpointer;
+    this.#store = store;
   }
 
   /** Imports every graph file; throws GraphLoadError naming the graph and file that failed. */
-  static async load(specs: readonly GraphSpec[], checkpointer: BaseCheckpointSaver): Promise<GraphRegistry> {
-    const registry = new GraphRegistry(specs, checkpointer);
+  static async load(
+    specs: readonly GraphSpec[],
+    checkpointer: BaseCheckpointSaver,
+    store?: BaseStore,
+  ): Promise<GraphRegistry> {
+    const registry = new GraphRegistry(specs, checkpointer, store);
     for (const spec of specs) {
       const where = `graph "${spec.id}" (${spec.file}:${spec.exportName})`;
       let exported: unknown;
@@ -103,8 +121,8 @@ export class GraphRegistry {
       }
       registry.#sources.set(spec.id, {
         kind: "static",
-        durable: withCheckpointer(graph, checkpointer),
-        ephemeral: withCheckpointer(graph, false),
+        durable: withCheckpointer(graph, checkpointer, store),
+        ephemeral: withCheckpointer(graph, false, store),
       });
     }
     return registry;
@@ -130,7 +148,7 @@ export class GraphRegistry {
     if (source.kind === "static") return durable ? source.durable : source.ephemeral;
     const graph = asCompiled(await source.make(config));
     if (!graph) throw new GraphLoadError(`The factory of graph "${graphId}" did not return a graph`);
-    return withCheckpointer(graph, durable ? this.#checkpointer : false);
+    return withCheckpointer(graph, durable ? this.#checkpointer : false, this.#store);
   }
 
   /** JSON Schemas of a registered graph (see `channelSchemas`). */

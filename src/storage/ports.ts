@@ -9,10 +9,14 @@
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import type { MultitaskStrategy, RunStatus, ThreadStatus } from "../runtime/statuses.js";
 import type { AuthRepo } from "./auth-ports.js";
+import type { CronsRepo } from "./cron-ports.js";
 import type { SandboxesRepo } from "./sandbox-ports.js";
+import type { StoreRepo } from "./store-ports.js";
 
 export type * from "./auth-ports.js";
+export type * from "./cron-ports.js";
 export type * from "./sandbox-ports.js";
+export type * from "./store-ports.js";
 
 export type JsonObject = Record<string, unknown>;
 export type SortOrder = "asc" | "desc";
@@ -231,7 +235,7 @@ export interface RunsRepo {
    * Claims the oldest due pending run whose thread has no running run, marks it running and
    * bumps its attempt. Null when nothing is due; `nextDueAt` tells when a delayed run becomes due.
    */
-  claimNext(): Promise<{ run: Run | null; nextDueAt: Date | null }>;
+  claimNext(): Promise<{ run: Run | null; org?: OrgId; nextDueAt: Date | null }>;
   /** Final status of an executed run, and the thread status/values that follow from it. */
   complete(completion: RunCompletion): Promise<Run | null>;
   /** A running run stopped by `rollback`: delete it and its checkpoints, settle the thread. */
@@ -260,5 +264,9 @@ export interface Storage {
   readonly sandboxes: SandboxesRepo;
   /** API keys and organizations (auth-ports.ts). */
   readonly auth: AuthRepo;
+  /** Crons and the scheduler's claims (cron-ports.ts). */
+  readonly crons: CronsRepo;
+  /** The long-term memory store's items and vectors (store-ports.ts). */
+  readonly store: StoreRepo;
   close(): Promise<void>;
 }

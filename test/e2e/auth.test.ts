@@ -207,3 +207,40 @@ describe("open mode and exposure", () => {
     },
   );
 });
+
+describe("store isolation", () => {
+  test("store items written by a graph or the API belong to the caller's organization", T, async () => {
+    const h = await startHangar({
+      config: join(REPO_ROOT, "test/e2e/fixtures/memory/langgraph.json"),
+      env: { HANGAR_API_KEYS: `${KEY_A}:org-a,${KEY_B}:org-b` },
+    });
+    try {
+      const a = new Client({ apiUrl: h.url, apiKey: KEY_A, callerOptions: { maxRetries: 0 } });
+      const b = new Client({ apiUrl: h.url, apiKey: KEY_B, callerOptions: { maxRetries: 0 } });
+      // A graph run of org A writes a memory through config.store.
+      const out = (await a.runs.wait(null, "memory", {
+        input: { user: "u1", remember: "likes tea", key: "k1" },
+      })) as {
+        recalled: string[];
+      };
+      assert.deepEqual(out.recalled, ["likes tea"]);
+      assert.deepEqual((await a.store.getItem(["memories", "u1"], "k1"))?.value, { text: "likes tea" });
+      assert.equal(
+        await b.store.getItem(["memories", "u1"], "k1"),
+        null,
+        "org B must not read org A's memory",
+      );
+      assert.deepEqual((await b.store.searchItems(["memories"])).items, []);
+      // Org B's graph sees only org B's memories, and may use the same namespace and key.
+      const outB = (await b.runs.wait(null, "memory", {
+        input: { user: "u1", remember: "likes coffee", key: "k1" },
+      })) as {
+        recalled: string[];
+      };
+      assert.deepEqual(outB.recalled, ["likes coffee"]);
+      assert.deepEqual((await a.store.getItem(["memories", "u1"], "k1"))?.value, { text: "likes tea" });
+    } finally {
+      await h.stop();
+    }
+  });
+});

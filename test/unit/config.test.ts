@@ -70,8 +70,26 @@ describe("defaults", () => {
       streamRetentionSeconds: 300,
       logLevel: "info",
       defaultAssistantConfigs: {},
+      apiKeys: {},
+      allowUnauthenticated: false,
       warnings: [],
     });
+  });
+
+  test("HANGAR_API_KEYS maps keys to organizations; a malformed entry is refused without echoing the key", () => {
+    const dir = project(minimal());
+    assert.deepEqual(load(dir, { env: { HANGAR_API_KEYS: "k1:org-a, k2:org-b," } }).apiKeys, {
+      k1: "org-a",
+      k2: "org-b",
+    });
+    const err = rejects(
+      () => load(dir, { env: { HANGAR_API_KEYS: "supersecretkey" } }),
+      "HANGAR_API_KEYS",
+      "key:organization",
+    );
+    assert.ok(!err.message.includes("supersecretkey"), "the key itself must not be printed");
+    assert.equal(load(dir, { env: { HANGAR_ALLOW_UNAUTHENTICATED: "1" } }).allowUnauthenticated, true);
+    assert.equal(load(dir, { flags: { allowUnauthenticated: true } }).allowUnauthenticated, true);
   });
 
   test("the result is deeply frozen", () => {
@@ -271,9 +289,14 @@ describe("http", () => {
     assert.match(config.warnings[0], /http\.app: not supported/);
   });
 
-  test("an auth section is reported as not enforced", () => {
+  test("a custom auth handler is reported as not supported, pointing at API keys", () => {
     const config = load(project(minimal({ auth: { path: "./auth.ts:auth" } })));
-    assert.match(config.warnings.join("\n"), /auth: .*NOT be authenticated/);
+    assert.match(config.warnings.join("\n"), /auth: custom auth handlers are not supported.*API key/);
+  });
+
+  test("a store section is no longer reported as ignored", () => {
+    const config = load(project(minimal({ store: { ttl: { default_ttl: 5 } } })));
+    assert.deepEqual(config.warnings, []);
   });
 
   test("tool-only keys (dependencies, node_version…) are accepted silently", () => {

@@ -5,7 +5,8 @@
 import { createRequire } from "node:module";
 import type { Assistant } from "../../storage/ports.js";
 
-const SERVER_VERSION: string = createRequire(import.meta.url)("../../../package.json").version;
+/** Hangar's version (package.json), for the card's `version` and MCP's `serverInfo`. */
+export const SERVER_VERSION: string = createRequire(import.meta.url)("../../../package.json").version;
 
 /** Both text and JSON (data parts) go in and come out. */
 export const A2A_MODES = ["application/json", "text/plain"];
@@ -43,9 +44,9 @@ export function requestBaseUrl(requestUrl: string, headers: Headers): string {
   const first = (name: string) => headers.get(name)?.split(",")[0]?.trim() || undefined;
   const proto = first("x-forwarded-proto");
   const host = first("x-forwarded-host");
-  if (proto === "http" || proto === "https") url.protocol = `${proto}:`;
-  if (host && /^[A-Za-z0-9.-]+(:\d+)?$|^\[[0-9A-Fa-f:.]+\](:\d+)?$/.test(host)) url.host = host;
-  return url.origin;
+  const scheme = proto === "http" || proto === "https" ? proto : url.protocol.slice(0, -1);
+  const validHost = host && /^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?$/.test(host);
+  return `${scheme}://${validHost ? host : url.host}`;
 }
 
 export interface AgentCard {

@@ -127,6 +127,51 @@ const MIGRATIONS: string[] = [
   );
   CREATE INDEX api_keys_org ON api_keys (org_id);
   `,
+  // 4: crons (src/storage/sqlite/crons.ts) and the long-term memory store (src/storage/sqlite/store.ts).
+  `
+  CREATE TABLE crons (
+    cron_id TEXT PRIMARY KEY,
+    org_id TEXT NOT NULL,
+    assistant_id TEXT NOT NULL REFERENCES assistants (assistant_id) ON DELETE CASCADE,
+    thread_id TEXT REFERENCES threads (thread_id) ON DELETE CASCADE,  -- NULL: stateless cron
+    user_id TEXT,
+    schedule TEXT NOT NULL,
+    timezone TEXT,
+    end_time TEXT,
+    enabled INTEGER NOT NULL,
+    on_run_completed TEXT,
+    payload TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    next_run_at INTEGER,                      -- epoch ms of the next firing; NULL = none (disabled, ended)
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+  );
+  CREATE INDEX crons_due ON crons (next_run_at) WHERE next_run_at IS NOT NULL;
+  CREATE INDEX crons_org_created ON crons (org_id, created_at);
+  CREATE INDEX crons_thread ON crons (thread_id);
+  CREATE INDEX crons_assistant ON crons (assistant_id);
+  CREATE TABLE store_items (
+    org_id TEXT NOT NULL,
+    namespace TEXT NOT NULL,                  -- labels joined with '.', which no label contains
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    ttl_minutes REAL,                         -- NULL = never expires
+    expires_at INTEGER,                       -- epoch ms; reads treat the item as gone from then on
+    PRIMARY KEY (org_id, namespace, key)
+  );
+  CREATE INDEX store_items_expiry ON store_items (expires_at) WHERE expires_at IS NOT NULL;
+  CREATE TABLE store_vectors (
+    org_id TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    key TEXT NOT NULL,
+    field TEXT NOT NULL,                      -- which text of the item: a field path, '.N' for the Nth of several
+    embedding BLOB NOT NULL,                  -- float32, little-endian
+    PRIMARY KEY (org_id, namespace, key, field),
+    FOREIGN KEY (org_id, namespace, key) REFERENCES store_items (org_id, namespace, key) ON DELETE CASCADE
+  );
+  `,
 ];
 
 export function openDatabase(dataDir: string, synchronous: "normal" | "full"): Db {

@@ -2,9 +2,11 @@ import type { Storage } from "../ports.js";
 import { SqliteAssistants } from "./assistants.js";
 import { SqliteAuth } from "./auth.js";
 import { SqliteCheckpointer } from "./checkpointer.js";
+import { SqliteCrons } from "./crons.js";
 import { openDatabase } from "./database.js";
 import { SqliteRuns } from "./runs.js";
 import { SqliteSandboxes } from "./sandboxes.js";
+import { SqliteStore } from "./store.js";
 import { SqliteThreads } from "./threads.js";
 
 /** Embedded storage: one SQLite file (`<dataDir>/hangar.sqlite`) holding everything, checkpoints included. */
@@ -18,6 +20,8 @@ export function openSqliteStorage(opts: { dataDir: string; synchronous: "normal"
     sandboxes: new SqliteSandboxes(db),
     checkpointer,
     auth: new SqliteAuth(db),
+    crons: new SqliteCrons(db),
+    store: new SqliteStore(db),
     async close() {
       // Fold the WAL back into the main file so the data dir is one self-contained file at rest.
       db.pragma("wal_checkpoint(TRUNCATE)");

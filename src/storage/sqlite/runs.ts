@@ -246,7 +246,7 @@ export class SqliteRuns implements RunsRepo {
     })();
   }
 
-  async claimNext(): Promise<{ run: Run | null; nextDueAt: Date | null }> {
+  async claimNext(): Promise<{ run: Run | null; org?: OrgId; nextDueAt: Date | null }> {
     return this.#db.transaction(() => {
       const now = Date.now();
       // The oldest due pending run whose thread is not executing another run: at most one run per thread.
@@ -271,6 +271,7 @@ export class SqliteRuns implements RunsRepo {
       );
       return {
         run: toRun({ ...row, status: "running", attempt: row.attempt + 1, updated_at: nowIso }),
+        org: row.org_id,
         nextDueAt: null,
       };
     })();

@@ -1,0 +1,321 @@
+/**
+ * The A2A methods on top of the runtime: a message is a run on the thread named by its `contextId`
+ * (created if missing); the task is that run (task id = run id, `contextId` = thread id).
+ */
+import { randomUUID } from "node:crypto";
+import { HangarError } from "../../errors.js";
+import type { RunRequest } from "../../runtime/runs.js";
+import { toPlain } from "../../runtime/serialize.js";
+import { isFinal } from "../../runtime/statuses.js";
+import type { Assistant, OrgId, Run } from "../../storage/ports.js";
+import type { AgentDeps } from "../context.js";
+import { invalidParams, isJsonObject, RpcError } from "../jsonrpc.js";
+import {
+  A2A_ERRORS,
+  contentText,
+  type IncomingMessage,
+  isAgentMessage,
+  isUuid,
+  readIncomingMessage,
+  resumeValue,
+  stateMessages,
+  toA2AMessage,
+  toGraphInput,
+} from "./messages.js";
+import {
+  type ArtifactUpdate,
+  agentText,
+  artifactUpdate,
+  finalStatus,
+  historyOf,
+  type Outcome,
+  outcomeOf,
+  type StatusUpdate,
+  stateOfRun,
+  statusUpdate,
+  type Task,
+  type TaskIds,
+  task,
+  timestamp,
+} from "./tasks.js";
+
+/** LangGraph's cap on `tasks/get` history. */
+const MAX_HISTORY = 10;
+
+interface Started {
+  run: Run;
+  ids: TaskIds;
+  incoming: IncomingMessage;
+  assistant: Assistant;
+}
+
+export class A2AService {
+  constructor(private readonly deps: AgentDeps) {}
+
+  /** The assistant of the endpoint path (an assistant id, or a graph id for its default assistant). */
+  async assistant(org: OrgId, pathId: string): Promise<Assistant> {
+    try {
+      return await this.deps.runs.assistant(org, pathId);
+    } catch (err) {
+      if (err instanceof HangarError && err.kind === "not_found") {
+        throw invalidParams(`Assistant '${pathId}' not found`);
+      }
+      throw err;
+    }
+  }
+
+  /** `message/send`: run the message and answer with the finished task (or at once when not blocking). */
+  async send(
+    org: OrgId,
+    pathId: string,
+    params: unknown,
+    headers: Headers,
+    signal: AbortSignal,
+  ): Promise<Task> {
+    const config = sendConfiguration(params);
+    const { run, ids, incoming, assistant } = await this.start(org, pathId, params, headers, ["values"]);
+    if (config.blocking === false) {
+      return task(ids, { state: "submitted", timestamp: timestamp() }, { history: [stamped(incoming, ids)] });
+    }
+    const result = await this.deps.runs.join(org, ids.contextId, run.run_id, signal);
+    const status = (await this.deps.storage.runs.get(org, ids.contextId, run.run_id))?.status;
+    const outcome = outcomeOf(result, ids, assistant.assistant_id, status);
+    const values =
+      isJsonObject(result) && !("__error__" in result)
+        ? result
+        : (await this.deps.storage.threads.get(org, ids.contextId))?.values;
+    // A state without messages still has a conversation: the message that started the task.
+    const history = stateMessages(values)
+      ? historyOf(values, ids, config.historyLength)
+      : [stamped(incoming, ids)].slice(config.historyLength === 0 ? 1 : 0);
+    return task(ids, finalStatus(outcome, ids), { history, artifacts: outcome.artifacts });
+  }
+
+  /**
+   * `message/stream`: the task (submitted), a working update when the run starts, one per step of
+   * agent text (the text so far), the result artifact, and the final status update carrying the reply.
+   */
+  async *stream(
+    org: OrgId,
+    pathId: string,
+    params: unknown,
+    headers: Headers,
+    signal: AbortSignal,
+  ): AsyncGenerator<Task | StatusUpdate | ArtifactUpdate> {
+    const { run, ids, incoming, assistant } = await this.start(org, pathId, params, headers, ["messages"]);
+    yield task(ids, { state: "submitted", timestamp: timestamp() }, { history: [stamped(incoming, ids)] });
+    const sent = new Map<string, string>();
+    let working = false;
+    for await (const event of await this.deps.runs.stream(org, ids.contextId, run.run_id, -1, signal)) {
+      if (event.event === "metadata" && !working) {
+        working = true;
+        yield statusUpdate(ids, { state: "working", timestamp: timestamp() }, false);
+        continue;
+      }
+      if (event.event !== "messages/partial" && event.event !== "messages/complete") continue;
+      const [message] = JSON.parse(event.data) as [Record<string, unknown>];
+      if (!isJsonObject(message) || !isAgentMessage(message)) continue;
+      const key = typeof message.id === "string" ? message.id : "";
+      const a2a = toA2AMessage(message, { ...ids, fallbackId: `${ids.taskId}:message:${sent.size}` });
+      const text = contentText(message.content);
+      const fingerprint = JSON.stringify(a2a.parts);
+      if ((text === "" && a2a.parts.length === 1) || sent.get(key) === fingerprint) continue;
+      sent.set(key, fingerprint);
+      yield statusUpdate(ids, { state: "working", message: a2a, timestamp: timestamp() }, false);
+    }
+    if (signal.aborted) return;
+    const outcome = await this.outcome(org, ids, run, assistant, signal);
+    for (const artifact of outcome.artifacts) yield artifactUpdate(ids, artifact);
+    const status = finalStatus(outcome, ids);
+    status.message ??= agentText(ids, outcome.text, `${ids.taskId}:status`);
+    yield statusUpdate(ids, status, true);
+  }
+
+  private async outcome(
+    org: OrgId,
+    ids: TaskIds,
+    run: Run,
+    assistant: Assistant,
+    signal: AbortSignal,
+  ): Promise<Outcome> {
+    const result = await this.deps.runs.join(org, ids.contextId, run.run_id, signal);
+    const status = (await this.deps.storage.runs.get(org, ids.contextId, run.run_id))?.status;
+    return outcomeOf(result, ids, assistant.assistant_id, status);
+  }
+
+  /** `tasks/get`: the run's status; when it has ended, its result and the conversation as it left it. */
+  async getTask(org: OrgId, pathId: string, params: unknown): Promise<Task> {
+    const { id, historyLength } = taskQuery(params);
+    const assistant = await this.assistant(org, pathId);
+    const run = await this.findRun(org, id, assistant);
+    return this.taskOfRun(org, id, run, historyLength);
+  }
+
+  /** `tasks/cancel`: stops a pending or running task; a task that has ended cannot be canceled. */
+  async cancelTask(org: OrgId, pathId: string, params: unknown, signal: AbortSignal): Promise<Task> {
+    const { id } = taskQuery(params);
+    const assistant = await this.assistant(org, pathId);
+    const run = await this.findRun(org, id, assistant);
+    if (isFinal(run.status)) {
+      throw new RpcError(
+        A2A_ERRORS.TASK_NOT_CANCELABLE,
+        `Task ${id} has already ended (${stateOfRun(run.status, false)}) and cannot be canceled`,
+      );
+    }
+    await this.deps.runs.cancel(org, run.thread_id, run.run_id, "interrupt");
+    await this.deps.runs.join(org, run.thread_id, run.run_id, signal).catch(() => undefined);
+    const latest = (await this.deps.storage.runs.get(org, run.thread_id, run.run_id)) ?? run;
+    return this.taskOfRun(org, id, latest, undefined);
+  }
+
+  /** Validates the message, resolves the assistant and thread, and admits the run. */
+  private async start(
+    org: OrgId,
+    pathId: string,
+    params: unknown,
+    headers: Headers,
+    streamMode: string[],
+  ): Promise<Started> {
+    const incoming = readIncomingMessage(params);
+    const assistant = await this.assistant(org, pathId);
+    const contextId = incoming.contextId ?? randomUUID();
+    const thread = incoming.contextId ? await this.deps.storage.threads.get(org, contextId) : null;
+    // A message to a thread stopped at interrupt() answers it: the graph resumes with the message.
+    const resume =
+      thread?.status === "interrupted" && Object.values(thread.interrupts ?? {}).some((l) => l.length > 0);
+    if (!resume && incoming.texts.length > 0) await this.requireMessagesKey(assistant);
+
+    const request: RunRequest = {
+      assistant_id: assistant.assistant_id,
+      if_not_exists: "create",
+      stream_mode: streamMode,
+      ...(resume ? { command: { resume: resumeValue(incoming) } } : { input: toGraphInput(incoming) }),
+    };
+    let run: Run;
+    try {
+      run = await this.deps.runs.create(org, contextId, request, headers);
+    } catch (err) {
+      if (err instanceof HangarError) throw invalidParams(`Failed to create run: ${err.message}`);
+      throw err;
+    }
+    return { run, ids: { taskId: run.run_id, contextId }, incoming, assistant };
+  }
+
+  /** Text parts become `messages`: the graph's input (else state) schema must have that key. */
+  private async requireMessagesKey(assistant: Assistant): Promise<void> {
+    // A graph that cannot even be built to read its schemas fails its run, with the real error.
+    const schemas = await this.deps.graphs.schemas(assistant.graph_id, assistant.config).catch(() => null);
+    if (!schemas) return;
+    const fields = (schema: unknown) =>
+      isJsonObject(schema) && isJsonObject(schema.properties) ? Object.keys(schema.properties) : [];
+    let available = fields(schemas.input_schema);
+    if (available.length === 0) available = fields(schemas.state_schema);
+    if (available.includes("messages")) return;
+    throw invalidParams(
+      `Assistant '${assistant.assistant_id}' (graph '${assistant.graph_id}') does not support A2A conversational messages. ` +
+        `Graph input schema must include a 'messages' field to accept text parts. ` +
+        `Available input fields: [${available.join(", ")}]. Send a data part instead.`,
+    );
+  }
+
+  /** A task id is a run id; `<context id>:<run id>` is accepted too. Other assistants' runs are not found. */
+  private async findRun(org: OrgId, id: string, assistant: Assistant): Promise<Run> {
+    const colon = id.indexOf(":");
+    const contextId = colon >= 0 ? id.slice(0, colon) : null;
+    const runId = colon >= 0 ? id.slice(colon + 1) : id;
+    const notFound = () => new RpcError(A2A_ERRORS.TASK_NOT_FOUND, `Task not found: ${id}`);
+    if (!isUuid(runId) || (contextId !== null && !isUuid(contextId))) throw notFound();
+    const run = await this.deps.storage.runs.get(org, contextId, runId);
+    if (!run || run.assistant_id !== assistant.assistant_id) throw notFound();
+    return run;
+  }
+
+  private async taskOfRun(
+    org: OrgId,
+    id: string,
+    run: Run,
+    historyLength: number | undefined,
+  ): Promise<Task> {
+    const ids: TaskIds = { taskId: id, contextId: run.thread_id };
+    const { storage } = this.deps;
+    const left = await this.leftBehind(run);
+    const thread = left ? null : await storage.threads.get(org, run.thread_id);
+    const values = left ? left.values : thread?.values;
+    const interrupts = left ? left.interrupts : [];
+    const state = stateOfRun(run.status, interrupts.length > 0);
+    const history = historyOf(values, ids, historyLength);
+    if (state === "submitted" || state === "working") {
+      return task(ids, { state, timestamp: run.updated_at }, { history });
+    }
+    let result: unknown = values;
+    if (state === "failed") {
+      const error = (thread ?? (await storage.threads.get(org, run.thread_id)))?.error;
+      const latest = (await storage.runs.list(org, run.thread_id, { limit: 1, offset: 0 }))[0]?.run_id;
+      result = error && latest === run.run_id ? { __error__: error } : undefined;
+    }
+    if (state === "input-required")
+      result = { ...(isJsonObject(values) ? values : {}), __interrupt__: interrupts };
+    const outcome = outcomeOf(result, ids, run.assistant_id, run.status);
+    return task(ids, finalStatus(outcome, ids, run.updated_at), { history, artifacts: outcome.artifacts });
+  }
+
+  /**
+   * The state the run left behind — values and pending interrupts of its last checkpoint (later runs
+   * may have moved the thread on) — or null when there is no checkpoint of it to read.
+   */
+  private async leftBehind(run: Run): Promise<{ values: unknown; interrupts: unknown[] } | null> {
+    const config = run.kwargs.config;
+    const graphId = config.configurable?.graph_id;
+    if (typeof graphId !== "string" || !this.deps.graphs.has(graphId)) return null;
+    try {
+      const graph = await this.deps.graphs.get(graphId, config);
+      const history = graph.getStateHistory(
+        { configurable: { thread_id: run.thread_id, checkpoint_ns: "" } },
+        { filter: { run_id: run.run_id }, limit: 1 },
+      );
+      for await (const snapshot of history) {
+        const interrupts = (snapshot.tasks ?? []).flatMap(
+          (t: { interrupts?: unknown[] }) => t.interrupts ?? [],
+        );
+        return { values: toPlain(snapshot.values), interrupts: (toPlain(interrupts) as unknown[]) ?? [] };
+      }
+    } catch {
+      // No checkpoints to read (a temporary thread, a graph that failed to build).
+    }
+    return null;
+  }
+}
+
+/** The incoming message as it belongs to the task (for the task's history). */
+function stamped(incoming: IncomingMessage, ids: TaskIds) {
+  return { ...incoming.message, taskId: ids.taskId, contextId: ids.contextId };
+}
+
+/** `params.configuration` of message/send: `blocking` and `historyLength` are honoured. */
+function sendConfiguration(params: unknown): { blocking?: boolean; historyLength?: number } {
+  const config = isJsonObject(params) && isJsonObject(params.configuration) ? params.configuration : {};
+  const out: { blocking?: boolean; historyLength?: number } = {};
+  if (typeof config.blocking === "boolean") out.blocking = config.blocking;
+  if (config.historyLength !== undefined && config.historyLength !== null) {
+    const n = config.historyLength;
+    if (typeof n !== "number" || !Number.isInteger(n) || n < 0) {
+      throw invalidParams("Invalid 'configuration.historyLength': must be a non-negative integer");
+    }
+    out.historyLength = n;
+  }
+  return out;
+}
+
+/** `params` of tasks/get and tasks/cancel: `id` (or `taskId`) and an optional `historyLength` ≤ 10. */
+function taskQuery(params: unknown): { id: string; historyLength?: number } {
+  if (!isJsonObject(params)) throw invalidParams("Invalid params: must be an object");
+  const id = params.id ?? params.taskId;
+  if (typeof id !== "string" || id === "") throw invalidParams("Missing required parameter: id (task_id)");
+  const n = params.historyLength;
+  if (n === undefined || n === null) return { id };
+  if (typeof n !== "number" || !Number.isInteger(n) || n < 0) {
+    throw invalidParams("Invalid 'historyLength': must be a non-negative integer");
+  }
+  if (n > MAX_HISTORY) throw invalidParams(`historyLength cannot exceed ${MAX_HISTORY}`);
+  return { id, historyLength: n };
+}

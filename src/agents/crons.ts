@@ -1,0 +1,148 @@
+import { Hono } from "hono";
+import { z } from "zod";
+import { body, params } from "../http/validation.js";
+import { isTimeZone, scheduleError } from "../runtime/cron-schedule.js";
+import { type CronCreateRequest, CronService, type CronUpdateRequest } from "../runtime/crons.js";
+import { defaultAssistantId } from "../runtime/graphs.js";
+import { type AgentDeps, type AppEnv, orgOf, pick } from "./context.js";
+import { RunCreate, ThreadPath } from "./schemas.js";
+
+// ---- schemas (unknown fields accepted, wrong types 422; see schemas.ts) -----------------------
+
+const schedule = z.string({ error: "must be a cron expression string" }).superRefine((s, ctx) => {
+  const problem = scheduleError(s);
+  if (problem) ctx.addIssue({ code: "custom", message: `Invalid cron schedule "${s}": ${problem}` });
+});
+
+const timezone = z.string({ error: "must be an IANA time zone name" }).refine(isTimeZone, {
+  error: (iss) => `Unknown time zone "${iss.input}": use an IANA name like Europe/Paris`,
+});
+
+const dateTime = z
+  .string({ error: "must be an ISO 8601 date-time" })
+  .refine((s) => /^\d{4}-\d{2}-\d{2}/.test(s) && !Number.isNaN(Date.parse(s)), {
+    error: "must be an ISO 8601 date-time",
+  });
+
+/** The run a firing makes: the fields of RunCreate a cron keeps in its payload, plus the cron's own. */
+const cronFields = {
+  schedule,
+  timezone: timezone.nullish(),
+  end_time: dateTime.nullish(),
+  enabled: z.boolean({ error: "must be true or false" }).nullish(),
+  on_run_completed: z.enum(["delete", "keep"]).nullish(),
+};
+
+export const CronCreate = RunCreate.pick({
+  assistant_id: true,
+  input: true,
+  metadata: true,
+  config: true,
+  context: true,
+  webhook: true,
+  interrupt_before: true,
+  interrupt_after: true,
+  stream_mode: true,
+  stream_subgraphs: true,
+  stream_resumable: true,
+  multitask_strategy: true,
+  durability: true,
+  checkpoint_during: true,
+}).extend(cronFields);
+
+export const CronPatch = CronCreate.omit({ assistant_id: true }).partial();
+
+export const CronPath = z.object({ cron_id: z.uuid({ message: "must be a UUID" }) });
+
+const CRON_SELECT = [
+  "cron_id",
+  "assistant_id",
+  "thread_id",
+  "end_time",
+  "schedule",
+  "created_at",
+  "updated_at",
+  "user_id",
+  "payload",
+  "next_run_date",
+  "metadata",
+  "now",
+  "timezone",
+  "enabled",
+  "on_run_completed",
+] as const;
+
+const cronFilters = {
+  assistant_id: z.string({ error: "must be a string" }).nullish(),
+  thread_id: z.uuid({ message: "must be a UUID" }).nullish(),
+  enabled: z.boolean({ error: "must be true or false" }).nullish(),
+  metadata: z.record(z.string(), z.unknown(), { error: "must be an object" }).nullish(),
+};
+
+export const CronSearch = z.object({
+  ...cronFilters,
+  limit: z.coerce.number().int().min(1).max(1000).default(10),
+  offset: z.coerce.number().int().min(0).default(0),
+  sort_by: z
+    .enum(["cron_id", "assistant_id", "thread_id", "next_run_date", "end_time", "created_at", "updated_at"])
+    .default("created_at"),
+  sort_order: z.enum(["asc", "desc"]).default("desc"),
+  select: z.array(z.enum(CRON_SELECT)).nullish(),
+});
+
+export const CronCount = z.object(cronFilters);
+
+/** `/runs/crons` and `/threads/{id}/runs/crons`: periodic runs, fired by the runtime's CronScheduler. */
+export function cronRoutes(deps: AgentDeps) {
+  const { graphs } = deps;
+  const crons = deps.crons ?? new CronService(deps.storage, deps.runs);
+  /** Filters as stored: a graph id stands for its default assistant, as everywhere else. */
+  const filters = (b: z.output<typeof CronCount>) => ({
+    assistant_id: b.assistant_id
+      ? graphs.has(b.assistant_id)
+        ? defaultAssistantId(b.assistant_id)
+        : b.assistant_id
+      : undefined,
+    thread_id: b.thread_id ?? undefined,
+    enabled: b.enabled ?? undefined,
+    metadata: b.metadata ?? undefined,
+  });
+
+  return new Hono<AppEnv>()
+    .post("/runs/crons", async (c) => {
+      const b = await body(c, CronCreate);
+      return c.json(await crons.create(orgOf(c), null, b as CronCreateRequest));
+    })
+    .post("/threads/:thread_id/runs/crons", async (c) => {
+      const { thread_id } = params(c, ThreadPath);
+      const b = await body(c, CronCreate);
+      return c.json(await crons.create(orgOf(c), thread_id, b as CronCreateRequest));
+    })
+    .post("/runs/crons/search", async (c) => {
+      const b = await body(c, CronSearch);
+      const { items, total } = await crons.search(orgOf(c), {
+        ...filters(b),
+        limit: b.limit,
+        offset: b.offset,
+        sort_by: b.sort_by,
+        sort_order: b.sort_order,
+      });
+      c.header("X-Pagination-Total", String(total));
+      if (b.offset + items.length < total) c.header("X-Pagination-Next", String(b.offset + items.length));
+      return c.json(pick(items, b.select));
+    })
+    .post("/runs/crons/count", async (c) => {
+      const b = await body(c, CronCount);
+      return c.json(await crons.count(orgOf(c), filters(b)));
+    })
+    .patch("/runs/crons/:cron_id", async (c) => {
+      const { cron_id } = params(c, CronPath);
+      const b = await body(c, CronPatch);
+      return c.json(await crons.update(orgOf(c), cron_id, b as CronUpdateRequest));
+    })
+    .delete("/runs/crons/:cron_id", async (c) => {
+      const { cron_id } = params(c, CronPath);
+      await crons.delete(orgOf(c), cron_id);
+      return c.body(null, 204);
+    });
+}

@@ -1,0 +1,129 @@
+import { Hono } from "hono";
+import { z } from "zod";
+import { body, query } from "../http/validation.js";
+import { HangarStore, namespaceProblem, parseStoreFilter } from "../runtime/store.js";
+import { DEFAULT_ORG } from "../storage/ports.js";
+import { type AgentDeps, type AppEnv, orgOf } from "./context.js";
+
+// ---- schemas (unknown fields accepted, wrong types 422; see schemas.ts) -----------------------
+
+const labels = z.array(z.string({ error: "must be a string" }), { error: "must be a list of strings" });
+
+/** A namespace (or prefix, with `allowEmpty`): labels neither empty nor containing a period. */
+const namespace = (opts: { allowEmpty?: boolean } = {}) =>
+  labels.superRefine((ns, ctx) => {
+    const problem = namespaceProblem(ns, opts);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  });
+
+const limit = (max: number, dflt: number) =>
+  z
+    .number({ error: "must be an integer" })
+    .int({ error: "must be an integer" })
+    .min(1)
+    .max(max)
+    .default(dflt);
+const offset = z
+  .number({ error: "must be an integer" })
+  .int({ error: "must be an integer" })
+  .min(0)
+  .default(0);
+
+const optionalFlag = z
+  .enum(["true", "false", "1", "0", "yes", "no"], { error: "must be true or false" })
+  .optional()
+  .transform((v) => (v === undefined ? undefined : v === "true" || v === "1" || v === "yes"));
+
+export const StorePut = z.object({
+  namespace: namespace(),
+  key: z.string({ error: "must be a string" }).min(1, { error: "must not be empty" }),
+  value: z.record(z.string(), z.unknown(), { error: "must be an object" }),
+  index: z
+    .union([z.literal(false), z.array(z.string())], { error: "must be false or a list of field paths" })
+    .nullish(),
+  ttl: z
+    .number({ error: "must be a number of minutes" })
+    .positive({ error: "must be more than 0 minutes" })
+    .nullish(),
+});
+
+export const StoreGetQuery = z.object({
+  namespace: z
+    .string()
+    .optional()
+    .transform((s) => (s ? s.split(".") : []))
+    .pipe(namespace()),
+  key: z.string({ error: "is required" }).min(1, { error: "must not be empty" }),
+  refresh_ttl: optionalFlag,
+});
+
+export const StoreDelete = z.object({
+  namespace: namespace(),
+  key: z.string({ error: "must be a string" }).min(1, { error: "must not be empty" }),
+});
+
+const filter = z.record(z.string(), z.unknown(), { error: "must be an object" }).superRefine((f, ctx) => {
+  for (const p of parseStoreFilter(f).problems)
+    ctx.addIssue({ code: "custom", message: p.message, path: p.path });
+});
+
+export const StoreSearch = z.object({
+  namespace_prefix: namespace({ allowEmpty: true }).nullish(),
+  filter: filter.nullish(),
+  limit: limit(1000, 10),
+  offset,
+  query: z.string({ error: "must be a string" }).nullish(),
+  refresh_ttl: z.boolean({ error: "must be true or false" }).nullish(),
+});
+
+/** Prefix and suffix labels may be `*` (any one label). */
+export const StoreNamespaces = z.object({
+  prefix: namespace({ allowEmpty: true }).nullish(),
+  suffix: namespace({ allowEmpty: true }).nullish(),
+  max_depth: z.number({ error: "must be an integer" }).int({ error: "must be an integer" }).min(1).nullish(),
+  limit: limit(1000, 100),
+  offset,
+});
+
+/** `/store/*`: the long-term memory store, the same one graphs see as `config.store`. */
+export function storeRoutes(deps: AgentDeps) {
+  const store = deps.store ?? new HangarStore(deps.storage.store, DEFAULT_ORG);
+  return new Hono<AppEnv>()
+    .put("/store/items", async (c) => {
+      const b = await body(c, StorePut);
+      await store.withOrg(orgOf(c)).putItem(b.namespace, b.key, b.value, { index: b.index, ttl: b.ttl });
+      return c.body(null, 204);
+    })
+    .get("/store/items", async (c) => {
+      const q = query(c, StoreGetQuery);
+      const item = await store.withOrg(orgOf(c)).getItem(q.namespace, q.key, { refreshTtl: q.refresh_ttl });
+      return c.json(item);
+    })
+    .delete("/store/items", async (c) => {
+      const b = await body(c, StoreDelete);
+      await store.withOrg(orgOf(c)).deleteItem(b.namespace, b.key);
+      return c.body(null, 204);
+    })
+    .post("/store/items/search", async (c) => {
+      const b = await body(c, StoreSearch);
+      const items = await store.withOrg(orgOf(c)).searchItems(b.namespace_prefix ?? [], {
+        filter: b.filter,
+        limit: b.limit,
+        offset: b.offset,
+        query: b.query,
+        refreshTtl: b.refresh_ttl,
+      });
+      return c.json({ items });
+    })
+    .post("/store/namespaces", async (c) => {
+      const b = await body(c, StoreNamespaces);
+      const namespaces = await store.withOrg(orgOf(c)).namespaces({
+        prefix: b.prefix ?? undefined,
+        suffix: b.suffix ?? undefined,
+        maxDepth: b.max_depth ?? undefined,
+        limit: b.limit,
+        offset: b.offset,
+      });
+      return c.json({ namespaces });
+    });
+}

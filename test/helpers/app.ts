@@ -1,0 +1,61 @@
+/**
+ * The HTTP app built in-process, wired as `src/server.ts` wires it (storage, graphs, run service,
+ * `createApp`) but never listening and with the dispatcher not started: for tests that read the
+ * router itself (`app.routes`), e.g. to check that /openapi.json lists every registered route.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Hono } from "hono";
+import type { AppEnv } from "../../src/agents/context.js";
+import { silentLogger } from "../../src/cli/logger.js";
+import { loadConfig } from "../../src/config/index.js";
+import { createApp } from "../../src/http/app.js";
+import { Dispatcher } from "../../src/runtime/dispatcher.js";
+import { GraphRegistry } from "../../src/runtime/graphs.js";
+import { RunService } from "../../src/runtime/runs.js";
+import { openSqliteStorage } from "../../src/storage/sqlite/index.js";
+import { RunLogs } from "../../src/streams/run-log.js";
+import { EXAMPLES_CONFIG, REPO_ROOT } from "./server.js";
+
+export interface InProcessApp {
+  app: Hono<AppEnv>;
+  close(): Promise<void>;
+}
+
+/** Builds the app from a langgraph.json (default: the examples, as `startHangar()` serves them). */
+export async function buildApp(
+  opts: { config?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<InProcessApp> {
+  const dataDir = await mkdtemp(join(tmpdir(), "hangar-app-"));
+  const config = loadConfig({
+    mode: "dev",
+    flags: { config: opts.config ?? EXAMPLES_CONFIG, dataDir },
+    env: opts.env ?? {},
+    cwd: REPO_ROOT,
+  });
+  const storage = openSqliteStorage({ dataDir, synchronous: config.sqliteSynchronous });
+  const logs = new RunLogs({ retentionSeconds: config.streamRetentionSeconds });
+  try {
+    const graphs = await GraphRegistry.load(config.graphs, storage.checkpointer);
+    const localFetch = (request: Request) => Promise.resolve(app.fetch(request));
+    const dispatcher = new Dispatcher(
+      { graphs, storage, logs, log: silentLogger, localFetch },
+      { concurrency: 1 },
+    );
+    const runs = new RunService(storage, graphs, dispatcher, logs);
+    const app = createApp({ config, storage, graphs, runs }, silentLogger);
+    return {
+      app,
+      async close() {
+        logs.close();
+        await storage.close();
+        await rm(dataDir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    logs.close();
+    await storage.close();
+    throw err;
+  }
+}
