@@ -54,6 +54,12 @@ describe("API keys and tenant isolation", () => {
     ["POST", "/runs", { assistant_id: "agent", input: human("x") }],
     ["GET", "/v2/sandboxes/volumes"],
     ["GET", "/v2/sandboxes/templates"],
+    ["POST", "/runs/crons/search", {}],
+    ["POST", "/store/items/search", { namespace_prefix: ["x"] }],
+    ["POST", "/store/namespaces", {}],
+    ["GET", "/.well-known/agent-card.json?assistant_id=agent"],
+    ["POST", "/a2a/agent", { jsonrpc: "2.0", id: "1", method: "tasks/get", params: { id: "x" } }],
+    ["POST", "/mcp", { jsonrpc: "2.0", id: 1, method: "ping" }],
   ];
 
   test("every route group answers 401 without a key and with a wrong key", T, async () => {
@@ -119,6 +125,16 @@ describe("API keys and tenant isolation", () => {
     assert.equal(systemB.length, 1, "the default assistant is visible to every organization");
     // A run of org B on org A's assistant is refused as if it did not exist.
     assert.equal((await rejection(b.runs.wait(null, mine.assistant_id, { input: human("x") }))).status, 404);
+  });
+
+  test("crons are per organization", T, async () => {
+    const cron = await a.crons.create("agent", { schedule: "0 0 1 1 *", input: human("new year") });
+    assert.deepEqual(await b.crons.search({}), []);
+    assert.equal(await b.crons.count({}), 0);
+    assert.equal((await rejection(b.crons.update(cron.cron_id, { enabled: false }))).status, 404);
+    assert.equal((await rejection(b.crons.delete(cron.cron_id))).status, 404);
+    assert.equal((await a.crons.search({})).length, 1);
+    await a.crons.delete(cron.cron_id);
   });
 
   test("volumes and templates are per organization, and names may be reused", T, async () => {
