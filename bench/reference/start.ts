@@ -1,0 +1,54 @@
+/**
+ * Starts the reference JS Agent Server (@langchain/langgraph-api 2.0.0) programmatically, serving the
+ * graphs of bench/langgraph.json. Run from this folder: `node --import tsx start.ts` (`npm start`).
+ *
+ * Environment: PORT (required), STATE_DIR (its `.langgraph_api/` goes there; created if missing; use
+ * a fresh one per start), N_WORKERS (default 10, the server's own default), HOST (default 127.0.0.1).
+ * Prints `reference listening on http://<host>:<port>` once it serves; SIGTERM/SIGINT flush and exit.
+ */
+import { mkdirSync, readFileSync } from "node:fs";
+import { register } from "node:module";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const benchDir = path.resolve(here, "..");
+
+// Graph files under bench/graphs import @langchain/* from this folder's node_modules (see hooks.mjs).
+register("./hooks.mjs", import.meta.url, {
+  data: {
+    graphsURL: pathToFileURL(path.join(benchDir, "graphs") + path.sep).href,
+    parentURL: import.meta.url,
+  },
+});
+
+const port = Number(process.env.PORT);
+if (!Number.isInteger(port) || port <= 0) throw new Error("PORT must be set to a port number");
+const host = process.env.HOST ?? "127.0.0.1";
+const nWorkers = Number(process.env.N_WORKERS ?? 10);
+const stateDir = path.resolve(process.env.STATE_DIR ?? path.join(here, ".state"));
+mkdirSync(stateDir, { recursive: true });
+
+const config = JSON.parse(readFileSync(path.join(benchDir, "langgraph.json"), "utf8")) as {
+  graphs: Record<string, string>;
+};
+// startServer resolves graph paths against `cwd` (the state dir): hand it absolute ones.
+const graphs = Object.fromEntries(
+  Object.entries(config.graphs).map(([id, spec]) => {
+    const [file, exportName] = spec.split(":");
+    return [id, `${path.resolve(benchDir, file)}:${exportName ?? "default"}`];
+  }),
+);
+
+const { startServer } = await import("@langchain/langgraph-api/server");
+const { cleanup } = await startServer({ port, host, nWorkers, cwd: stateDir, graphs });
+process.stdout.write(`reference listening on http://${host}:${port}\n`);
+
+let stopping = false;
+for (const signal of ["SIGTERM", "SIGINT"] as const) {
+  process.on(signal, () => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    void cleanup().finally(() => process.exit(0));
+  });
+}
