@@ -9,7 +9,7 @@ import type {
   JsonObject,
   OrgId,
 } from "../ports.js";
-import type { Db } from "./database.js";
+import { type Db, prepared } from "./database.js";
 import { jsonContains } from "./json-filter.js";
 
 /** System (default) assistants have org_id '' and are visible to every organization. */
@@ -55,14 +55,17 @@ export class SqliteAssistants implements AssistantsRepo {
 
   constructor(db: Db) {
     this.#db = db;
-    this.#get = db.prepare<[string, string], AssistantRow>(
+    this.#get = prepared<[string, string], AssistantRow>(
+      db,
       `SELECT * FROM assistants WHERE assistant_id = ? AND ${VISIBLE}`,
     );
-    this.#insert = db.prepare(
+    this.#insert = prepared(
+      db,
       `INSERT INTO assistants (assistant_id, org_id, graph_id, version, name, description, config, context, metadata, created_at, updated_at)
        VALUES (@assistant_id, @org_id, @graph_id, @version, @name, @description, @config, @context, @metadata, @now, @now)`,
     );
-    this.#insertVersion = db.prepare(
+    this.#insertVersion = prepared(
+      db,
       `INSERT INTO assistant_versions (assistant_id, version, graph_id, name, description, config, context, metadata, created_at)
        VALUES (@assistant_id, @version, @graph_id, @name, @description, @config, @context, @metadata, @now)`,
     );
@@ -70,11 +73,10 @@ export class SqliteAssistants implements AssistantsRepo {
 
   #create(org: string, input: AssistantInput, ifExists: "raise" | "do_nothing"): Assistant {
     return this.#db.transaction(() => {
-      const existing = this.#db
-        .prepare<[string], AssistantRow & { org_id: string }>(
-          "SELECT * FROM assistants WHERE assistant_id = ?",
-        )
-        .get(input.assistant_id);
+      const existing = prepared<[string], AssistantRow & { org_id: string }>(
+        this.#db,
+        "SELECT * FROM assistants WHERE assistant_id = ?",
+      ).get(input.assistant_id);
       if (existing) {
         // An id taken in another organization is reported like any conflict, without revealing it.
         if (ifExists === "do_nothing" && (existing.org_id === org || existing.org_id === SYSTEM)) {
@@ -115,11 +117,10 @@ export class SqliteAssistants implements AssistantsRepo {
       const row = this.#get.get(assistantId, org);
       if (!row) return null;
       const current = toAssistant(row);
-      const { max } = this.#db
-        .prepare<[string], { max: number }>(
-          "SELECT MAX(version) AS max FROM assistant_versions WHERE assistant_id = ?",
-        )
-        .get(assistantId)!;
+      const { max } = prepared<[string], { max: number }>(
+        this.#db,
+        "SELECT MAX(version) AS max FROM assistant_versions WHERE assistant_id = ?",
+      ).get(assistantId)!;
       const next = {
         assistant_id: assistantId,
         version: (max ?? current.version) + 1,
@@ -132,12 +133,11 @@ export class SqliteAssistants implements AssistantsRepo {
         now: new Date().toISOString(),
       };
       this.#insertVersion.run(next);
-      this.#db
-        .prepare(
-          `UPDATE assistants SET version = @version, graph_id = @graph_id, name = @name, description = @description,
+      prepared(
+        this.#db,
+        `UPDATE assistants SET version = @version, graph_id = @graph_id, name = @name, description = @description,
              config = @config, context = @context, metadata = @metadata, updated_at = @now WHERE assistant_id = @assistant_id`,
-        )
-        .run(next);
+      ).run(next);
       return toAssistant({ ...next, created_at: current.created_at, updated_at: next.now });
     })();
   }
@@ -145,16 +145,18 @@ export class SqliteAssistants implements AssistantsRepo {
   async delete(org: OrgId, assistantId: string, opts: { deleteThreads: boolean }): Promise<boolean> {
     return this.#db.transaction(() => {
       // System assistants are shared; an organization cannot delete them for everyone.
-      const deleted = this.#db
-        .prepare("DELETE FROM assistants WHERE assistant_id = ? AND org_id = ?")
-        .run(assistantId, org).changes;
+      const deleted = prepared(this.#db, "DELETE FROM assistants WHERE assistant_id = ? AND org_id = ?").run(
+        assistantId,
+        org,
+      ).changes;
       if (!deleted) return false;
       if (opts.deleteThreads) {
-        this.#db
-          .prepare("DELETE FROM threads WHERE org_id = ? AND json_extract(metadata, '$.assistant_id') = ?")
-          .run(org, assistantId);
+        prepared(
+          this.#db,
+          "DELETE FROM threads WHERE org_id = ? AND json_extract(metadata, '$.assistant_id') = ?",
+        ).run(org, assistantId);
       }
-      this.#db.prepare("DELETE FROM runs WHERE assistant_id = ? AND org_id = ?").run(assistantId, org);
+      prepared(this.#db, "DELETE FROM runs WHERE assistant_id = ? AND org_id = ?").run(assistantId, org);
       return true;
     })();
   }
@@ -181,19 +183,19 @@ export class SqliteAssistants implements AssistantsRepo {
   async search(org: OrgId, q: AssistantQuery): Promise<{ items: Assistant[]; total: number }> {
     const where = this.#where(org, q);
     // sort_by is validated against a closed list by the route schema, so it is safe to interpolate.
-    const rows = this.#db
-      .prepare<unknown[], AssistantRow>(
-        `SELECT * FROM assistants WHERE ${where.sql} ORDER BY ${q.sort_by} ${q.sort_order}, rowid ${q.sort_order} LIMIT ? OFFSET ?`,
-      )
-      .all(...where.params, q.limit, q.offset);
+    const rows = prepared<unknown[], AssistantRow>(
+      this.#db,
+      `SELECT * FROM assistants WHERE ${where.sql} ORDER BY ${q.sort_by} ${q.sort_order}, rowid ${q.sort_order} LIMIT ? OFFSET ?`,
+    ).all(...where.params, q.limit, q.offset);
     return { items: rows.map(toAssistant), total: await this.count(org, q) };
   }
 
   async count(org: OrgId, q: Pick<AssistantQuery, "graph_id" | "name" | "metadata">): Promise<number> {
     const where = this.#where(org, q);
-    return this.#db
-      .prepare<unknown[], { n: number }>(`SELECT COUNT(*) AS n FROM assistants WHERE ${where.sql}`)
-      .get(...where.params)!.n;
+    return prepared<unknown[], { n: number }>(
+      this.#db,
+      `SELECT COUNT(*) AS n FROM assistants WHERE ${where.sql}`,
+    ).get(...where.params)!.n;
   }
 
   async versions(
@@ -203,10 +205,10 @@ export class SqliteAssistants implements AssistantsRepo {
   ): Promise<AssistantVersion[]> {
     if (!this.#get.get(assistantId, org)) return [];
     const filter = jsonContains("metadata", q.metadata ?? {});
-    return this.#db
-      .prepare<unknown[], AssistantRow>(
-        `SELECT * FROM assistant_versions WHERE assistant_id = ? AND ${filter.sql} ORDER BY version DESC LIMIT ? OFFSET ?`,
-      )
+    return prepared<unknown[], AssistantRow>(
+      this.#db,
+      `SELECT * FROM assistant_versions WHERE assistant_id = ? AND ${filter.sql} ORDER BY version DESC LIMIT ? OFFSET ?`,
+    )
       .all(assistantId, ...filter.params, q.limit, q.offset)
       .map(toVersion);
   }
@@ -215,19 +217,17 @@ export class SqliteAssistants implements AssistantsRepo {
     return this.#db.transaction(() => {
       const current = this.#get.get(assistantId, org);
       if (!current) return null;
-      const v = this.#db
-        .prepare<[string, number], AssistantRow>(
-          "SELECT * FROM assistant_versions WHERE assistant_id = ? AND version = ?",
-        )
-        .get(assistantId, version);
+      const v = prepared<[string, number], AssistantRow>(
+        this.#db,
+        "SELECT * FROM assistant_versions WHERE assistant_id = ? AND version = ?",
+      ).get(assistantId, version);
       if (!v) return null;
       const now = new Date().toISOString();
-      this.#db
-        .prepare(
-          `UPDATE assistants SET version = ?, graph_id = ?, name = ?, description = ?, config = ?, context = ?,
+      prepared(
+        this.#db,
+        `UPDATE assistants SET version = ?, graph_id = ?, name = ?, description = ?, config = ?, context = ?,
              metadata = ?, updated_at = ? WHERE assistant_id = ?`,
-        )
-        .run(v.version, v.graph_id, v.name, v.description, v.config, v.context, v.metadata, now, assistantId);
+      ).run(v.version, v.graph_id, v.name, v.description, v.config, v.context, v.metadata, now, assistantId);
       return toAssistant({ ...v, created_at: current.created_at, updated_at: now });
     })();
   }

@@ -198,17 +198,31 @@ function migrate(db: Db): void {
 }
 
 /**
- * Statements are prepared once per SQL text and reused: preparing costs more than running most of
- * these queries, and several of them run on every run's hot path.
+ * Statements are prepared once per SQL text and connection, and reused: preparing costs more than
+ * running most of these queries, and several run on every run's hot path. Search queries build their
+ * SQL from the filter's shape, so the cache is bounded.
  */
+const statements = new WeakMap<Db, Map<string, Database.Statement<any[], any>>>();
+const MAX_CACHED_STATEMENTS = 1000;
+
+export function prepared<P extends unknown[] = any[], R = any>(
+  db: Db,
+  sql: string,
+): Database.Statement<P, R> {
+  let cache = statements.get(db);
+  if (!cache) {
+    cache = new Map();
+    statements.set(db, cache);
+  }
+  let stmt = cache.get(sql);
+  if (!stmt) {
+    if (cache.size >= MAX_CACHED_STATEMENTS) cache.clear();
+    stmt = db.prepare(sql);
+    cache.set(sql, stmt);
+  }
+  return stmt as unknown as Database.Statement<P, R>;
+}
+
 export function statementCache(db: Db): (sql: string) => Database.Statement<any[], any> {
-  const cache = new Map<string, Database.Statement<any[], any>>();
-  return (sql) => {
-    let stmt = cache.get(sql);
-    if (!stmt) {
-      stmt = db.prepare(sql);
-      cache.set(sql, stmt);
-    }
-    return stmt;
-  };
+  return (sql) => prepared(db, sql);
 }

@@ -10,7 +10,7 @@ import type {
   RunCompletion,
   RunsRepo,
 } from "../ports.js";
-import { type Db, statementCache } from "./database.js";
+import { type Db, prepared, statementCache } from "./database.js";
 import { jsonContains } from "./json-filter.js";
 import { deleteThreadCheckpoints, insertThread, settledStatus, type ThreadRow } from "./threads.js";
 
@@ -211,9 +211,10 @@ export class SqliteRuns implements RunsRepo {
       clauses.push(f.sql);
       params.push(...f.params);
     }
-    const rows: RunRow[] = this.#db
-      .prepare(`SELECT * FROM runs WHERE ${clauses.join(" AND ")} ORDER BY seq DESC LIMIT ? OFFSET ?`)
-      .all(...params, q.limit, q.offset) as RunRow[];
+    const rows: RunRow[] = prepared(
+      this.#db,
+      `SELECT * FROM runs WHERE ${clauses.join(" AND ")} ORDER BY seq DESC LIMIT ? OFFSET ?`,
+    ).all(...params, q.limit, q.offset) as RunRow[];
     return rows.map(toRun);
   }
 

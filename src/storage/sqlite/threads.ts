@@ -9,7 +9,7 @@ import type {
   ThreadQuery,
   ThreadsRepo,
 } from "../ports.js";
-import type { Db } from "./database.js";
+import { type Db, prepared } from "./database.js";
 import { jsonContains } from "./json-filter.js";
 
 export interface ThreadRow {
@@ -45,17 +45,18 @@ export const toThread = (r: ThreadRow): Thread => {
 
 /** Deletes a thread's checkpoints (tables owned by checkpointer.ts) in the caller's transaction. */
 export function deleteThreadCheckpoints(db: Db, threadId: string): void {
-  db.prepare("DELETE FROM checkpoint_writes WHERE thread_id = ?").run(threadId);
-  db.prepare("DELETE FROM checkpoints WHERE thread_id = ?").run(threadId);
+  prepared(db, "DELETE FROM checkpoint_writes WHERE thread_id = ?").run(threadId);
+  prepared(db, "DELETE FROM checkpoints WHERE thread_id = ?").run(threadId);
 }
 
 /** The status a thread settles to when no run is executing it. */
 export function settledStatus(db: Db, threadId: string, hasNext: boolean, failed: boolean): ThreadStatus {
   if (failed) return "error";
   if (hasNext) return "interrupted";
-  const inFlight = db
-    .prepare("SELECT 1 FROM runs WHERE thread_id = ? AND status IN ('pending', 'running') LIMIT 1")
-    .get(threadId);
+  const inFlight = prepared(
+    db,
+    "SELECT 1 FROM runs WHERE thread_id = ? AND status IN ('pending', 'running') LIMIT 1",
+  ).get(threadId);
   return inFlight ? "busy" : "idle";
 }
 
@@ -67,7 +68,8 @@ export class SqliteThreads implements ThreadsRepo {
   constructor(db: Db, checkpointer: CheckpointStore) {
     this.#db = db;
     this.#checkpointer = checkpointer;
-    this.#get = db.prepare<[string, string], ThreadRow>(
+    this.#get = prepared<[string, string], ThreadRow>(
+      db,
       "SELECT * FROM threads WHERE thread_id = ? AND org_id = ?",
     );
   }
@@ -78,9 +80,10 @@ export class SqliteThreads implements ThreadsRepo {
     ifExists: "raise" | "do_nothing",
   ): Promise<Thread> {
     return this.#db.transaction(() => {
-      const existing = this.#db
-        .prepare<[string], ThreadRow>("SELECT * FROM threads WHERE thread_id = ?")
-        .get(input.thread_id);
+      const existing = prepared<[string], ThreadRow>(
+        this.#db,
+        "SELECT * FROM threads WHERE thread_id = ?",
+      ).get(input.thread_id);
       if (existing) {
         if (ifExists === "do_nothing" && existing.org_id === org) return toThread(existing);
         throw conflict(`Thread ${input.thread_id} already exists`);
@@ -119,9 +122,11 @@ export class SqliteThreads implements ThreadsRepo {
         metadata: JSON.stringify({ ...JSON.parse(row.metadata), ...metadata }),
         updated_at: new Date().toISOString(),
       };
-      this.#db
-        .prepare("UPDATE threads SET metadata = ?, updated_at = ? WHERE thread_id = ?")
-        .run(next.metadata, next.updated_at, threadId);
+      prepared(this.#db, "UPDATE threads SET metadata = ?, updated_at = ? WHERE thread_id = ?").run(
+        next.metadata,
+        next.updated_at,
+        threadId,
+      );
       return toThread(next);
     })();
   }
@@ -129,15 +134,15 @@ export class SqliteThreads implements ThreadsRepo {
   async delete(org: OrgId, threadId: string): Promise<{ deleted: boolean; runningRunIds: string[] }> {
     return this.#db.transaction(() => {
       if (!this.#get.get(threadId, org)) return { deleted: false, runningRunIds: [] };
-      const running = this.#db
-        .prepare<[string], { run_id: string }>(
-          "SELECT run_id FROM runs WHERE thread_id = ? AND status = 'running'",
-        )
+      const running = prepared<[string], { run_id: string }>(
+        this.#db,
+        "SELECT run_id FROM runs WHERE thread_id = ? AND status = 'running'",
+      )
         .all(threadId)
         .map((r) => r.run_id);
-      this.#db.prepare("DELETE FROM runs WHERE thread_id = ?").run(threadId);
+      prepared(this.#db, "DELETE FROM runs WHERE thread_id = ?").run(threadId);
       deleteThreadCheckpoints(this.#db, threadId);
-      this.#db.prepare("DELETE FROM threads WHERE thread_id = ?").run(threadId);
+      prepared(this.#db, "DELETE FROM threads WHERE thread_id = ?").run(threadId);
       return { deleted: true, runningRunIds: running };
     })();
   }
@@ -169,19 +174,19 @@ export class SqliteThreads implements ThreadsRepo {
   async search(org: OrgId, q: ThreadQuery): Promise<{ items: Thread[]; total: number }> {
     const where = this.#where(org, q);
     // sort_by is validated against a closed list by the route schema, so it is safe to interpolate.
-    const rows = this.#db
-      .prepare<unknown[], ThreadRow>(
-        `SELECT * FROM threads WHERE ${where.sql} ORDER BY ${q.sort_by} ${q.sort_order}, rowid ${q.sort_order} LIMIT ? OFFSET ?`,
-      )
-      .all(...where.params, q.limit, q.offset);
+    const rows = prepared<unknown[], ThreadRow>(
+      this.#db,
+      `SELECT * FROM threads WHERE ${where.sql} ORDER BY ${q.sort_by} ${q.sort_order}, rowid ${q.sort_order} LIMIT ? OFFSET ?`,
+    ).all(...where.params, q.limit, q.offset);
     return { items: rows.map(toThread), total: await this.count(org, q) };
   }
 
   async count(org: OrgId, q: Pick<ThreadQuery, "metadata" | "values" | "status">): Promise<number> {
     const where = this.#where(org, q);
-    return this.#db
-      .prepare<unknown[], { n: number }>(`SELECT COUNT(*) AS n FROM threads WHERE ${where.sql}`)
-      .get(...where.params)!.n;
+    return prepared<unknown[], { n: number }>(
+      this.#db,
+      `SELECT COUNT(*) AS n FROM threads WHERE ${where.sql}`,
+    ).get(...where.params)!.n;
   }
 
   async copy(org: OrgId, threadId: string, newThreadId: string): Promise<Thread | null> {
@@ -211,19 +216,18 @@ export class SqliteThreads implements ThreadsRepo {
     this.#db.transaction(() => {
       if (!this.#get.get(threadId, org)) return;
       const now = new Date().toISOString();
-      this.#db
-        .prepare(
-          `UPDATE threads SET "values" = ?, interrupts = ?, status = ?, error = NULL, updated_at = ?, state_updated_at = ?
+      prepared(
+        this.#db,
+        `UPDATE threads SET "values" = ?, interrupts = ?, status = ?, error = NULL, updated_at = ?, state_updated_at = ?
            WHERE thread_id = ?`,
-        )
-        .run(
-          JSON.stringify(state.values ?? null),
-          JSON.stringify(state.interrupts),
-          settledStatus(this.#db, threadId, state.hasNext, false),
-          now,
-          now,
-          threadId,
-        );
+      ).run(
+        JSON.stringify(state.values ?? null),
+        JSON.stringify(state.interrupts),
+        settledStatus(this.#db, threadId, state.hasNext, false),
+        now,
+        now,
+        threadId,
+      );
     })();
   }
 
@@ -231,14 +235,17 @@ export class SqliteThreads implements ThreadsRepo {
     const row = this.#get.get(threadId, org);
     if (!row) return;
     const metadata = { ...JSON.parse(row.metadata), graph_id: graphId, assistant_id: assistantId };
-    this.#db
-      .prepare("UPDATE threads SET metadata = ?, updated_at = ? WHERE thread_id = ?")
-      .run(JSON.stringify(metadata), new Date().toISOString(), threadId);
+    prepared(this.#db, "UPDATE threads SET metadata = ?, updated_at = ? WHERE thread_id = ?").run(
+      JSON.stringify(metadata),
+      new Date().toISOString(),
+      threadId,
+    );
   }
 }
 
 export function insertThread(db: Db, row: ThreadRow): void {
-  db.prepare(
+  prepared(
+    db,
     `INSERT INTO threads (thread_id, org_id, status, metadata, config, "values", interrupts, error, temporary,
        created_at, updated_at, state_updated_at)
      VALUES (@thread_id, @org_id, @status, @metadata, @config, @values, @interrupts, @error, @temporary,
