@@ -1,5 +1,5 @@
 import { type Context, Hono } from "hono";
-import { conflict, notFound } from "../errors.js";
+import { notFound } from "../errors.js";
 import { lastEventId, sseResponse } from "../http/sse.js";
 import { body, params, query } from "../http/validation.js";
 import type { RunRequest } from "../runtime/runs.js";
@@ -90,9 +90,7 @@ export function runRoutes({ runs, storage }: AgentDeps) {
       })
       .delete("/threads/:thread_id/runs/:run_id", async (c) => {
         const { thread_id, run_id } = params(c, S.RunPath);
-        const result = await storage.runs.delete(orgOf(c), thread_id, run_id);
-        if (result === "absent") throw notFound(`Run ${run_id} not found`);
-        if (result === "running") throw conflict(`Run ${run_id} is running; cancel it before deleting it`);
+        await runs.deleteRun(orgOf(c), thread_id, run_id);
         return c.body(null, 204);
       })
       .get("/threads/:thread_id/runs/:run_id/join", async (c) => {

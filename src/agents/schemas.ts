@@ -195,7 +195,11 @@ export const RunCreate = z.object({
   on_disconnect: z.enum(["cancel", "continue"]).nullish(),
   multitask_strategy: z.enum(MULTITASK_STRATEGIES).nullish(),
   if_not_exists: z.enum(["create", "reject"]).nullish(),
-  after_seconds: z.number().min(0).nullish(),
+  after_seconds: z
+    .number()
+    .min(0)
+    .max(366 * 24 * 3600, { message: "must be at most a year (31622400 seconds)" })
+    .nullish(),
   on_completion: z.enum(["delete", "keep"]).nullish(),
   feedback_keys: z.array(z.string()).nullish(),
   langsmith_tracer: optionalObj,

@@ -66,7 +66,7 @@ export class ThreadStateService {
     const graph = await this.graphOf(thread);
     if (!graph) return EMPTY_STATE;
     const snapshot = await graph.getState(
-      { configurable: { thread_id: thread.thread_id, checkpoint_ns: "", ...dropNullish(checkpoint) } },
+      { configurable: checkpointConfig(thread.thread_id, checkpoint) },
       { subgraphs },
     );
     // LangGraph answers an unknown checkpoint with an empty snapshot (no creation time).
@@ -88,7 +88,7 @@ export class ThreadStateService {
     if (!graph) return [];
     const out: unknown[] = [];
     const config = {
-      configurable: { thread_id: thread.thread_id, checkpoint_ns: "", ...dropNullish(opts.checkpoint ?? {}) },
+      configurable: checkpointConfig(thread.thread_id, opts.checkpoint),
     };
     const iterator = graph.getStateHistory(config, {
       limit: opts.limit,
@@ -110,11 +110,7 @@ export class ThreadStateService {
     const graph = await this.graphOf(thread);
     if (!graph)
       throw badRequest(`Thread ${thread.thread_id} has no graph yet: run it once before updating its state`);
-    const checkpoint = {
-      thread_id: thread.thread_id,
-      checkpoint_ns: "",
-      ...dropNullish(update.checkpoint ?? {}),
-    };
+    const checkpoint = checkpointConfig(thread.thread_id, update.checkpoint);
     const config = await rejectAsBadRequest("state update", () =>
       graph.updateState({ configurable: checkpoint }, update.values, update.asNode),
     );
@@ -159,5 +155,13 @@ async function rejectAsBadRequest<T>(what: string, fn: () => Promise<T>): Promis
   }
 }
 
-const dropNullish = (o: Record<string, unknown>) =>
-  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null && v !== undefined));
+/**
+ * The LangGraph config of a checkpoint of this thread. Only the checkpoint's id, namespace and map are
+ * taken from the request: the thread id is always the one the caller was authorised for.
+ */
+function checkpointConfig(threadId: string, ref: Record<string, unknown> = {}): Record<string, unknown> {
+  const config: Record<string, unknown> = { thread_id: threadId, checkpoint_ns: ref.checkpoint_ns ?? "" };
+  if (ref.checkpoint_id != null) config.checkpoint_id = ref.checkpoint_id;
+  if (ref.checkpoint_map != null) config.checkpoint_map = ref.checkpoint_map;
+  return config;
+}

@@ -64,9 +64,7 @@ export function threadRoutes({ storage, graphs, runs }: AgentDeps) {
     })
     .delete("/threads/:thread_id", async (c) => {
       const { thread_id } = params(c, S.ThreadPath);
-      const { deleted, runningRunIds } = await storage.threads.delete(orgOf(c), thread_id);
-      if (!deleted) throw notFound(`Thread ${thread_id} not found`);
-      await runs.stopAll(runningRunIds);
+      await runs.deleteThread(orgOf(c), thread_id);
       return c.body(null, 204);
     })
     .post("/threads/:thread_id/copy", async (c) => {

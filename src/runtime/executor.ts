@@ -74,7 +74,7 @@ export async function executeRun(
   let outcome: RunOutcome;
   try {
     graph = await deps.graphs.get(graphId, config, { durable: !kwargs.temporary });
-    const input = await runInput(storage, run);
+    const input = await runInput(storage, run, configurable);
     const emit = modeEmitter(kwargs.stream_mode, publish);
     const onChunk = (chunk: unknown) => {
       const [ns, mode, data] = kwargs.stream_subgraphs
@@ -117,21 +117,50 @@ export async function executeRun(
     outcome = await settleFailure(deps, run, graph, signal, err);
   }
 
-  if (outcome.status === "rolled_back") {
-    await storage.runs.completeRolledBack(run.run_id);
-  } else if (outcome.status === "handed_back") {
-    await storage.runs.requeue(run.run_id);
-  } else {
-    if (outcome.status === "error") publish("error", outcome.error);
-    await storage.runs.complete({ run_id: run.run_id, ...outcome });
+  if (outcome.status === "error") publish("error", outcome.error);
+  try {
+    await retryOnce(() => record(storage, run, outcome));
+  } catch (err) {
+    // The run stays `running` in storage; the next start recovers it (retried from its checkpoint).
+    deps.log.error("recording the end of a run failed; it will be recovered at the next start", {
+      run_id: run.run_id,
+      error: (err as Error).message,
+    });
   }
   if (outcome.status === "handed_back") {
     // The run will execute again (here after a restart, or on another worker): keep its log open.
     return;
   }
+  // Whatever happened above, readers of this run are released.
   logs.end(run.run_id, joinResult(outcome));
   if (kwargs.webhook) await sendWebhook(deps, run, outcome);
   if (kwargs.temporary) await storage.runs.deleteTemporaryThread(run.thread_id);
+}
+
+/** Records how the run ended: its status, and the thread's status and state that follow. */
+async function record(storage: Storage, run: Run, outcome: RunOutcome): Promise<void> {
+  if (outcome.status === "rolled_back") await storage.runs.completeRolledBack(run.run_id);
+  else if (outcome.status === "handed_back") await storage.runs.requeue(run.run_id);
+  else await storage.runs.complete({ run_id: run.run_id, ...outcome });
+}
+
+/** One more try after a short pause, for transient storage errors (SQLITE_BUSY, a dropped connection). */
+async function retryOnce<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch {
+    await new Promise((r) => setTimeout(r, 200));
+    return fn();
+  }
+}
+
+/** toPlain for values on a failure path: a value that cannot be serialised must not hide the failure. */
+function plainOrUndefined(value: unknown): unknown {
+  try {
+    return toPlain(value);
+  } catch {
+    return undefined;
+  }
 }
 
 /** What `join`/`wait` return for an ended run (reference section 3.5). */
@@ -156,7 +185,7 @@ async function settleFailure(
     if (reason === "shutdown") return { status: "handed_back" };
     // interrupt: the run stops where it is and keeps its progress; the thread shows that state.
     const state = graph && !run.kwargs.temporary ? await readState(graph, run.thread_id) : null;
-    return { status: "interrupted", values: toPlain(state?.values), interrupts: {}, hasNext: false };
+    return { status: "interrupted", values: plainOrUndefined(state?.values), interrupts: {}, hasNext: false };
   }
   const e = err instanceof Error ? err : new Error(String(err));
   deps.log.warn("run failed", { run_id: run.run_id, error: e.name, message: e.message });
@@ -164,7 +193,7 @@ async function settleFailure(
   return {
     status: "error",
     error: { error: e.name, message: e.message },
-    values: toPlain(state?.values),
+    values: plainOrUndefined(state?.values),
     interrupts: {},
     hasNext: false,
   };
@@ -182,13 +211,19 @@ async function readState(graph: CompiledGraph, threadId: string) {
  * The graph input of a run. A run executing again after a crash or hand-back continues from its
  * own last checkpoint (input null) instead of applying its input a second time.
  */
-async function runInput(storage: Storage, run: Run): Promise<unknown> {
+async function runInput(storage: Storage, run: Run, configurable: Record<string, unknown>): Promise<unknown> {
   const { command, input } = run.kwargs;
   if (run.attempt > 1 && !run.kwargs.temporary) {
     const latest = await storage.checkpointer.getTuple({
       configurable: { thread_id: run.thread_id, checkpoint_ns: "" },
     });
-    if (latest?.metadata && (latest.metadata as Record<string, unknown>).run_id === run.run_id) return null;
+    if (latest?.metadata && (latest.metadata as Record<string, unknown>).run_id === run.run_id) {
+      // Continue from the run's own latest checkpoint, not from the checkpoint it was forked from.
+      delete configurable.checkpoint_id;
+      delete configurable.checkpoint_map;
+      configurable.checkpoint_ns = "";
+      return null;
+    }
   }
   if (command) return toCommand(command as Record<string, unknown>);
   return input ?? null;

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { notFound } from "../errors.js";
+import { conflict, notFound } from "../errors.js";
 import type { Assistant, JsonObject, OrgId, Run, RunKwargs, Storage } from "../storage/ports.js";
 import type { RunEvent, RunLogs } from "../streams/run-log.js";
 import type { Dispatcher } from "./dispatcher.js";
@@ -118,6 +118,7 @@ export class RunService {
   /** Waits for the run to end and returns its result (final values, or `{__error__}`). */
   async join(org: OrgId, threadId: string | null, runId: string, signal?: AbortSignal): Promise<unknown> {
     const run = await this.get(org, threadId, runId);
+    this.#attach(run);
     const outcome = await this.logs.outcome(runId, signal);
     if (outcome && outcome.result !== undefined) return outcome.result;
     // A run stopped before it produced a result, or no log here any more (retention passed,
@@ -136,8 +137,41 @@ export class RunService {
     lastEventId: number,
     signal: AbortSignal,
   ): Promise<AsyncIterable<RunEvent>> {
-    await this.get(org, threadId, runId);
+    this.#attach(await this.get(org, threadId, runId));
     return this.logs.read(runId, lastEventId, signal);
+  }
+
+  /**
+   * A run still in flight always has a log to wait on, also when this process has not seen it yet
+   * (queued before a restart): the executor publishes into it once the run is claimed.
+   */
+  #attach(run: Run): void {
+    if (run.status === "pending" || run.status === "running") this.logs.open(run.run_id);
+  }
+
+  /** Deletes a run that is not executing; whoever waits on it is released. */
+  async deleteRun(org: OrgId, threadId: string, runId: string): Promise<void> {
+    const result = await this.storage.runs.delete(org, threadId, runId);
+    if (result === "absent") throw notFound(`Run ${runId} not found`);
+    if (result === "running") throw conflict(`Run ${runId} is running; cancel it before deleting it`);
+    this.logs.drop(runId);
+  }
+
+  /**
+   * Deletes a thread with its runs and checkpoints. Its running runs are fenced first (so they write no
+   * checkpoint after the delete) and then stopped; readers of its queued runs are released.
+   */
+  async deleteThread(org: OrgId, threadId: string): Promise<void> {
+    const inFlight = await Promise.all(
+      (["pending", "running"] as const).map((status) =>
+        this.storage.runs.list(org, threadId, { limit: 10_000, offset: 0, status }),
+      ),
+    );
+    for (const run of inFlight[1]) this.storage.checkpointer.fenceRun(run.run_id);
+    const { deleted, runningRunIds } = await this.storage.threads.delete(org, threadId);
+    if (!deleted) throw notFound(`Thread ${threadId} not found`);
+    for (const run of inFlight[0]) this.logs.drop(run.run_id);
+    await this.stopAll(runningRunIds);
   }
 
   /** Cancels a pending or running run; with `wait`, resolves once it has stopped. */

@@ -115,6 +115,42 @@ describe("API keys and tenant isolation", () => {
     assert.equal(await a.threads.count({ metadata: { owner: "a" } }), 1);
   });
 
+  test("a checkpoint in a request body cannot point at another organization's thread", T, async () => {
+    const mine = (await a.threads.create()).thread_id;
+    await a.runs.wait(mine, "agent", { input: human("a's secret") });
+    const theirs = (await b.threads.create()).thread_id;
+    await b.runs.wait(theirs, "agent", { input: human("b's own") });
+    const other = { checkpoint: { thread_id: mine } };
+    const read = await http(h.url, "POST", `/threads/${theirs}/state/checkpoint`, other, as(KEY_B));
+    assert.equal(read.status, 200);
+    assert.doesNotMatch(read.text, /secret/, "state read through a foreign thread id");
+    const history = await http(h.url, "POST", `/threads/${theirs}/history`, other, as(KEY_B));
+    assert.doesNotMatch(history.text, /secret/, "history read through a foreign thread id");
+    const write = {
+      values: { messages: [{ role: "human", content: "INJECTED" }] },
+      as_node: "echo",
+      ...other,
+    };
+    await http(h.url, "POST", `/threads/${theirs}/state`, write, as(KEY_B));
+    const state = await a.threads.getState(mine);
+    assert.doesNotMatch(
+      JSON.stringify(state.values),
+      /INJECTED/,
+      "state written through a foreign thread id",
+    );
+  });
+
+  test("only the default organization may change the shared default assistants", T, async () => {
+    const res = await http(h.url, "PATCH", "/assistants/agent", { metadata: { evil: 1 } }, as(KEY_A));
+    assertDetail(res, 409, "patching a default assistant from another organization");
+    assert.match(res.body.detail, /create an assistant of your own/);
+    const latest = await http(h.url, "POST", "/assistants/agent/latest", { version: 1 }, as(KEY_A));
+    assertDetail(latest, 409, "setting the version of a default assistant");
+    const seen = await b.assistants.get("agent");
+    assert.equal(seen.metadata?.evil, undefined);
+    assert.equal(seen.version, 1);
+  });
+
   test("user assistants are per organization; system assistants are shared", T, async () => {
     const mine = await a.assistants.create({ graphId: "agent", name: "a-only", metadata: { team: "a" } });
     assert.equal((await rejection(b.assistants.get(mine.assistant_id))).status, 404);

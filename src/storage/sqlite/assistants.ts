@@ -1,13 +1,14 @@
 import { conflict } from "../../errors.js";
-import type {
-  Assistant,
-  AssistantInput,
-  AssistantPatch,
-  AssistantQuery,
-  AssistantsRepo,
-  AssistantVersion,
-  JsonObject,
-  OrgId,
+import {
+  type Assistant,
+  type AssistantInput,
+  type AssistantPatch,
+  type AssistantQuery,
+  type AssistantsRepo,
+  type AssistantVersion,
+  DEFAULT_ORG,
+  type JsonObject,
+  type OrgId,
 } from "../ports.js";
 import { type Db, prepared } from "./database.js";
 import { jsonContains } from "./json-filter.js";
@@ -46,6 +47,19 @@ const toVersion = (r: AssistantRow): AssistantVersion => {
   const { updated_at: _, ...version } = toAssistant(r);
   return version;
 };
+
+/**
+ * System assistants are shared by every organization, so only the default organization (the operator's;
+ * everyone's when auth is off) may change them. Others get a conflict that says what to do instead.
+ */
+function assertMayChange(row: AssistantRow & { org_id?: string }, org: OrgId): void {
+  if (row.org_id === SYSTEM && org !== DEFAULT_ORG) {
+    throw conflict(
+      `Assistant ${row.assistant_id} is a default assistant shared by every organization and cannot be changed; ` +
+        `create an assistant of your own for graph "${row.graph_id}" instead`,
+    );
+  }
+}
 
 export class SqliteAssistants implements AssistantsRepo {
   readonly #db: Db;
@@ -116,6 +130,7 @@ export class SqliteAssistants implements AssistantsRepo {
     return this.#db.transaction(() => {
       const row = this.#get.get(assistantId, org);
       if (!row) return null;
+      assertMayChange(row, org);
       const current = toAssistant(row);
       const { max } = prepared<[string], { max: number }>(
         this.#db,
@@ -217,6 +232,7 @@ export class SqliteAssistants implements AssistantsRepo {
     return this.#db.transaction(() => {
       const current = this.#get.get(assistantId, org);
       if (!current) return null;
+      assertMayChange(current, org);
       const v = prepared<[string, number], AssistantRow>(
         this.#db,
         "SELECT * FROM assistant_versions WHERE assistant_id = ? AND version = ?",

@@ -146,13 +146,17 @@ export class SqliteRuns implements RunsRepo {
       const pendingSettled: Run[] = [];
       if (a.multitask_strategy === "interrupt" || a.multitask_strategy === "rollback") {
         for (const prior of inFlight) {
-          if (prior.status === "running") runningToStop.push(toRun(prior));
-          else if (a.multitask_strategy === "rollback") this.#deleteRun(prior);
+          if (prior.status === "running") {
+            runningToStop.push(toRun(prior));
+            continue;
+          }
+          if (a.multitask_strategy === "rollback") this.#deleteRun(prior);
           else
             this.#q("UPDATE runs SET status = 'interrupted', updated_at = ? WHERE run_id = ?").run(
               nowIso,
               prior.run_id,
             );
+          pendingSettled.push(toRun(prior));
         }
       }
 
