@@ -133,7 +133,8 @@ export async function executeRun(
   }
   // Whatever happened above, readers of this run are released.
   logs.end(run.run_id, joinResult(outcome));
-  if (kwargs.webhook) await sendWebhook(deps, run, outcome);
+  // Delivered in the background: a slow receiver must not hold a worker slot.
+  if (kwargs.webhook) void sendWebhook(deps, run, outcome);
   if (kwargs.temporary) await storage.runs.deleteTemporaryThread(run.thread_id);
 }
 

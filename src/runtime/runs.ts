@@ -185,6 +185,8 @@ export class RunService {
     if (run.status === "pending" && (await this.storage.runs.cancelPending(runId, action))) {
       if (action === "rollback") this.logs.drop(runId);
       else this.logs.end(runId, undefined);
+      // A stateless run that never executed leaves no temporary thread behind.
+      if (run.kwargs.temporary) await this.storage.runs.deleteTemporaryThread(run.thread_id);
       this.dispatcher.nudge();
       return;
     }
