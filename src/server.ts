@@ -13,6 +13,7 @@ import { HangarStore } from "./runtime/store.js";
 import { loadStoreSettings } from "./runtime/store-config.js";
 import { StoreSweeper } from "./runtime/store-sweeper.js";
 import { DEFAULT_ORG, type Storage } from "./storage/ports.js";
+import { openPostgresStorage } from "./storage/postgres/index.js";
 import { openSqliteStorage } from "./storage/sqlite/index.js";
 import { RunLogs } from "./streams/run-log.js";
 
@@ -32,7 +33,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   // Graph code reads its settings from process.env; langgraph.json `env` never overrides the real environment.
   for (const [key, value] of Object.entries(config.env)) process.env[key] ??= value;
 
-  const storage = openSqliteStorage({ dataDir: config.dataDir, synchronous: config.sqliteSynchronous });
+  const storage = config.postgresUri
+    ? await openPostgresStorage({ uri: config.postgresUri })
+    : openSqliteStorage({ dataDir: config.dataDir, synchronous: config.sqliteSynchronous });
   try {
     const keysConfigured =
       Object.keys(config.apiKeys).length > 0 || (await storage.auth.countActiveKeys()) > 0;

@@ -8,7 +8,10 @@
  *   hangar orgs set <name> --sandbox-storage-quota <quantity>
  *   hangar orgs list | show <name>
  *
- * Each takes --config / --data-dir (same resolution as `hangar dev`) to find the database.
+ *   hangar migrate                         applies the database's pending migrations and exits
+ *
+ * Each takes --config / --data-dir (same resolution as `hangar dev`) to find the database, or
+ * --postgres-uri / POSTGRES_URI for a Postgres deployment.
  */
 import path from "node:path";
 import { parseArgs } from "node:util";
@@ -16,11 +19,13 @@ import { ConfigError, loadConfig } from "../config/index.js";
 import { generateApiKey, hashApiKey } from "../http/auth.js";
 import { formatGi, QuantityError, toBytes } from "../sandboxes/quantity.js";
 import type { Storage } from "../storage/ports.js";
+import { openPostgresStorage, runMigrations } from "../storage/postgres/index.js";
 import { openSqliteStorage } from "../storage/sqlite/index.js";
 
 export const ADMIN_COMMANDS = {
   keys: "Manage API keys: create --org <name> | list | revoke <id|prefix>",
   orgs: "Manage organizations: set <name> --sandbox-storage-quota <size> | list | show <name>",
+  migrate: "Apply pending database migrations and exit: [--postgres-uri <uri> | --data-dir <path>]",
 } as const;
 export type AdminCommand = keyof typeof ADMIN_COMMANDS;
 
@@ -42,11 +47,23 @@ export async function runAdmin(command: AdminCommand, argv: string[]): Promise<v
   }
   let storage: Storage | undefined;
   try {
-    storage = openSqliteStorage({ dataDir: dataDir(values), synchronous: "full" });
+    const postgresUri = values["postgres-uri"] || process.env.POSTGRES_URI || undefined;
+    if (command === "migrate" && postgresUri) {
+      const { applied, version } = await runMigrations({ uri: postgresUri });
+      process.stdout.write(
+        `${applied.length ? `Applied migrations ${applied.join(", ")}` : "Nothing to migrate"}; Postgres schema at version ${version}.\n`,
+      );
+      return;
+    }
+    storage = postgresUri
+      ? await openPostgresStorage({ uri: postgresUri, max: 2 })
+      : openSqliteStorage({ dataDir: dataDir(values), synchronous: "full" });
     const out =
       command === "keys"
         ? await keys(storage, positionals, values)
-        : await orgs(storage, positionals, values);
+        : command === "orgs"
+          ? await orgs(storage, positionals, values)
+          : "SQLite database migrated (migrations run whenever it is opened).";
     process.stdout.write(`${out}\n`);
   } catch (err) {
     if (err instanceof UsageError) return usage(command, err.message);
@@ -65,6 +82,7 @@ function parse(argv: string[]) {
     options: {
       config: { type: "string", short: "c" },
       "data-dir": { type: "string" },
+      "postgres-uri": { type: "string" },
       org: { type: "string" },
       "sandbox-storage-quota": { type: "string" },
       json: { type: "boolean" },

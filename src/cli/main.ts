@@ -28,6 +28,7 @@ const OPTIONS = {
   "data-dir": { type: "string" },
   workers: { type: "string" },
   "sqlite-synchronous": { type: "string" },
+  "postgres-uri": { type: "string" },
   "log-level": { type: "string" },
   "allow-unauthenticated": { type: "boolean" },
   help: { type: "boolean", short: "h" },
@@ -41,6 +42,7 @@ const OPTIONS_HELP = `Options:
       --data-dir <path>       Where the SQLite database lives               [HANGAR_DATA_DIR] (<config dir>/.hangar)
       --workers <n>           Runs executing at once in this process        [HANGAR_WORKERS] (32)
       --sqlite-synchronous <normal|full>                                    [HANGAR_SQLITE_SYNCHRONOUS] (normal)
+      --postgres-uri <uri>    Store everything in Postgres, not SQLite      [POSTGRES_URI]
       --log-level <debug|info|warn|error>                                   [HANGAR_LOG_LEVEL] (info)
       --allow-unauthenticated serve with no API key on a non-loopback host  [HANGAR_ALLOW_UNAUTHENTICATED]
   -h, --help                  Show help
@@ -53,7 +55,8 @@ HANGAR_API_KEYS (key:organization,… — with any key configured, every request
 
 Administration (on the data dir; works while the server runs):
   hangar keys create --org <name> | keys list | keys revoke <id|prefix>
-  hangar orgs set <name> --sandbox-storage-quota <size> | orgs list | orgs show <name>`;
+  hangar orgs set <name> --sandbox-storage-quota <size> | orgs list | orgs show <name>
+  hangar migrate [--postgres-uri <uri>]   apply pending database migrations and exit`;
 
 function usage(command?: Command): string {
   if (command) return `Usage: hangar ${command} [options]\n\n${COMMANDS[command]}.\n\n${OPTIONS_HELP}\n`;
@@ -107,6 +110,7 @@ export async function main(argv: string[] = process.argv.slice(2)): Promise<void
         dataDir: values["data-dir"],
         workers: values.workers,
         sqliteSynchronous: values["sqlite-synchronous"],
+        postgresUri: values["postgres-uri"],
         logLevel: values["log-level"],
         allowUnauthenticated: values["allow-unauthenticated"],
       },

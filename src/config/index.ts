@@ -76,6 +76,8 @@ export interface Config {
   allowUnauthenticated: boolean;
   /** Things the user should hear about that do not stop the server (settings Hangar ignores). */
   warnings: string[];
+  /** `--postgres-uri` / `POSTGRES_URI`: store everything in Postgres instead of the SQLite file in dataDir. */
+  postgresUri?: string;
 }
 
 export interface ConfigFlags {
@@ -88,6 +90,7 @@ export interface ConfigFlags {
   sqliteSynchronous: string;
   logLevel: string;
   allowUnauthenticated: boolean;
+  postgresUri: string;
 }
 
 export interface LoadConfigOptions {
@@ -144,6 +147,10 @@ export function loadConfig(opts: LoadConfigOptions): Config {
   );
   const logLevel = first(["--log-level", flags.logLevel], ["HANGAR_LOG_LEVEL", env.HANGAR_LOG_LEVEL]);
   const retention = first(["HANGAR_STREAM_RETENTION_SECONDS", env.HANGAR_STREAM_RETENTION_SECONDS]);
+  const postgres = first(["--postgres-uri", flags.postgresUri], ["POSTGRES_URI", env.POSTGRES_URI]);
+  if (postgres && !/^postgres(ql)?:\/\//.test(String(postgres[1]))) {
+    throw new ConfigError(`${postgres[0]}: must be a postgres:// or postgresql:// URI`);
+  }
 
   const dataDir =
     firstPath(cwd, flags.dataDir, env.HANGAR_DATA_DIR) ??
@@ -181,6 +188,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     allowUnauthenticated:
       flags.allowUnauthenticated === true || /^(1|true|yes)$/i.test(env.HANGAR_ALLOW_UNAUTHENTICATED ?? ""),
     warnings,
+    ...(postgres && { postgresUri: String(postgres[1]) }),
   };
   return deepFreeze(config);
 }

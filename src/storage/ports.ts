@@ -1,6 +1,6 @@
 /**
  * The storage port: everything the HTTP layer and the runtime may ask of durable storage.
- * Adapters (sqlite/ now, postgres/ later) implement it; nothing outside src/storage knows SQL.
+ * Adapters (sqlite/, postgres/) implement it; nothing outside src/storage knows SQL.
  *
  * Operations are domain-sized on purpose: `runs.admit` is the whole multitask admission and
  * `runs.claimNext` the whole dequeue, so each adapter can make them atomic its own way (one

@@ -187,6 +187,18 @@ describe("precedence: flag > HANGAR_* env > langgraph.json hangar section > defa
     assert.equal(load(dir, { env: { HANGAR_STREAM_RETENTION_SECONDS: "0" } }).streamRetentionSeconds, 0);
   });
 
+  test("--postgres-uri beats POSTGRES_URI; unset means SQLite; a URI of another scheme is refused", () => {
+    const dir = project(minimal());
+    assert.equal("postgresUri" in load(dir), false);
+    const env = { POSTGRES_URI: "postgres://env@db/hangar" };
+    assert.equal(load(dir, { env }).postgresUri, "postgres://env@db/hangar");
+    assert.equal(
+      load(dir, { env, flags: { postgresUri: "postgresql://flag@db/hangar" } }).postgresUri,
+      "postgresql://flag@db/hangar",
+    );
+    rejects(() => load(dir, { env: { POSTGRES_URI: "mysql://secret@db" } }), "POSTGRES_URI", "postgres://");
+  });
+
   test("enum values are case-insensitive", () => {
     const dir = project(minimal());
     const config = load(dir, { env: { HANGAR_SQLITE_SYNCHRONOUS: "FULL", HANGAR_LOG_LEVEL: "Debug" } });

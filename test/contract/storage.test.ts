@@ -1,0 +1,1229 @@
+/**
+ * The storage port contract, run against every adapter (kysely's DIALECTS pattern): the same tests,
+ * once on SQLite and once on Postgres.
+ *
+ * Postgres runs when `HANGAR_TEST_POSTGRES_URI` is set, and then FAILS if the server is unreachable
+ * (CI sets it; a silent skip there would hide a broken adapter). Unset: the Postgres half is skipped
+ * with a visible reason. Each Postgres test gets a fresh schema `hangar_test_<random>`, dropped after.
+ */
+import assert from "node:assert/strict";
+import { randomBytes, randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, describe, test } from "node:test";
+import { type Checkpoint, emptyCheckpoint } from "@langchain/langgraph-checkpoint";
+import pg from "pg";
+import { HangarError } from "../../src/errors.js";
+import type { Assistant, RunAdmission, Storage } from "../../src/storage/ports.js";
+import { openPostgresStorage } from "../../src/storage/postgres/index.js";
+import { openSqliteStorage } from "../../src/storage/sqlite/index.js";
+
+const PG_URI = process.env.HANGAR_TEST_POSTGRES_URI;
+
+/** One opened database: the storage under test, and `another()` = a second, independent process's view. */
+interface Fixture {
+  storage: Storage;
+  /** Postgres: the schema of this test. */
+  schema?: string;
+  another(): Promise<Storage>;
+  close(): Promise<void>;
+}
+
+interface Adapter {
+  name: string;
+  skip?: string;
+  open(): Promise<Fixture>;
+}
+
+const tmp = mkdtempSync(path.join(os.tmpdir(), "hangar-storage-"));
+after(() => rmSync(tmp, { recursive: true, force: true }));
+let dbCount = 0;
+
+const ADAPTERS: Adapter[] = [
+  {
+    name: "sqlite",
+    async open() {
+      const dataDir = path.join(tmp, `db-${++dbCount}`);
+      const storage = openSqliteStorage({ dataDir, synchronous: "normal" });
+      // One process owns an SQLite file; "another process" is the same storage (its single connection).
+      return { storage, another: async () => storage, close: () => storage.close() };
+    },
+  },
+  {
+    name: "postgres",
+    skip: PG_URI
+      ? undefined
+      : "HANGAR_TEST_POSTGRES_URI is not set (e.g. postgres://postgres@127.0.0.1:5432/test)",
+    async open() {
+      const uri = PG_URI as string;
+      const schema = `hangar_test_${randomBytes(6).toString("hex")}`;
+      const storage = await openPostgresStorage({ uri, schema });
+      const others: Storage[] = [];
+      return {
+        storage,
+        schema,
+        async another() {
+          const other = await openPostgresStorage({ uri, schema });
+          others.push(other);
+          return other;
+        },
+        async close() {
+          for (const s of [storage, ...others]) await s.close();
+          const client = new pg.Client({ connectionString: uri });
+          await client.connect();
+          await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+          await client.end();
+        },
+      };
+    },
+  },
+];
+
+const ORG = "default";
+
+async function makeAssistant(storage: Storage, metadata: Record<string, unknown> = {}): Promise<Assistant> {
+  return storage.assistants.create(
+    ORG,
+    {
+      assistant_id: randomUUID(),
+      graph_id: "agent",
+      name: "agent",
+      description: null,
+      config: {},
+      context: {},
+      metadata,
+    },
+    "raise",
+  );
+}
+
+function admission(assistant: Assistant, threadId: string, over: Partial<RunAdmission> = {}): RunAdmission {
+  return {
+    run_id: randomUUID(),
+    thread_id: threadId,
+    assistant,
+    metadata: {},
+    kwargs: {
+      config: { configurable: { graph_id: assistant.graph_id } },
+      context: {},
+      stream_mode: ["values"],
+      stream_subgraphs: false,
+      stream_resumable: false,
+      temporary: false,
+    },
+    multitask_strategy: "enqueue",
+    if_not_exists: "create",
+    not_before: new Date(),
+    stateless: false,
+    ...over,
+  };
+}
+
+function checkpoint(id: string, values: Record<string, unknown> = {}): Checkpoint {
+  const cp = emptyCheckpoint();
+  cp.id = id;
+  cp.channel_values = values;
+  return cp;
+}
+
+async function putCheckpoint(storage: Storage, threadId: string, runId: string, id: string) {
+  await storage.checkpointer.put(
+    { configurable: { thread_id: threadId, checkpoint_ns: "" }, metadata: { run_id: runId } },
+    checkpoint(id, { n: id }),
+    { source: "loop", step: 0, parents: {} },
+    {},
+  );
+}
+
+async function checkpointIds(storage: Storage, threadId: string): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const t of storage.checkpointer.list({ configurable: { thread_id: threadId } }))
+    ids.push(t.config.configurable?.checkpoint_id as string);
+  return ids;
+}
+
+const isKind = (kind: string) => (err: unknown) => err instanceof HangarError && err.kind === kind;
+
+async function statuses(storage: Storage, threadId: string): Promise<string[]> {
+  const runs = await storage.runs.list(ORG, threadId, { limit: 100, offset: 0 });
+  return runs.map((r) => r.status).sort();
+}
+
+/** Claims until nothing is due. */
+async function drain(storage: Storage): Promise<string[]> {
+  const claimed: string[] = [];
+  for (;;) {
+    const { run } = await storage.runs.claimNext();
+    if (!run) return claimed;
+    claimed.push(run.run_id);
+  }
+}
+
+for (const adapter of ADAPTERS) {
+  describe(`storage contract: ${adapter.name}`, { skip: adapter.skip }, () => {
+    /** Runs `fn` against a fresh database of this adapter. */
+    const withStorage = (fn: (storage: Storage, fx: Fixture) => Promise<void>) => async () => {
+      const fx = await adapter.open();
+      try {
+        await fn(fx.storage, fx);
+      } finally {
+        await fx.close();
+      }
+    };
+
+    describe("admission", () => {
+      test(
+        "enqueue: creates the thread, queues runs in order, thread busy",
+        withStorage(async (s) => {
+          const a = await makeAssistant(s);
+          const t = randomUUID();
+          const r1 = await s.runs.admit(ORG, admission(a, t, { metadata: { k: 1 } }));
+          const r2 = await s.runs.admit(ORG, admission(a, t));
+          assert.equal(r1.run.status, "pending");
+          assert.deepEqual(r1.run.metadata, { k: 1 });
+          assert.deepEqual(r2.runningToStop, []);
+          const thread = await s.threads.get(ORG, t);
+          assert.equal(thread?.status, "busy");
+          assert.equal(thread?.metadata.graph_id, "agent");
+          assert.equal(thread?.metadata.assistant_id, a.assistant_id);
+          const runs = await s.runs.list(ORG, t, { limit: 10, offset: 0 });
+          assert.deepEqual(
+            runs.map((r) => r.run_id),
+            [r2.run.run_id, r1.run.run_id],
+          );
+          assert.deepEqual(await s.runs.get(ORG, t, r1.run.run_id), r1.run);
+          assert.equal(await s.runs.get("other-org", null, r1.run.run_id), null);
+        }),
+      );
+
+      test(
+        "if_not_exists=reject on a missing thread, and another organization's thread: not found",
+        withStorage(async (s) => {
+          const a = await makeAssistant(s);
+          await assert.rejects(
+            s.runs.admit(ORG, admission(a, randomUUID(), { if_not_exists: "reject" })),
+            isKind("not_found"),
+          );
+          const t = randomUUID();
+          await s.threads.create("org-b", { thread_id: t, metadata: {} }, "raise");
+          await assert.rejects(s.runs.admit(ORG, admission(a, t)), isKind("not_found"));
+        }),
+      );
+
+      test(
+        "reject: conflict while a run is pending or running, accepted once the thread is idle",
+        withStorage(async (s) => {
+          const a = await makeAssistant(s);
+          const t = randomUUID();
+          await s.runs.admit(ORG, admission(a, t));
+          await assert.rejects(
+            s.runs.admit(ORG, admission(a, t, { multitask_strategy: "reject" })),
+            isKind("conflict"),
+          );
+          const { run } = await s.runs.claimNext();
+          await assert.rejects(
+            s.runs.admit(ORG, admission(a, t, { multitask_strategy: "reject" })),
+            isKind("conflict"),
+          );
+          await s.runs.complete({ run_id: run!.run_id, status: "success", values: { x: 1 }, hasNext: false });
+          const ok = await s.runs.admit(ORG, admission(a, t, { multitask_strategy: "reject" }));
+          assert.equal(ok.run.status, "pending");
+        }),
+      );
+
+      test(
+        "interrupt: pending priors interrupted, the running one returned to stop",
+        withStorage(async (s) => {
+          const a = await makeAssistant(s);
+          const t = randomUUID();
+          const first = await s.runs.admit(ORG, admission(a, t));
+          await s.runs.claimNext();
+          const second = await s.runs.admit(ORG, admission(a, t));
+          const third = await s.runs.admit(ORG, admission(a, t, { multitask_strategy: "interrupt" }));
+          assert.deepEqual(
+            third.runningToStop.map((r) => r.run_id),
+            [first.run.run_id],
+          );
+          assert.deepEqual(
+            third.pendingSettled.map((r) => r.run_id),
+            [second.run.run_id],
+          );
+          assert.equal((await s.runs.get(ORG, t, second.run.run_id))?.status, "interrupted");
+          assert.equal((await s.runs.get(ORG, t, third.run.run_id))?.status, "pending");
+        }),
+      );
+
+      test(
+        "rollback: pending priors deleted with their checkpoints, the running one returned to stop",
+        withStorage(async (s) => {
+          const a = await makeAssistant(s);
+          const t = randomUUID();
+          const first = await s.runs.admit(ORG, admission(a, t));
+          await s.runs.claimNext();
+          const second = await s.runs.admit(ORG, admission(a, t));
+          await putCheckpoint(s, t, second.run.run_id, "cp-0002");
+          await putCheckpoint(s, t, first.run.run_id, "cp-0001");
+          const third = await s.runs.admit(ORG, admission(a, t, { multitask_strategy: "rollback" }));
+          assert.deepEqual(
+            third.runningToStop.map((r) => r.run_id),
+            [first.run.run_id],
+          );
+          assert.deepEqual(
+            third.pendingSettled.map((r) => r.run_id),
+            [second.run.run_id],
+          );
+          assert.equal(await s.runs.get(ORG, t, second.run.run_id), null);
+          assert.deepEqual(await checkpointIds(s, t), ["cp-0001"]);
+        }),
+      );
+
+      for (const [strategy, expected] of [
+        ["reject", { admitted: 1, statuses: ["pending"] }],
+        ["enqueue", { admitted: 10, statuses: Array(10).fill("pending") }],
+        ["interrupt", { admitted: 10, statuses: [...Array(9).fill("interrupted"), "pending"] }],
+        ["rollback", { admitted: 10, statuses: ["pending"] }],
+      ] as const)
+        for (const existing of [false, true])
+          test(
+            `10 concurrent admissions on one ${existing ? "existing" : "new"} thread, ${strategy}: exactly the right outcome`,
+            withStorage(async (s, fx) => {
+              const a = await makeAssistant(s);
+              const t = randomUUID();
+              if (existing) await s.threads.create(ORG, { thread_id: t, metadata: {} }, "raise");
+              const views = [s, await fx.another(), await fx.another()];
+              const results = await Promise.allSettled(
+                Array.from({ length: 10 }, (_, i) =>
+                  views[i % views.length].runs.admit(ORG, admission(a, t, { multitask_strategy: strategy })),
+                ),
+              );
+              const admitted = results.filter((r) => r.status === "fulfilled");
+              assert.equal(
+                admitted.length,
+                expected.admitted,
+                JSON.stringify(results.filter((r) => r.status === "rejected")),
+              );
+              for (const r of results)
+                if (r.status === "rejected") assert.ok(isKind("conflict")(r.reason), String(r.reason));
+              assert.deepEqual(await statuses(s, t), [...expected.statuses]);
+              assert.equal((await s.threads.get(ORG, t))?.status, "busy");
+            }),
+          );
+    });
+
+    describe("queue", () => {
+      test(
+        "claimNext: oldest due first, one running run per thread, delayed runs report when they are due",
+        withStorage(async (s) => {
+          const a = await makeAssistant(s);
+          const [t1, t2] = [randomUUID(), randomUUID()];
+          const a1 = await s.runs.admit(ORG, admission(a, t1));
+          const a2 = await s.runs.admit(ORG, admission(a, t1));
+          const b1 = await s.runs.admit(ORG, admission(a, t2));
+          const later = new Date(Date.now() + 60_000);
+          await s.runs.admit(ORG, admission(a, randomUUID(), { not_before: later }));
+
+          const c1 = await s.runs.claimNext();
+          assert.equal(c1.run?.run_id, a1.run.run_id);
+          assert.equal(c1.run?.status, "running");
+          assert.equal(c1.run?.attempt, 1);
+          assert.equal(c1.org, ORG);
+          const c2 = await s.runs.claimNext();
+          assert.equal(c2.run?.run_id, b1.run.run_id, "t1 is executing a1, so its a2 waits");
+          const c3 = await s.runs.claimNext();
+          assert.equal(c3.run, null);
+          assert.equal(c3.nextDueAt?.getTime(), later.getTime());
+
+          await s.runs.complete({ run_id: a1.run.run_id, status: "success", hasNext: false });
+          assert.equal((await s.runs.claimNext()).run?.run_id, a2.run.run_id);
+        }),
+      );
+
+      test(
+        "two claimers racing (separate connections): every run claimed once, never two running per thread",
+        withStorage(async (s, fx) => {
+          const a = await makeAssistant(s);
+          const threads = Array.from({ length: 8 }, () => randomUUID());
+          for (const t of threads) {
+            await s.runs.admit(ORG, admission(a, t));
+            await s.runs.admit(ORG, admission(a, t));
+            await s.runs.admit(ORG, admission(a, t));
+          }
+          const other = await fx.another();
+          const [x, y] = await Promise.all([drain(s), drain(other)]);
+          const claimed = [...x, ...y];
+          assert.equal(new Set(claimed).size, claimed.length, "no run claimed twice");
+          assert.equal(claimed.length, threads.length, "exactly one run per thread while each is running");
+          for (const t of threads) {
+            const running = (await s.runs.list(ORG, t, { limit: 10, offset: 0, status: "running" })).length;
+            assert.equal(running, 1, `thread ${t} runs ${running}`);
+          }
+        }),
+      );
+
+      test(
+        "concurrent enqueues execute in admission order (created_at, then queue order)",
+        withStorage(async (s, fx) => {
+          const a = await makeAssistant(s);
+          const t = randomUUID();
+          const views = [s, await fx.another(), await fx.another()];
+          const notBefore = new Date(); // computed before admission, as the runtime does
+          await Promise.all(
+            Array.from({ length: 10 }, (_, i) =>
+              views[i % views.length].runs.admit(ORG, admission(a, t, { not_before: notBefore })),
+            ),
+          );
+          const created: string[] = [];
+          for (;;) {
+            const { run } = await s.runs.claimNext();
+            if (!run) break;
+            created.push(run.created_at);
+            await s.runs.complete({ run_id: run.run_id, status: "success", hasNext: false });
+          }
+          assert.equal(created.length, 10);
+          assert.deepEqual(created, [...created].sort(), "claimed in created_at order");
+        }),
+      );
+
+      test(
+        "soak: admissions of every strategy, claims, completions and cancels from 3 connections at once",
+        withStorage(async (s, fx) => {
+          const a = await makeAssistant(s);
+          const threads = Array.from({ length: 4 }, () => randomUUID());
+          const views = [s, await fx.another(), await fx.another()];
+          const strategies = ["enqueue", "reject", "interrupt", "rollback"] as const;
+          let admitting = true;
+          const admitter = async (v: Storage, seed: number) => {
+            for (let i = 0; i < 25; i++) {
+              const strategy = strategies[(i + seed) % strategies.length];
+              const thread = threads[(i * 7 + seed) % threads.length];
+              const r = await v.runs
+                .admit(ORG, admission(a, thread, { multitask_strategy: strategy }))
+                .catch((err) => {
+                  if (!isKind("conflict")(err)) throw err;
+                  return null;
+                });
+              // The runtime stops running runs that interrupt/rollback admissions return.
+              for (const stop of r?.runningToStop ?? []) {
+                if (strategy === "rollback") await v.runs.completeRolledBack(stop.run_id);
+                else await v.runs.complete({ run_id: stop.run_id, status: "interrupted", hasNext: false });
+              }
+            }
+          };
+          const worker = async (v: Storage) => {
+            for (let idle = 0; idle < 3; ) {
+              const { run } = await v.runs.claimNext();
+              if (!run) {
+                if (!admitting) idle++;
+                await new Promise((r) => setTimeout(r, 5));
+                continue;
+              }
+              idle = 0;
+              await v.runs.complete({
+                run_id: run.run_id,
+                status: "success",
+                values: { by: run.run_id },
+                hasNext: false,
+              });
+            }
+          };
+          const workers = views.map((v) => worker(v));
+          await Promise.all(views.map((v, i) => admitter(v, i)));
+          admitting = false;
+          await Promise.all(workers);
+          for (const t of threads) {
+            const st = await statuses(s, t);
+            assert.ok(
+              st.every((x) => x === "success" || x === "interrupted"),
+              `thread ${t}: ${st.join(",")}`,
+            );
+            assert.equal((await s.threads.get(ORG, t))?.status, "idle");
+          }
+        }),
+      );
+
+      test(
+        "complete: thread status and values follow the run (idle, busy, interrupted, error)",
+        withStorage(async (s) => {
+          const a = await makeAssistant(s);
+          const t = randomUUID();
+          const r1 = await s.runs.admit(ORG, admission(a, t));
+          const r2 = await s.runs.admit(ORG, admission(a, t));
+          await s.runs.claimNext();
+          const done = await s.runs.complete({
+            run_id: r1.run.run_id,
+            status: "success",
+            values: { n: 1 },
+            hasNext: false,
+          });
+          assert.equal(done?.status, "success");
+          let thread = await s.threads.get(ORG, t);
+          assert.equal(thread?.status, "busy", "r2 still pending");
+          assert.deepEqual(thread?.values, { n: 1 });
+          assert.equal(
+            await s.runs.complete({ run_id: r1.run.run_id, status: "success", hasNext: false }),
+            null,
+          );
+
+          await s.runs.claimNext();
+          const interrupts = { task: [{ id: "i1", value: "ask" }] };
+          await s.runs.complete({
+            run_id: r2.run.run_id,
+            status: "interrupted",
+            values: { n: 2 },
+            interrupts,
+            hasNext: true,
+          });
+          thread = await s.threads.get(ORG, t);
+          assert.equal(thread?.status, "interrupted");
+          assert.deepEqual(thread?.interrupts, interrupts);
+
+          const r3 = await s.runs.admit(ORG, admission(a, t));
+          await s.runs.claimNext();
+          await s.runs.complete({
+            run_id: r3.run.run_id,
+            status: "error",
+            hasNext: false,
+            interrupts: {},
+            error: { error: "ValueError", message: "boom" },
+          });
+          thread = await s.threads.get(ORG, t);
+          assert.equal(thread?.status, "error");
+          assert.deepEqual(thread?.error, { error: "ValueError", message: "boom" });
+          assert.deepEqual(thread?.values, { n: 2 }, "values unchanged when the run gives none");
+
+          const r4 = await s.runs.admit(ORG, admission(a, t));
+          await s.runs.claimNext();
+          await s.runs.complete({
+            run_id: r4.run.run_id,
+            status: "success",
+            values: null,
+            interrupts: {},
+            hasNext: false,
+          });
+          thread = await s.threads.get(ORG, t);
+          assert.equal(thread?.status, "idle");
+          assert.equal(thread?.values, null, "a null state is kept as null, not dropped");
+          assert.equal(thread?.error, undefined);
+        }),
+      );
+
+      test(
+        "rollback of a running run deletes it and its checkpoints; run delete and cancelPending",
+        withStorage(async (s) => {
+          const a = await makeAssistant(s);
+          const t = randomUUID();
+          const r1 = await s.runs.admit(ORG, admission(a, t));
+          await s.runs.claimNext();
+          await putCheckpoint(s, t, r1.run.run_id, "cp-0001");
+          await s.runs.complete({
+            run_id: r1.run.run_id,
+            status: "success",
+            values: { v: 1 },
+            hasNext: false,
+          });
+          const r2 = await s.runs.admit(ORG, admission(a, t));
+          await s.runs.claimNext();
+          await putCheckpoint(s, t, r2.run.run_id, "cp-0002");
+          assert.equal(await s.runs.delete(ORG, t, r2.run.run_id), "running");
+          await s.runs.completeRolledBack(r2.run.run_id);
+          assert.equal(await s.runs.get(ORG, t, r2.run.run_id), null);
+          assert.deepEqual(await checkpointIds(s, t), ["cp-0001"]);
+          assert.equal((await s.threads.get(ORG, t))?.status, "idle");
+
+          assert.equal(await s.runs.delete(ORG, t, r1.run.run_id), "deleted");
+          assert.deepEqual(await checkpointIds(s, t), []);
+          assert.equal(await s.runs.delete(ORG, t, r1.run.run_id), "absent");
+
+          const p1 = await s.runs.admit(ORG, admission(a, t));
+          const p2 = await s.runs.admit(ORG, admission(a, t));
+          assert.equal((await s.runs.cancelPending(p1.run.run_id, "interrupt"))?.status, "interrupted");
+          assert.equal((await s.runs.get(ORG, t, p1.run.run_id))?.status, "interrupted");
+          await s.runs.cancelPending(p2.run.run_id, "rollback");
+          assert.equal(await s.runs.get(ORG, t, p2.run.run_id), null);
+          assert.equal(await s.runs.cancelPending(p2.run.run_id, "rollback"), null);
+          assert.equal((await s.threads.get(ORG, t))?.status, "idle");
+        }),
+      );
+
+      test(
+        "requeue and recoverInterrupted: attempts count, past maxAttempts the run fails and the thread errors",
+        withStorage(async (s) => {
+          const a = await makeAssistant(s);
+          const [t1, t2] = [randomUUID(), randomUUID()];
+          const r1 = await s.runs.admit(ORG, admission(a, t1));
+          const r2 = await s.runs.admit(ORG, admission(a, t2));
+          await s.runs.claimNext();
+          await s.runs.requeue(r1.run.run_id);
+          assert.equal((await s.runs.get(ORG, t1, r1.run.run_id))?.status, "pending");
+          const again = await s.runs.claimNext();
+          assert.equal(again.run?.run_id, r1.run.run_id);
+          assert.equal(again.run?.attempt, 2);
+          assert.equal((await s.runs.claimNext()).run?.run_id, r2.run.run_id);
+
+          const { requeued, failed } = await s.runs.recoverInterrupted(2);
+          assert.deepEqual(requeued, [r2.run.run_id]);
+          assert.deepEqual(failed, [r1.run.run_id]);
+          assert.equal((await s.runs.get(ORG, t1, r1.run.run_id))?.status, "error");
+          const thread = await s.threads.get(ORG, t1);
+          assert.equal(thread?.status, "error");
+          assert.deepEqual(thread?.error, { error: "RunAbandoned", message: "Run failed after 2 attempts" });
+          assert.equal((await s.runs.get(ORG, t2, r2.run.run_id))?.status, "pending");
+        }),
+      );
+
+      test(
+        "stateless runs: temporary thread hidden from search and deleted afterwards",
+        withStorage(async (s) => {
+          const a = await makeAssistant(s);
+          const t = randomUUID();
+          const base = admission(a, t, { stateless: true, if_not_exists: "reject" });
+          const r = await s.runs.admit(ORG, { ...base, kwargs: { ...base.kwargs, temporary: true } });
+          assert.equal(
+            (await s.threads.search(ORG, { limit: 10, offset: 0, sort_by: "created_at", sort_order: "asc" }))
+              .total,
+            0,
+          );
+          await s.runs.claimNext();
+          await s.runs.complete({ run_id: r.run.run_id, status: "success", hasNext: false });
+          await s.runs.deleteTemporaryThread(t);
+          assert.equal(await s.threads.get(ORG, t), null);
+          assert.equal(await s.runs.get(ORG, null, r.run.run_id), null);
+        }),
+      );
+    });
+
+    describe("assistants", () => {
+      test(
+        "versions, setLatest, search and count with metadata containment",
+        withStorage(async (s) => {
+          const a = await makeAssistant(s, {
+            team: "x",
+            tags: ["a", "b"],
+            nested: { k: 1, deep: { z: true } },
+          });
+          const b = await makeAssistant(s, { team: "y", tags: ["a"] });
+          await assert.rejects(s.assistants.create(ORG, { ...a, metadata: {} }, "raise"), isKind("conflict"));
+          assert.equal((await s.assistants.create(ORG, { ...a, metadata: {} }, "do_nothing")).version, 1);
+
+          const v2 = await s.assistants.update(ORG, a.assistant_id, {
+            name: "renamed",
+            metadata: { extra: 1 },
+          });
+          assert.equal(v2?.version, 2);
+          assert.equal(v2?.name, "renamed");
+          assert.deepEqual(v2?.metadata, {
+            team: "x",
+            tags: ["a", "b"],
+            nested: { k: 1, deep: { z: true } },
+            extra: 1,
+          });
+          const versions = await s.assistants.versions(ORG, a.assistant_id, { limit: 10, offset: 0 });
+          assert.deepEqual(
+            versions.map((v) => v.version),
+            [2, 1],
+          );
+          assert.deepEqual(
+            (
+              await s.assistants.versions(ORG, a.assistant_id, {
+                metadata: { extra: 1 },
+                limit: 10,
+                offset: 0,
+              })
+            ).map((v) => v.version),
+            [2],
+          );
+          const back = await s.assistants.setLatest(ORG, a.assistant_id, 1);
+          assert.equal(back?.version, 1);
+          assert.equal(back?.name, "agent");
+          assert.equal((await s.assistants.get(ORG, a.assistant_id))?.name, "agent");
+          assert.equal(await s.assistants.setLatest(ORG, a.assistant_id, 9), null);
+
+          const ids = async (metadata: Record<string, unknown>) =>
+            (
+              await s.assistants.search(ORG, {
+                metadata,
+                limit: 10,
+                offset: 0,
+                sort_by: "created_at",
+                sort_order: "asc",
+              })
+            ).items.map((x) => x.assistant_id);
+          assert.deepEqual(await ids({ team: "x" }), [a.assistant_id]);
+          assert.deepEqual(await ids({ nested: { k: 1 } }), [a.assistant_id]);
+          assert.deepEqual(await ids({ nested: { deep: { z: true } } }), [a.assistant_id]);
+          assert.deepEqual(await ids({ nested: {} }), [a.assistant_id]);
+          assert.deepEqual(await ids({ tags: ["a"] }), [b.assistant_id], "arrays match only when equal");
+          assert.equal((await ids({ tags: ["a", "b"] })).length, 1);
+          assert.deepEqual(await ids({ team: null }), []);
+          assert.equal(await s.assistants.count(ORG, { metadata: { tags: ["a"] } }), 1);
+          assert.equal(await s.assistants.count(ORG, {}), 2);
+          assert.equal(await s.assistants.count(ORG, { name: "AGE" }), 2);
+          assert.equal(await s.assistants.count("org-b", {}), 0);
+
+          const system = await s.assistants.ensureSystem({ ...a, assistant_id: randomUUID(), metadata: {} });
+          assert.ok(
+            await s.assistants.get("org-b", system.assistant_id),
+            "system assistants are visible to all",
+          );
+          await assert.rejects(
+            s.assistants.update("org-b", system.assistant_id, { name: "mine" }),
+            isKind("conflict"),
+          );
+          await assert.rejects(s.assistants.setLatest("org-b", system.assistant_id, 1), isKind("conflict"));
+          assert.equal((await s.assistants.update(ORG, system.assistant_id, { name: "ops" }))?.version, 2);
+          assert.equal(
+            await s.assistants.delete("org-b", system.assistant_id, { deleteThreads: false }),
+            false,
+          );
+          assert.equal(await s.assistants.delete(ORG, a.assistant_id, { deleteThreads: false }), true);
+          assert.equal(await s.assistants.get(ORG, a.assistant_id), null);
+        }),
+      );
+    });
+
+    describe("threads", () => {
+      test(
+        "create, patch, search and count by metadata, values and status, copy with checkpoints, delete",
+        withStorage(async (s) => {
+          const a = await makeAssistant(s);
+          const t1 = await s.threads.create(
+            ORG,
+            { thread_id: randomUUID(), metadata: { user: "u1", n: 1 } },
+            "raise",
+          );
+          const t2 = await s.threads.create(
+            ORG,
+            { thread_id: randomUUID(), metadata: { user: "u2" } },
+            "raise",
+          );
+          await assert.rejects(
+            s.threads.create(ORG, { thread_id: t1.thread_id, metadata: {} }, "raise"),
+            isKind("conflict"),
+          );
+          await assert.rejects(
+            s.threads.create("org-b", { thread_id: t1.thread_id, metadata: {} }, "do_nothing"),
+            isKind("conflict"),
+          );
+          assert.equal(
+            (await s.threads.create(ORG, { thread_id: t1.thread_id, metadata: {} }, "do_nothing")).metadata
+              .user,
+            "u1",
+          );
+          assert.equal(t1.status, "idle");
+          assert.equal(t1.values, undefined);
+          assert.deepEqual((await s.threads.patch(ORG, t1.thread_id, { n: 2, more: true }))?.metadata, {
+            user: "u1",
+            n: 2,
+            more: true,
+          });
+          assert.equal(await s.threads.patch("org-b", t1.thread_id, { n: 3 }), null);
+          await s.threads.recordState(ORG, t2.thread_id, {
+            values: { messages: [{ role: "user", content: "hi" }], topic: "x" },
+            interrupts: {},
+            hasNext: false,
+          });
+
+          const search = (q: Record<string, unknown>) =>
+            s.threads.search(ORG, { limit: 10, offset: 0, sort_by: "created_at", sort_order: "desc", ...q });
+          assert.deepEqual(
+            (await search({ metadata: { user: "u1" } })).items.map((t) => t.thread_id),
+            [t1.thread_id],
+          );
+          assert.deepEqual(
+            (await search({ values: { topic: "x" } })).items.map((t) => t.thread_id),
+            [t2.thread_id],
+          );
+          const all = await search({});
+          assert.deepEqual(
+            all.items.map((t) => t.thread_id),
+            [t2.thread_id, t1.thread_id],
+          );
+          assert.equal(all.total, 2);
+          assert.deepEqual(
+            (await search({ ids: [t1.thread_id] })).items.map((t) => t.thread_id),
+            [t1.thread_id],
+          );
+          assert.equal(await s.threads.count(ORG, { status: "idle" }), 2);
+          assert.equal(await s.threads.count(ORG, { metadata: { user: "nobody" } }), 0);
+          assert.equal(
+            (await s.threads.search(ORG, { limit: 1, offset: 1, sort_by: "created_at", sort_order: "desc" }))
+              .items[0].thread_id,
+            t1.thread_id,
+          );
+
+          const r = await s.runs.admit(ORG, admission(a, t2.thread_id));
+          await putCheckpoint(s, t2.thread_id, r.run.run_id, "cp-0001");
+          await putCheckpoint(s, t2.thread_id, r.run.run_id, "cp-0002");
+          const copyId = randomUUID();
+          const copy = await s.threads.copy(ORG, t2.thread_id, copyId);
+          assert.equal(copy?.status, "idle", "a busy thread's copy is idle");
+          assert.equal(copy?.metadata.thread_id, copyId);
+          assert.deepEqual(copy?.values, { messages: [{ role: "user", content: "hi" }], topic: "x" });
+          assert.deepEqual(await checkpointIds(s, copyId), ["cp-0002", "cp-0001"]);
+          const tuple = await s.checkpointer.getTuple({ configurable: { thread_id: copyId } });
+          assert.equal(tuple?.checkpoint.id, "cp-0002");
+          assert.equal(await s.threads.copy("org-b", t2.thread_id, randomUUID()), null);
+
+          const deleted = await s.threads.delete(ORG, t2.thread_id);
+          assert.deepEqual(deleted, { deleted: true, runningRunIds: [] });
+          assert.deepEqual(await checkpointIds(s, t2.thread_id), []);
+          assert.equal(await s.runs.get(ORG, null, r.run.run_id), null);
+          assert.deepEqual(await checkpointIds(s, copyId), ["cp-0002", "cp-0001"], "the copy keeps its own");
+          assert.deepEqual(await s.threads.delete(ORG, t2.thread_id), { deleted: false, runningRunIds: [] });
+        }),
+      );
+    });
+
+    describe("auth", () => {
+      test(
+        "keys: create, find, count, revoke by prefix or id, organizations",
+        withStorage(async (s) => {
+          const k1 = await s.auth.createKey("org-a", "hash-1", "hk_aaaa");
+          await s.auth.createKey("org-b", "hash-2", "hk_bbbb");
+          await s.auth.createKey("org-b", "hash-3", "hk_bbbb");
+          assert.deepEqual(await s.auth.findActiveKey("hash-1"), { id: k1.id, org_id: "org-a" });
+          assert.equal(await s.auth.findActiveKey("nope"), null);
+          assert.equal(await s.auth.countActiveKeys(), 3);
+          await assert.rejects(s.auth.revokeKey("hk_bbbb"), isKind("conflict"));
+          const revoked = await s.auth.revokeKey("hk_aaaa");
+          assert.equal(revoked?.id, k1.id);
+          assert.ok(revoked?.revoked_at);
+          assert.equal(await s.auth.findActiveKey("hash-1"), null);
+          assert.equal(await s.auth.revokeKey("missing"), null);
+          assert.equal((await s.auth.listKeys()).length, 3);
+          await s.sandboxes.setStorageQuota("org-c", 1024);
+          assert.deepEqual(await s.auth.listOrgs(), [
+            { org_id: "org-a", active_keys: 0, sandbox_storage_quota_bytes: null },
+            { org_id: "org-b", active_keys: 2, sandbox_storage_quota_bytes: null },
+            { org_id: "org-c", active_keys: 0, sandbox_storage_quota_bytes: 1024 },
+          ]);
+        }),
+      );
+    });
+
+    describe("checkpointer", () => {
+      test(
+        "pending writes in (task_path, task_id, idx) order, special channels replace, list filter/before/limit",
+        withStorage(async (s) => {
+          const cp = s.checkpointer;
+          const cfg = (id?: string) => ({
+            configurable: { thread_id: "t", checkpoint_ns: "", ...(id ? { checkpoint_id: id } : {}) },
+            metadata: { run_id: "r1", user: "u" },
+          });
+          await cp.put(cfg(), checkpoint("cp-0001"), { source: "input", step: -1, parents: {} }, {});
+          await cp.put(
+            cfg("cp-0001"),
+            checkpoint("cp-0002", { v: 2 }),
+            { source: "loop", step: 0, parents: {} },
+            {},
+          );
+          await cp.put(
+            cfg("cp-0002"),
+            checkpoint("cp-0003", { v: 3 }),
+            { source: "loop", step: 1, parents: {} },
+            {},
+          );
+          await cp.putWrites(
+            cfg("cp-0003"),
+            [
+              ["b", 2],
+              ["a", 1],
+            ],
+            "task-2",
+            "~1",
+          );
+          await cp.putWrites(cfg("cp-0003"), [["c", 3]], "task-1", "~0");
+          await cp.putWrites(cfg("cp-0003"), [["b", "again"]], "task-2", "~1"); // regular writes never overwrite
+          await cp.putWrites(cfg("cp-0003"), [["__error__", "first"]], "task-3", "~2");
+          await cp.putWrites(cfg("cp-0003"), [["__error__", "second"]], "task-3", "~2"); // special ones do
+
+          const latest = await cp.getTuple({ configurable: { thread_id: "t" } });
+          assert.equal(latest?.checkpoint.id, "cp-0003");
+          assert.deepEqual(latest?.checkpoint.channel_values, { v: 3 });
+          assert.deepEqual(latest?.parentConfig?.configurable?.checkpoint_id, "cp-0002");
+          assert.deepEqual(latest?.pendingWrites, [
+            ["task-1", "c", 3],
+            ["task-2", "b", 2],
+            ["task-2", "a", 1],
+            ["task-3", "__error__", "second"],
+          ]);
+          const metadata = (latest?.metadata ?? {}) as Record<string, unknown>;
+          assert.equal(metadata.run_id, "r1");
+          assert.equal(metadata.user, "u");
+
+          const ids = async (opts: Parameters<typeof cp.list>[1]) => {
+            const out: string[] = [];
+            for await (const t of cp.list({ configurable: { thread_id: "t" } }, opts))
+              out.push(t.checkpoint.id);
+            return out;
+          };
+          assert.deepEqual(await ids({ filter: { source: "loop" } }), ["cp-0003", "cp-0002"]);
+          assert.deepEqual(await ids({ filter: { step: 0, user: "u" } }), ["cp-0002"]);
+          assert.deepEqual(await ids({ before: { configurable: { checkpoint_id: "cp-0003" } } }), [
+            "cp-0002",
+            "cp-0001",
+          ]);
+          assert.deepEqual(await ids({ limit: 1 }), ["cp-0003"]);
+          assert.equal(
+            await cp.getTuple({ configurable: { thread_id: "t", checkpoint_id: "cp-9999" } }),
+            undefined,
+          );
+
+          // A fenced run's checkpoints and writes are dropped.
+          cp.fenceRun("r2");
+          const fenced = {
+            configurable: { thread_id: "t", checkpoint_ns: "", checkpoint_id: "cp-0003" },
+            metadata: { run_id: "r2" },
+          };
+          await cp.put(fenced, checkpoint("cp-0004"), { source: "loop", step: 2, parents: {} }, {});
+          await cp.putWrites(fenced, [["z", 1]], "task-9");
+          assert.equal((await cp.getTuple({ configurable: { thread_id: "t" } }))?.checkpoint.id, "cp-0003");
+          assert.equal((await cp.getTuple({ configurable: { thread_id: "t" } }))?.pendingWrites?.length, 4);
+          await cp.deleteThread("t");
+          assert.equal(await cp.getTuple({ configurable: { thread_id: "t" } }), undefined);
+        }),
+      );
+    });
+
+    describe("store", () => {
+      test(
+        "write, get, search (namespace, filters, vectors), namespaces, TTL expiry and refresh",
+        withStorage(async (s) => {
+          const now = Date.parse("2026-01-01T00:00:00Z");
+          await s.store.write(
+            ORG,
+            [
+              {
+                namespace: ["u1", "notes"],
+                key: "a",
+                value: { text: "cats", n: 1, tags: ["x"], o: { p: 1, q: 2 } },
+                ttlMinutes: null,
+                vectors: [{ field: "text", vector: [1, 0, 0] }],
+              },
+              {
+                namespace: ["u1", "notes"],
+                key: "b",
+                value: { text: "dogs", n: 5, s: "m" },
+                ttlMinutes: 1,
+                vectors: [{ field: "text", vector: [0, 1, 0] }],
+              },
+              {
+                namespace: ["u1", "prefs"],
+                key: "c",
+                value: { n: 3, s: "z" },
+                ttlMinutes: null,
+                vectors: [],
+              },
+              { namespace: ["u10"], key: "d", value: { n: 9 }, ttlMinutes: null, vectors: [] },
+            ],
+            now,
+          );
+          await s.store.write(
+            "org-b",
+            [{ namespace: ["u1"], key: "z", value: {}, ttlMinutes: null, vectors: [] }],
+            now,
+          );
+          const got = await s.store.get(ORG, ["u1", "notes"], "a", { refreshTtl: false, now });
+          assert.deepEqual(got?.value, { text: "cats", n: 1, tags: ["x"], o: { p: 1, q: 2 } });
+          assert.deepEqual(got?.namespace, ["u1", "notes"]);
+          const search = async (q: Partial<Parameters<Storage["store"]["search"]>[1]>, at = now) =>
+            (
+              await s.store.search(
+                ORG,
+                { namespacePrefix: [], filter: [], limit: 10, offset: 0, refreshTtl: false, ...q },
+                at,
+              )
+            ).map((h) => h.key);
+          assert.deepEqual((await search({ namespacePrefix: ["u1"] })).sort(), ["a", "b", "c"]);
+          assert.deepEqual(
+            await search({ filter: [{ field: "n", op: "gt", value: 2 }] }).then((k) => k.sort()),
+            ["b", "c", "d"],
+          );
+          assert.deepEqual(await search({ filter: [{ field: "s", op: "lt", value: "n" }] }), ["b"]);
+          assert.deepEqual((await search({ filter: [{ field: "n", op: "ne", value: 1 }] })).sort(), [
+            "b",
+            "c",
+            "d",
+          ]);
+          assert.deepEqual((await search({ filter: [{ field: "n", op: "in", value: [1, 9] }] })).sort(), [
+            "a",
+            "d",
+          ]);
+          assert.deepEqual((await search({ filter: [{ field: "n", op: "nin", value: [1, 9] }] })).sort(), [
+            "b",
+            "c",
+          ]);
+          assert.deepEqual(await search({ filter: [{ field: "o", op: "eq", value: { p: 1 } }] }), ["a"]);
+          assert.deepEqual(await search({ filter: [{ field: "tags", op: "eq", value: ["x"] }] }), ["a"]);
+          const ranked = await s.store.search(
+            ORG,
+            {
+              namespacePrefix: ["u1"],
+              filter: [],
+              limit: 10,
+              offset: 0,
+              refreshTtl: false,
+              queryVector: [0.1, 1, 0],
+            },
+            now,
+          );
+          assert.deepEqual(
+            ranked.map((h) => h.key),
+            ["b", "a", "c"],
+          );
+          assert.ok(
+            Math.abs((ranked[0].score as number) - 1 / Math.sqrt(1.01)) < 1e-6,
+            String(ranked[0].score),
+          );
+          assert.equal(ranked[2].score, null);
+
+          assert.deepEqual(await s.store.listNamespaces(ORG, { limit: 10, offset: 0 }, now), [
+            ["u1", "notes"],
+            ["u1", "prefs"],
+            ["u10"],
+          ]);
+          assert.deepEqual(
+            await s.store.listNamespaces(ORG, { prefix: ["u1"], maxDepth: 1, limit: 10, offset: 0 }, now),
+            [["u1"]],
+          );
+          assert.deepEqual(
+            await s.store.listNamespaces(ORG, { suffix: ["prefs"], limit: 10, offset: 0 }, now),
+            [["u1", "prefs"]],
+          );
+
+          assert.equal(await s.store.nextExpiry(), now + 60_000);
+          assert.ok(await s.store.get(ORG, ["u1", "notes"], "b", { refreshTtl: true, now: now + 30_000 }));
+          assert.equal(await s.store.nextExpiry(), now + 90_000);
+          assert.equal(
+            await s.store.get(ORG, ["u1", "notes"], "b", { refreshTtl: false, now: now + 90_000 }),
+            null,
+          );
+          assert.equal(await s.store.sweepExpired(now + 90_000), 1);
+          assert.equal(await s.store.nextExpiry(), null);
+          await s.store.write(
+            ORG,
+            [{ namespace: ["u1", "notes"], key: "a", value: null, ttlMinutes: null, vectors: [] }],
+            now,
+          );
+          assert.equal(await s.store.get(ORG, ["u1", "notes"], "a", { refreshTtl: false, now }), null);
+        }),
+      );
+    });
+
+    describe("crons", () => {
+      test(
+        "create, update, search, due listing, tick claims, cascade on thread delete",
+        withStorage(async (s) => {
+          const a = await makeAssistant(s);
+          const t = await s.threads.create(ORG, { thread_id: randomUUID(), metadata: {} }, "raise");
+          const input = (over: Record<string, unknown> = {}) => ({
+            cron_id: randomUUID(),
+            assistant_id: a.assistant_id,
+            thread_id: null,
+            user_id: null,
+            schedule: "* * * * *",
+            timezone: null,
+            end_time: null,
+            enabled: true,
+            on_run_completed: null,
+            payload: { input: { x: 1 } },
+            metadata: { k: "v" },
+            next_run_at: 1_000,
+            ...over,
+          });
+          await assert.rejects(s.crons.create(ORG, input({ thread_id: randomUUID() })), isKind("not_found"));
+          const c1 = await s.crons.create(ORG, input({ thread_id: t.thread_id, next_run_at: 2_000 }));
+          const c2 = await s.crons.create(ORG, input({ next_run_at: null, enabled: false }));
+          const c3 = await s.crons.create(ORG, input());
+          assert.equal(c1.next_run_date, new Date(2_000).toISOString());
+          assert.equal(c2.enabled, false);
+          const sorted = await s.crons.search(ORG, {
+            limit: 10,
+            offset: 0,
+            sort_by: "next_run_date",
+            sort_order: "desc",
+          });
+          assert.deepEqual(
+            sorted.items.map((c) => c.cron_id),
+            [c1.cron_id, c3.cron_id, c2.cron_id],
+            "nulls last",
+          );
+          assert.equal(sorted.total, 3);
+          assert.equal(await s.crons.count(ORG, { enabled: true }), 2);
+          assert.equal(await s.crons.count(ORG, { metadata: { k: "v" }, thread_id: t.thread_id }), 1);
+          assert.deepEqual(
+            (await s.crons.listDue(1_500, 10)).map((d) => d.cron.cron_id),
+            [c3.cron_id],
+          );
+          assert.equal(await s.crons.nextDueAt(), 1_000);
+          assert.equal(await s.crons.claimTick(c3.cron_id, 1_000, 61_000), true);
+          assert.equal(await s.crons.claimTick(c3.cron_id, 1_000, 61_000), false, "a tick is won once");
+          const updated = await s.crons.update(ORG, c2.cron_id, {
+            enabled: true,
+            next_run_at: 500,
+            metadata: { k: "w" },
+          });
+          assert.equal(updated?.enabled, true);
+          assert.deepEqual(updated?.metadata, { k: "w" });
+          assert.equal(await s.crons.nextDueAt(), 500);
+          assert.equal(await s.crons.update("org-b", c2.cron_id, { enabled: false }), null);
+          await s.threads.delete(ORG, t.thread_id);
+          assert.equal(await s.crons.get(ORG, c1.cron_id), null, "deleting the thread deletes its crons");
+          assert.equal(await s.crons.delete(ORG, c2.cron_id), true);
+          assert.equal(await s.crons.delete(ORG, c2.cron_id), false);
+        }),
+      );
+    });
+
+    describe("sandboxes", () => {
+      test(
+        "volumes and templates: names, quota, grow-only, mounts, pages",
+        withStorage(async (s) => {
+          const GI = 1024 ** 3;
+          await s.sandboxes.ensureStorageQuota(ORG, 10 * GI);
+          await s.sandboxes.ensureStorageQuota(ORG, 1 * GI);
+          assert.deepEqual(await s.sandboxes.storageUsage(ORG), { quota_bytes: 10 * GI, usage_bytes: 0 });
+          const vol = (name: string, gi: number) => ({
+            id: randomUUID(),
+            name,
+            size: `${gi}Gi`,
+            size_bytes: gi * GI,
+            storage_class: "standard",
+          });
+          const v1 = await s.sandboxes.createVolume(ORG, vol("data", 4));
+          assert.equal(v1.status, "created");
+          assert.equal((await s.sandboxes.createVolume(ORG, vol("data", 1))).status, "name_taken");
+          assert.equal((await s.sandboxes.createVolume(ORG, vol("big", 7))).status, "quota_exceeded");
+          await s.sandboxes.createVolume(ORG, vol("logs", 2));
+          assert.equal(
+            (await s.sandboxes.updateVolume(ORG, "data", { size: { text: "1Gi", bytes: GI } })).status,
+            "shrink",
+          );
+          assert.equal((await s.sandboxes.updateVolume(ORG, "data", { name: "logs" })).status, "name_taken");
+          const grown = await s.sandboxes.updateVolume(ORG, "data", {
+            name: "data2",
+            size: { text: "5Gi", bytes: 5 * GI },
+          });
+          assert.equal(grown.status, "updated");
+          assert.deepEqual(await s.sandboxes.storageUsage(ORG), {
+            quota_bytes: 10 * GI,
+            usage_bytes: 7 * GI,
+          });
+
+          const tpl = (name: string, mounts: string[]) => ({
+            id: randomUUID(),
+            name,
+            image: "python:3.12",
+            resources: { cpu: "1", memory: "1Gi" },
+            volume_mounts: mounts.map((m, i) => ({ volume_name: m, mount_path: `/mnt/${i}` })),
+          });
+          assert.deepEqual(await s.sandboxes.createTemplate(ORG, tpl("t1", ["nope", "data2", "nope"])), {
+            status: "missing_volumes",
+            names: ["nope"],
+          });
+          const t1 = await s.sandboxes.createTemplate(ORG, tpl("t1", ["data2", "logs"]));
+          assert.equal(t1.status, "created");
+          assert.equal((await s.sandboxes.createTemplate(ORG, tpl("t1", []))).status, "name_taken");
+          await s.sandboxes.createTemplate(ORG, tpl("t2", ["logs"]));
+          assert.deepEqual(await s.sandboxes.deleteVolume(ORG, "logs"), {
+            status: "in_use",
+            templates: ["t1", "t2"],
+          });
+          await s.sandboxes.updateVolume(ORG, "data2", { name: "data3" });
+          assert.deepEqual((await s.sandboxes.getTemplate(ORG, "t1"))?.volume_mounts, [
+            { volume_name: "data3", mount_path: "/mnt/0" },
+            { volume_name: "logs", mount_path: "/mnt/1" },
+          ]);
+          assert.equal((await s.sandboxes.renameTemplate(ORG, "t1", "t2")).status, "name_taken");
+          assert.equal((await s.sandboxes.renameTemplate(ORG, "t1", "T-one")).status, "updated");
+          const page = await s.sandboxes.listTemplates(ORG, { limit: 1, offset: 0, name_contains: "t" });
+          assert.deepEqual(
+            page.items.map((t) => t.name),
+            ["T-one"],
+          );
+          assert.equal(page.hasMore, true);
+          assert.equal(await s.sandboxes.deleteTemplate(ORG, "T-one"), true);
+          assert.equal(await s.sandboxes.deleteTemplate(ORG, "T-one"), false);
+          assert.equal((await s.sandboxes.deleteVolume(ORG, "data3")).status, "deleted");
+          const volumes = await s.sandboxes.listVolumes(ORG, { limit: 10, offset: 0 });
+          assert.deepEqual(
+            volumes.items.map((v) => v.name),
+            ["logs"],
+          );
+          assert.equal(await s.sandboxes.getVolume("org-b", "logs"), null);
+        }),
+      );
+
+      test(
+        "concurrent volume creations against one quota: only what fits is created",
+        withStorage(async (s, fx) => {
+          const GI = 1024 ** 3;
+          await s.sandboxes.setStorageQuota(ORG, 3 * GI);
+          const views = [s, await fx.another(), await fx.another()];
+          const results = await Promise.all(
+            Array.from({ length: 10 }, (_, i) =>
+              views[i % views.length].sandboxes.createVolume(ORG, {
+                id: randomUUID(),
+                name: `v${i}`,
+                size: "1Gi",
+                size_bytes: GI,
+                storage_class: "standard",
+              }),
+            ),
+          );
+          assert.equal(results.filter((r) => r.status === "created").length, 3);
+          assert.deepEqual(await s.sandboxes.storageUsage(ORG), { quota_bytes: 3 * GI, usage_bytes: 3 * GI });
+        }),
+      );
+    });
+
+    if (adapter.name === "postgres") {
+      test(
+        "a claim that skips a thread locked by another transaction asks to be retried soon (no lost wake-up)",
+        withStorage(async (s, fx) => {
+          const a = await makeAssistant(s);
+          const t = randomUUID();
+          const r = await s.runs.admit(ORG, admission(a, t));
+          const blocker = new pg.Client({ connectionString: PG_URI });
+          await blocker.connect();
+          try {
+            await blocker.query("BEGIN");
+            await blocker.query(`SELECT 1 FROM ${fx.schema}.threads WHERE thread_id = $1 FOR UPDATE`, [t]);
+            const claimed = await s.runs.claimNext();
+            assert.equal(claimed.run, null);
+            assert.ok(
+              claimed.nextDueAt && claimed.nextDueAt.getTime() - Date.now() < 1000,
+              String(claimed.nextDueAt),
+            );
+            await blocker.query("ROLLBACK");
+            assert.equal((await s.runs.claimNext()).run?.run_id, r.run.run_id);
+          } finally {
+            await blocker.end();
+          }
+        }),
+      );
+
+      test("migrations: processes opening one schema at once migrate it once", async () => {
+        const uri = PG_URI as string;
+        const schema = `hangar_test_${randomBytes(6).toString("hex")}`;
+        const opened = await Promise.all([1, 2, 3].map(() => openPostgresStorage({ uri, schema })));
+        const client = new pg.Client({ connectionString: uri });
+        await client.connect();
+        try {
+          const { rows } = await client.query(
+            `SELECT version FROM ${schema}.hangar_migrations ORDER BY version`,
+          );
+          assert.deepEqual(
+            rows.map((r) => r.version),
+            [1, 2, 3],
+          );
+        } finally {
+          for (const s of opened) await s.close();
+          await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+          await client.end();
+        }
+      });
+    }
+  });
+}
