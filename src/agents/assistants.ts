@@ -79,9 +79,7 @@ export function assistantRoutes({ storage, graphs, runs }: AgentDeps) {
     .delete("/assistants/:assistant_id", async (c) => {
       const { assistant_id } = await load(c);
       const { delete_threads } = query(c, S.AssistantDeleteQuery);
-      if (!(await storage.assistants.delete(orgOf(c), assistant_id, { deleteThreads: delete_threads }))) {
-        throw notFound(`Assistant ${assistant_id} not found`);
-      }
+      await runs.deleteAssistant(orgOf(c), assistant_id, delete_threads);
       return c.json([assistant_id]);
     })
     .post("/assistants/:assistant_id/versions", async (c) => {

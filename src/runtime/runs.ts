@@ -194,6 +194,20 @@ export class RunService {
     await this.dispatcher.stop(runId, action);
   }
 
+  /**
+   * Deletes an assistant (and with `deleteThreads` the threads it ran on). Its queued runs go with it
+   * and their readers are released; its executing runs are fenced and stopped with a rollback.
+   */
+  async deleteAssistant(org: OrgId, assistantId: string, deleteThreads: boolean): Promise<void> {
+    const { deleted, runningRunIds, pendingRunIds } = await this.storage.assistants.delete(org, assistantId, {
+      deleteThreads,
+    });
+    if (!deleted) throw notFound(`Assistant ${assistantId} not found`);
+    for (const id of runningRunIds) this.storage.checkpointer.fenceRun(id);
+    for (const id of pendingRunIds) this.logs.drop(id);
+    await this.stopAll(runningRunIds);
+  }
+
   /** Stops whatever runs a deleted thread had executing. */
   async stopAll(runIds: string[]): Promise<void> {
     await Promise.all(runIds.map((id) => this.dispatcher.stop(id, "rollback")));

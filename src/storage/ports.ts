@@ -169,6 +169,12 @@ export interface RunCompletion {
   error?: { error: string; message: string };
 }
 
+export interface AssistantDeletion {
+  deleted: boolean;
+  runningRunIds: string[];
+  pendingRunIds: string[];
+}
+
 export interface AssistantsRepo {
   create(org: OrgId, input: AssistantInput, ifExists: "raise" | "do_nothing"): Promise<Assistant>;
   /** Creates or leaves alone a system assistant (visible to every organization). */
@@ -176,8 +182,12 @@ export interface AssistantsRepo {
   get(org: OrgId, assistantId: string): Promise<Assistant | null>;
   /** Writes a new version (max + 1) and makes it current; null if absent. */
   update(org: OrgId, assistantId: string, patch: AssistantPatch): Promise<Assistant | null>;
-  /** Deletes the assistant, its versions and runs; returns false if absent. */
-  delete(org: OrgId, assistantId: string, opts: { deleteThreads: boolean }): Promise<boolean>;
+  /**
+   * Deletes the assistant, its versions and its runs (and, with `deleteThreads`, the threads it ran on).
+   * Runs still executing keep their rows: the runtime stops them with a rollback. Returns the in-flight
+   * runs so the runtime can release their readers; `deleted: false` if the assistant is absent.
+   */
+  delete(org: OrgId, assistantId: string, opts: { deleteThreads: boolean }): Promise<AssistantDeletion>;
   search(org: OrgId, query: AssistantQuery): Promise<{ items: Assistant[]; total: number }>;
   count(org: OrgId, query: Pick<AssistantQuery, "graph_id" | "name" | "metadata">): Promise<number>;
   versions(

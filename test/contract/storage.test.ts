@@ -673,10 +673,13 @@ for (const adapter of ADAPTERS) {
           await assert.rejects(s.assistants.setLatest("org-b", system.assistant_id, 1), isKind("conflict"));
           assert.equal((await s.assistants.update(ORG, system.assistant_id, { name: "ops" }))?.version, 2);
           assert.equal(
-            await s.assistants.delete("org-b", system.assistant_id, { deleteThreads: false }),
+            (await s.assistants.delete("org-b", system.assistant_id, { deleteThreads: false })).deleted,
             false,
           );
-          assert.equal(await s.assistants.delete(ORG, a.assistant_id, { deleteThreads: false }), true);
+          assert.equal(
+            (await s.assistants.delete(ORG, a.assistant_id, { deleteThreads: false })).deleted,
+            true,
+          );
           assert.equal(await s.assistants.get(ORG, a.assistant_id), null);
         }),
       );

@@ -81,6 +81,44 @@ describe("run lifecycle edges", () => {
     assert.equal((await rejection(c.threads.get(t2))).status, 404);
   });
 
+  test(
+    "deleting an assistant stops its running run, releases its queued one, and frees the thread",
+    T,
+    async () => {
+      const assistant = await c.assistants.create({ graphId: "slow", name: "doomed" });
+      const t = (await c.threads.create()).thread_id;
+      const running = await c.runs.create(t, assistant.assistant_id, slow("first", 5000));
+      await waitFor(async () => (await c.runs.get(t, running.run_id)).status === "running" || undefined, {
+        timeoutMs: 5000,
+      });
+      const queued = await c.runs.create(t, assistant.assistant_id, slow("queued", 10));
+      const joinRunning = c.runs.join(t, running.run_id);
+      const joinQueued = c.runs.join(t, queued.run_id);
+      await c.assistants.delete(assistant.assistant_id);
+      assert.notEqual(
+        await settledWithin(joinQueued, 5000),
+        "hung",
+        "join of a queued run of a deleted assistant",
+      );
+      assert.notEqual(
+        await settledWithin(joinRunning, 5000),
+        "hung",
+        "join of a running run of a deleted assistant",
+      );
+      for (const r of [running, queued]) assert.equal((await rejection(c.runs.get(t, r.run_id))).status, 404);
+      const thread = await waitFor(
+        async () => {
+          const th = await c.threads.get(t);
+          return th.status !== "busy" ? th : undefined;
+        },
+        { timeoutMs: 5000, what: "thread no longer busy" },
+      );
+      assert.equal(thread.status, "idle");
+      // The thread takes new runs again.
+      await c.runs.wait(t, "agent", { input: human("again") });
+    },
+  );
+
   test("after_seconds beyond a year is a 422, not a 500", T, async () => {
     const t = (await c.threads.create()).thread_id;
     const res = await http(h.url, "POST", `/threads/${t}/runs`, {

@@ -1,6 +1,7 @@
 import { conflict } from "../../errors.js";
 import {
   type Assistant,
+  type AssistantDeletion,
   type AssistantInput,
   type AssistantPatch,
   type AssistantQuery,
@@ -12,6 +13,7 @@ import {
 } from "../ports.js";
 import type { PgDatabase, Queryable } from "./database.js";
 import { jsonContains, Params } from "./json-filter.js";
+import { deleteThreadCheckpoints, settledStatus } from "./threads.js";
 
 /** System (default) assistants have org_id '' and are visible to every organization. */
 const SYSTEM = "";
@@ -188,22 +190,54 @@ export class PgAssistants implements AssistantsRepo {
     });
   }
 
-  async delete(org: OrgId, assistantId: string, opts: { deleteThreads: boolean }): Promise<boolean> {
+  async delete(
+    org: OrgId,
+    assistantId: string,
+    opts: { deleteThreads: boolean },
+  ): Promise<AssistantDeletion> {
     return this.#db.tx(async (c) => {
       // System assistants are shared; an organization cannot delete them for everyone.
       const deleted = await c.query("DELETE FROM assistants WHERE assistant_id = $1 AND org_id = $2", [
         assistantId,
         org,
       ]);
-      if (!deleted.rowCount) return false;
+      if (!deleted.rowCount) return { deleted: false, runningRunIds: [], pendingRunIds: [] };
+      const threadsOfAssistant =
+        "SELECT thread_id FROM threads WHERE org_id = $1 AND metadata ->> 'assistant_id' = $2";
+      const inFlight = (
+        await c.query<{ run_id: string; thread_id: string; status: string }>(
+          `SELECT run_id, thread_id, status FROM runs WHERE org_id = $1 AND status IN ('pending', 'running')
+             AND (assistant_id = $2 ${opts.deleteThreads ? `OR thread_id IN (${threadsOfAssistant})` : ""})`,
+          [org, assistantId],
+        )
+      ).rows;
       if (opts.deleteThreads) {
-        await c.query("DELETE FROM threads WHERE org_id = $1 AND metadata ->> 'assistant_id' = $2", [
-          org,
-          assistantId,
-        ]);
+        const threads = (await c.query<{ thread_id: string }>(threadsOfAssistant, [org, assistantId])).rows;
+        for (const { thread_id } of threads) await deleteThreadCheckpoints(c, thread_id);
+        await c.query(`DELETE FROM threads WHERE thread_id IN (${threadsOfAssistant})`, [org, assistantId]);
       }
-      await c.query("DELETE FROM runs WHERE assistant_id = $1 AND org_id = $2", [assistantId, org]);
-      return true;
+      // Executing runs keep their rows until the runtime has stopped them (it deletes them then).
+      await c.query("DELETE FROM runs WHERE assistant_id = $1 AND org_id = $2 AND status <> 'running'", [
+        assistantId,
+        org,
+      ]);
+      for (const threadId of new Set(inFlight.map((r) => r.thread_id))) {
+        const thread = (
+          await c.query<{ status: string; interrupts: unknown }>(
+            "SELECT status, interrupts FROM threads WHERE thread_id = $1",
+            [threadId],
+          )
+        ).rows[0];
+        if (thread?.status !== "busy") continue;
+        const hasNext = Object.keys((thread.interrupts as object) ?? {}).length > 0;
+        const status = await settledStatus(c, threadId, hasNext, false);
+        await c.query("UPDATE threads SET status = $1 WHERE thread_id = $2", [status, threadId]);
+      }
+      return {
+        deleted: true,
+        runningRunIds: inFlight.filter((r) => r.status === "running").map((r) => r.run_id),
+        pendingRunIds: inFlight.filter((r) => r.status === "pending").map((r) => r.run_id),
+      };
     });
   }
 

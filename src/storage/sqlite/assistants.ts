@@ -1,6 +1,7 @@
 import { conflict } from "../../errors.js";
 import {
   type Assistant,
+  type AssistantDeletion,
   type AssistantInput,
   type AssistantPatch,
   type AssistantQuery,
@@ -12,6 +13,7 @@ import {
 } from "../ports.js";
 import { type Db, prepared } from "./database.js";
 import { jsonContains } from "./json-filter.js";
+import { deleteThreadCheckpoints, settledStatus } from "./threads.js";
 
 /** System (default) assistants have org_id '' and are visible to every organization. */
 const SYSTEM = "";
@@ -59,6 +61,17 @@ function assertMayChange(row: AssistantRow & { org_id?: string }, org: OrgId): v
         `create an assistant of your own for graph "${row.graph_id}" instead`,
     );
   }
+}
+
+/** A thread whose queued runs were deleted stops being `busy` once nothing of it is in flight. */
+function settleIfIdle(db: Db, threadId: string): void {
+  const thread = prepared<[string], { status: string; interrupts: string }>(
+    db,
+    "SELECT status, interrupts FROM threads WHERE thread_id = ?",
+  ).get(threadId);
+  if (thread?.status !== "busy") return;
+  const status = settledStatus(db, threadId, thread.interrupts !== "{}", false);
+  prepared(db, "UPDATE threads SET status = ? WHERE thread_id = ?").run(status, threadId);
 }
 
 export class SqliteAssistants implements AssistantsRepo {
@@ -157,22 +170,48 @@ export class SqliteAssistants implements AssistantsRepo {
     })();
   }
 
-  async delete(org: OrgId, assistantId: string, opts: { deleteThreads: boolean }): Promise<boolean> {
-    return this.#db.transaction(() => {
+  async delete(
+    org: OrgId,
+    assistantId: string,
+    opts: { deleteThreads: boolean },
+  ): Promise<AssistantDeletion> {
+    return this.#db.transaction((): AssistantDeletion => {
       // System assistants are shared; an organization cannot delete them for everyone.
       const deleted = prepared(this.#db, "DELETE FROM assistants WHERE assistant_id = ? AND org_id = ?").run(
         assistantId,
         org,
       ).changes;
-      if (!deleted) return false;
+      if (!deleted) return { deleted: false, runningRunIds: [], pendingRunIds: [] };
+      const threadsOfAssistant =
+        "SELECT thread_id FROM threads WHERE org_id = ? AND json_extract(metadata, '$.assistant_id') = ?";
+      const inFlight = prepared<unknown[], { run_id: string; thread_id: string; status: string }>(
+        this.#db,
+        `SELECT run_id, thread_id, status FROM runs WHERE org_id = ? AND status IN ('pending', 'running')
+           AND (assistant_id = ? ${opts.deleteThreads ? `OR thread_id IN (${threadsOfAssistant})` : ""})`,
+      ).all(org, assistantId, ...(opts.deleteThreads ? [org, assistantId] : []));
       if (opts.deleteThreads) {
-        prepared(
+        for (const { thread_id } of prepared<unknown[], { thread_id: string }>(
           this.#db,
-          "DELETE FROM threads WHERE org_id = ? AND json_extract(metadata, '$.assistant_id') = ?",
-        ).run(org, assistantId);
+          threadsOfAssistant,
+        ).all(org, assistantId)) {
+          deleteThreadCheckpoints(this.#db, thread_id);
+        }
+        prepared(this.#db, `DELETE FROM threads WHERE thread_id IN (${threadsOfAssistant})`).run(
+          org,
+          assistantId,
+        );
       }
-      prepared(this.#db, "DELETE FROM runs WHERE assistant_id = ? AND org_id = ?").run(assistantId, org);
-      return true;
+      // Executing runs keep their rows until the runtime has stopped them (it deletes them then).
+      prepared(
+        this.#db,
+        "DELETE FROM runs WHERE assistant_id = ? AND org_id = ? AND status <> 'running'",
+      ).run(assistantId, org);
+      for (const threadId of new Set(inFlight.map((r) => r.thread_id))) settleIfIdle(this.#db, threadId);
+      return {
+        deleted: true,
+        runningRunIds: inFlight.filter((r) => r.status === "running").map((r) => r.run_id),
+        pendingRunIds: inFlight.filter((r) => r.status === "pending").map((r) => r.run_id),
+      };
     })();
   }
 
