@@ -59,12 +59,13 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const crons = new CronService(storage, runs, () => scheduler.nudge());
     const app = createApp({ config, storage, graphs, runs, store, crons }, log);
 
+    await dispatcher.recover();
     const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port });
     await new Promise<void>((resolve, reject) => {
       server.once("listening", resolve);
       server.once("error", reject);
     });
-    await dispatcher.start();
+    dispatcher.start();
     scheduler.start(); // fires crons that came due while no process ran (once each), then follows them
     sweeper.start();
 

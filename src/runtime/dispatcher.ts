@@ -28,8 +28,11 @@ export class Dispatcher {
     this.#concurrency = opts.concurrency;
   }
 
-  /** Recovers runs a previous process left executing, then starts dispatching. */
-  async start(): Promise<void> {
+  /**
+   * Recovers runs a previous process left executing. Called before the server listens, so no request
+   * (a cancel, a double text) sees a dead process's run as still `running`.
+   */
+  async recover(): Promise<void> {
     const { requeued, failed } = await this.#storage.runs.recoverInterrupted(MAX_ATTEMPTS);
     if (requeued.length || failed.length) {
       this.#log.warn("recovered runs left executing by a previous process", {
@@ -38,6 +41,10 @@ export class Dispatcher {
       });
     }
     for (const runId of requeued) this.#deps.logs.open(runId);
+  }
+
+  /** Starts dispatching (after `recover`, once the server listens). */
+  start(): void {
     this.nudge();
   }
 

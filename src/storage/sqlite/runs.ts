@@ -137,14 +137,26 @@ export class SqliteRuns implements RunsRepo {
         insertThread(this.#db, thread);
       }
 
-      const inFlight: RunRow[] = this.#q(
-        "SELECT * FROM runs WHERE thread_id = ? AND status IN ('pending', 'running') ORDER BY seq",
-      ).all(a.thread_id);
-      if (inFlight.length && a.multitask_strategy === "reject") throw conflict(THREAD_BUSY_MESSAGE);
+      // enqueue needs nothing of the runs ahead of it and reject only whether there are any; only
+      // interrupt and rollback read them (a long queue would otherwise be loaded on every admission).
+      const settlesPriors = a.multitask_strategy === "interrupt" || a.multitask_strategy === "rollback";
+      if (
+        a.multitask_strategy === "reject" &&
+        this.#q("SELECT 1 FROM runs WHERE thread_id = ? AND status IN ('pending', 'running') LIMIT 1").get(
+          a.thread_id,
+        )
+      ) {
+        throw conflict(THREAD_BUSY_MESSAGE);
+      }
+      const inFlight: RunRow[] = settlesPriors
+        ? this.#q(
+            "SELECT * FROM runs WHERE thread_id = ? AND status IN ('pending', 'running') ORDER BY seq",
+          ).all(a.thread_id)
+        : [];
 
       const runningToStop: Run[] = [];
       const pendingSettled: Run[] = [];
-      if (a.multitask_strategy === "interrupt" || a.multitask_strategy === "rollback") {
+      if (settlesPriors) {
         for (const prior of inFlight) {
           if (prior.status === "running") {
             runningToStop.push(toRun(prior));
