@@ -15,6 +15,7 @@ import {
   TASKS,
   WRITES_IDX_MAP,
 } from "@langchain/langgraph-checkpoint";
+import { checkpointMetadata, runIdOf, toBuffer } from "../checkpoint-metadata.js";
 import type { CheckpointStore } from "../ports.js";
 import type { PgDatabase, Queryable } from "./database.js";
 import { Params } from "./json-filter.js";
@@ -29,18 +30,6 @@ import { Params } from "./json-filter.js";
  * writing back checkpoints of a run that was rolled back. With workers in several processes the
  * rollback signal must reach the executing worker (issue 7 part 2, Redis), which fences there.
  */
-
-const NON_METADATA_KEYS = new Set([
-  "checkpoint_id",
-  "checkpoint_ns",
-  "checkpoint_map",
-  "task_id",
-  "langgraph_step",
-  "langgraph_node",
-  "langgraph_triggers",
-  "langgraph_path",
-  "langgraph_checkpoint_ns",
-]);
 
 const DEFAULT_FENCE_CAPACITY = 10_000;
 const LIST_PAGE = 100;
@@ -64,32 +53,6 @@ interface WriteRow {
   channel: string;
   type: string | null;
   value: Buffer | null;
-}
-
-function toBuffer(bytes: Uint8Array | string): Buffer {
-  if (typeof bytes === "string") return Buffer.from(bytes, "utf8");
-  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-}
-
-function isPrimitive(v: unknown): v is string | number | boolean {
-  return typeof v === "string" || typeof v === "number" || typeof v === "boolean";
-}
-
-/** As in sqlite/checkpointer.ts: scalar run identity from config folded into the checkpoint metadata. */
-function checkpointMetadata(config: RunnableConfig, metadata: CheckpointMetadata): Record<string, unknown> {
-  const merged: Record<string, unknown> = { ...metadata };
-  for (const source of [config.metadata, config.configurable]) {
-    if (!source) continue;
-    for (const [key, value] of Object.entries(source)) {
-      if (Object.hasOwn(merged, key) || key.startsWith("__") || NON_METADATA_KEYS.has(key)) continue;
-      if (isPrimitive(value)) merged[key] = value;
-    }
-  }
-  return merged;
-}
-
-function runIdOf(value: unknown): string | null {
-  return typeof value === "string" && value !== "" ? value : null;
 }
 
 export interface PgCheckpointerOptions {

@@ -16,6 +16,7 @@ import {
   WRITES_IDX_MAP,
 } from "@langchain/langgraph-checkpoint";
 import type Database from "better-sqlite3";
+import { checkpointMetadata, runIdOf, toBuffer } from "../checkpoint-metadata.js";
 
 type Db = Database.Database;
 
@@ -55,19 +56,6 @@ CREATE TABLE IF NOT EXISTS checkpoint_writes (
 );
 `;
 
-/** Config/configurable keys that describe the call site, not the run: never copied into checkpoint metadata. */
-const NON_METADATA_KEYS = new Set([
-  "checkpoint_id",
-  "checkpoint_ns",
-  "checkpoint_map",
-  "task_id",
-  "langgraph_step",
-  "langgraph_node",
-  "langgraph_triggers",
-  "langgraph_path",
-  "langgraph_checkpoint_ns",
-]);
-
 const DEFAULT_FENCE_CAPACITY = 10_000;
 /** Rows fetched per query while `list` pages through history. */
 const LIST_PAGE = 100;
@@ -101,37 +89,6 @@ export interface SqliteCheckpointerOptions {
   serde?: SerializerProtocol;
   /** How many fenced run ids are remembered (oldest forgotten first). Default 10,000. */
   fenceCapacity?: number;
-}
-
-function toBuffer(bytes: Uint8Array | string): Buffer {
-  if (typeof bytes === "string") return Buffer.from(bytes, "utf8");
-  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-}
-
-function isPrimitive(v: unknown): v is string | number | boolean {
-  return typeof v === "string" || typeof v === "number" || typeof v === "boolean";
-}
-
-/**
- * LangGraph JS hands `put` only `{source, step, parents}`; the run's identity (`run_id`, `thread_id`,
- * `graph_id`, `assistant_id`, user metadata) lives in `config.metadata` / `config.configurable`. Like the
- * Python savers' `get_checkpoint_metadata`, fold scalar values from both into the stored metadata:
- * the checkpoint's own keys win, then `config.metadata`, then `configurable`.
- */
-function checkpointMetadata(config: RunnableConfig, metadata: CheckpointMetadata): Record<string, unknown> {
-  const merged: Record<string, unknown> = { ...metadata };
-  for (const source of [config.metadata, config.configurable]) {
-    if (!source) continue;
-    for (const [key, value] of Object.entries(source)) {
-      if (Object.hasOwn(merged, key) || key.startsWith("__") || NON_METADATA_KEYS.has(key)) continue;
-      if (isPrimitive(value)) merged[key] = value;
-    }
-  }
-  return merged;
-}
-
-function runIdOf(value: unknown): string | null {
-  return typeof value === "string" && value !== "" ? value : null;
 }
 
 /**
