@@ -7,7 +7,6 @@ import {
   type CheckpointMetadata,
   type CheckpointPendingWrite,
   type CheckpointTuple,
-  copyCheckpoint,
   getCheckpointId,
   maxChannelVersion,
   type PendingWrite,
@@ -15,7 +14,7 @@ import {
   TASKS,
   WRITES_IDX_MAP,
 } from "@langchain/langgraph-checkpoint";
-import { checkpointMetadata, runIdOf, toBuffer } from "../checkpoint-metadata.js";
+import { prepareCheckpoint, RunFence, runIdOf, toBuffer } from "../checkpoint-common.js";
 import type { CheckpointStore } from "../ports.js";
 import type { PgDatabase, Queryable } from "./database.js";
 import { Params } from "./json-filter.js";
@@ -31,7 +30,6 @@ import { Params } from "./json-filter.js";
  * rollback signal must reach the executing worker (issue 7 part 2, Redis), which fences there.
  */
 
-const DEFAULT_FENCE_CAPACITY = 10_000;
 const LIST_PAGE = 100;
 const CHECKPOINT_COLUMNS =
   "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata";
@@ -62,13 +60,12 @@ export interface PgCheckpointerOptions {
 
 export class PgCheckpointer extends BaseCheckpointSaver implements CheckpointStore {
   readonly #db: PgDatabase;
-  readonly #fenced = new Set<string>();
-  readonly #fenceCapacity: number;
+  readonly #fence: RunFence;
 
   constructor(db: PgDatabase, options: PgCheckpointerOptions = {}) {
     super(options.serde);
     this.#db = db;
-    this.#fenceCapacity = Math.max(1, options.fenceCapacity ?? DEFAULT_FENCE_CAPACITY);
+    this.#fence = new RunFence(options.fenceCapacity);
   }
 
   async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
@@ -144,45 +141,27 @@ export class PgCheckpointer extends BaseCheckpointSaver implements CheckpointSto
     metadata: CheckpointMetadata,
     _newVersions: ChannelVersions,
   ): Promise<RunnableConfig> {
-    const threadId = config.configurable?.thread_id;
-    if (threadId === undefined || threadId === null) {
-      throw new Error('Failed to put checkpoint: config.configurable is missing "thread_id".');
-    }
-    const ns = String(config.configurable?.checkpoint_ns ?? "");
-    const parentId = config.configurable?.checkpoint_id;
-    const result: RunnableConfig = {
-      configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id },
-    };
-    const merged = checkpointMetadata(config, metadata);
-    const runId = runIdOf(merged.run_id);
-    if (runId !== null && this.#fenced.has(runId)) return result;
-
-    const [[type, serializedCheckpoint], [metadataType, serializedMetadata]] = await Promise.all([
-      this.serde.dumpsTyped(copyCheckpoint(checkpoint)),
-      this.serde.dumpsTyped(merged),
-    ]);
-    if (metadataType !== "json") {
-      throw new Error(`PgCheckpointer needs metadata serialized as JSON, got "${metadataType}"`);
-    }
-    if (runId !== null && this.#fenced.has(runId)) return result;
-    await this.#db.query(
-      `INSERT INTO checkpoints
+    const { result, row } = await prepareCheckpoint(this.serde, this.#fence, config, checkpoint, metadata);
+    if (row) {
+      await this.#db.query(
+        `INSERT INTO checkpoints
          (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id, type, checkpoint, metadata)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
        ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
          parent_checkpoint_id = excluded.parent_checkpoint_id, run_id = excluded.run_id,
          type = excluded.type, checkpoint = excluded.checkpoint, metadata = excluded.metadata`,
-      [
-        String(threadId),
-        ns,
-        checkpoint.id,
-        parentId ? String(parentId) : null,
-        runId,
-        type,
-        toBuffer(serializedCheckpoint),
-        toBuffer(serializedMetadata),
-      ],
-    );
+        [
+          row.threadId,
+          row.ns,
+          row.checkpointId,
+          row.parentId,
+          row.runId,
+          row.type,
+          row.checkpoint,
+          row.metadata,
+        ],
+      );
+    }
     return result;
   }
 
@@ -201,11 +180,11 @@ export class PgCheckpointer extends BaseCheckpointSaver implements CheckpointSto
       throw new Error('Failed to put writes: config.configurable is missing "checkpoint_id".');
     if (writes.length === 0) return;
     const runId = runIdOf(config.metadata?.run_id);
-    if (runId !== null && this.#fenced.has(runId)) return;
+    if (this.#fence.has(runId)) return;
     const ns = String(config.configurable?.checkpoint_ns ?? "");
 
     const serialized = await Promise.all(writes.map(([, value]) => this.serde.dumpsTyped(value)));
-    if (runId !== null && this.#fenced.has(runId)) return;
+    if (this.#fence.has(runId)) return;
     await this.#db.tx(async (c) => {
       for (const [i, [channel]] of writes.entries()) {
         const idx = Object.hasOwn(WRITES_IDX_MAP, channel) ? WRITES_IDX_MAP[channel] : i;
@@ -297,16 +276,11 @@ export class PgCheckpointer extends BaseCheckpointSaver implements CheckpointSto
   }
 
   fenceRun(runId: string): void {
-    this.#fenced.delete(runId);
-    this.#fenced.add(runId);
-    while (this.#fenced.size > this.#fenceCapacity) {
-      const oldest = this.#fenced.values().next().value as string;
-      this.#fenced.delete(oldest);
-    }
+    this.#fence.add(runId);
   }
 
   isFenced(runId: string): boolean {
-    return this.#fenced.has(runId);
+    return this.#fence.has(runId);
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import type {
   StoreSearchQuery,
   StoreWrite,
 } from "../ports.js";
+import { literalPrefix, selectNamespaces } from "../store-namespaces.js";
 import type { PgDatabase, Queryable } from "./database.js";
 import { jsonContains, Params } from "./json-filter.js";
 
@@ -65,16 +66,6 @@ function condition(column: string, c: StoreFilterCondition, params: Params): str
     }
   }
 }
-
-function compareLabels(a: string[], b: string[]): number {
-  for (let i = 0; i < Math.min(a.length, b.length); i++) {
-    if (a[i] !== b[i]) return a[i] < b[i] ? -1 : 1;
-  }
-  return a.length - b.length;
-}
-
-const matchesAt = (labels: string[], pattern: string[], start: number) =>
-  pattern.every((p, i) => p === "*" || labels[start + i] === p);
 
 export class PgStore implements StoreRepo {
   readonly #db: PgDatabase;
@@ -197,11 +188,7 @@ export class PgStore implements StoreRepo {
   }
 
   async listNamespaces(org: OrgId, q: NamespaceQuery, now: number): Promise<string[][]> {
-    const literal: string[] = [];
-    for (const label of q.prefix ?? []) {
-      if (label === "*") break;
-      literal.push(label);
-    }
+    const literal = literalPrefix(q.prefix);
     const params = new Params([org, now]);
     const under = underNamespace("i.namespace", literal, params);
     const { rows } = await this.#db.query<{ namespace: string }>(
@@ -209,25 +196,10 @@ export class PgStore implements StoreRepo {
        WHERE i.org_id = $1 AND (i.expires_at IS NULL OR i.expires_at > $2) AND ${under}`,
       params.values,
     );
-    const seen = new Set<string>();
-    const out: string[][] = [];
-    for (const { namespace } of rows) {
-      let labels = namespace.split(".");
-      const { prefix, suffix } = q;
-      if (prefix && (labels.length < prefix.length || !matchesAt(labels, prefix, 0))) continue;
-      if (
-        suffix &&
-        (labels.length < suffix.length || !matchesAt(labels, suffix, labels.length - suffix.length))
-      )
-        continue;
-      if (q.maxDepth !== undefined) labels = labels.slice(0, q.maxDepth);
-      const id = labels.join(".");
-      if (seen.has(id)) continue;
-      seen.add(id);
-      out.push(labels);
-    }
-    out.sort(compareLabels);
-    return out.slice(q.offset, q.offset + q.limit);
+    return selectNamespaces(
+      rows.map((r) => r.namespace),
+      q,
+    );
   }
 
   async sweepExpired(now: number): Promise<number> {

@@ -7,7 +7,6 @@ import {
   type CheckpointMetadata,
   type CheckpointPendingWrite,
   type CheckpointTuple,
-  copyCheckpoint,
   getCheckpointId,
   maxChannelVersion,
   type PendingWrite,
@@ -16,7 +15,7 @@ import {
   WRITES_IDX_MAP,
 } from "@langchain/langgraph-checkpoint";
 import type Database from "better-sqlite3";
-import { checkpointMetadata, runIdOf, toBuffer } from "../checkpoint-metadata.js";
+import { prepareCheckpoint, RunFence, runIdOf, toBuffer } from "../checkpoint-common.js";
 
 type Db = Database.Database;
 
@@ -56,7 +55,6 @@ CREATE TABLE IF NOT EXISTS checkpoint_writes (
 );
 `;
 
-const DEFAULT_FENCE_CAPACITY = 10_000;
 /** Rows fetched per query while `list` pages through history. */
 const LIST_PAGE = 100;
 
@@ -97,8 +95,7 @@ export interface SqliteCheckpointerOptions {
  */
 export class SqliteCheckpointer extends BaseCheckpointSaver {
   readonly #db: Db;
-  readonly #fenced = new Set<string>();
-  readonly #fenceCapacity: number;
+  readonly #fence: RunFence;
   readonly #listStatements = new Map<string, Stmt>();
 
   readonly #getById: Stmt<[string, string, string], CheckpointRow>;
@@ -131,7 +128,7 @@ export class SqliteCheckpointer extends BaseCheckpointSaver {
   constructor(db: Db, options: SqliteCheckpointerOptions = {}) {
     super(options.serde);
     this.#db = db;
-    this.#fenceCapacity = Math.max(1, options.fenceCapacity ?? DEFAULT_FENCE_CAPACITY);
+    this.#fence = new RunFence(options.fenceCapacity);
     SqliteCheckpointer.migrate(db);
 
     this.#getById = db.prepare(
@@ -320,38 +317,19 @@ export class SqliteCheckpointer extends BaseCheckpointSaver {
     metadata: CheckpointMetadata,
     _newVersions: ChannelVersions,
   ): Promise<RunnableConfig> {
-    const threadId = config.configurable?.thread_id;
-    if (threadId === undefined || threadId === null) {
-      throw new Error('Failed to put checkpoint: config.configurable is missing "thread_id".');
+    const { result, row } = await prepareCheckpoint(this.serde, this.#fence, config, checkpoint, metadata);
+    if (row) {
+      this.#upsertCheckpoint.run(
+        row.threadId,
+        row.ns,
+        row.checkpointId,
+        row.parentId,
+        row.runId,
+        row.type,
+        row.checkpoint,
+        row.metadata,
+      );
     }
-    const ns = String(config.configurable?.checkpoint_ns ?? "");
-    const parentId = config.configurable?.checkpoint_id;
-    const result: RunnableConfig = {
-      configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id },
-    };
-    const merged = checkpointMetadata(config, metadata);
-    const runId = runIdOf(merged.run_id);
-    if (runId !== null && this.#fenced.has(runId)) return result;
-
-    const [[type, serializedCheckpoint], [metadataType, serializedMetadata]] = await Promise.all([
-      this.serde.dumpsTyped(copyCheckpoint(checkpoint)),
-      this.serde.dumpsTyped(merged),
-    ]);
-    if (metadataType !== "json") {
-      throw new Error(`SqliteCheckpointer needs metadata serialized as JSON, got "${metadataType}"`);
-    }
-    // The run may have been fenced (rolled back) while serialization was awaited.
-    if (runId !== null && this.#fenced.has(runId)) return result;
-    this.#upsertCheckpoint.run(
-      String(threadId),
-      ns,
-      checkpoint.id,
-      parentId ? String(parentId) : null,
-      runId,
-      type,
-      toBuffer(serializedCheckpoint),
-      toBuffer(serializedMetadata),
-    );
     return result;
   }
 
@@ -376,11 +354,11 @@ export class SqliteCheckpointer extends BaseCheckpointSaver {
       throw new Error('Failed to put writes: config.configurable is missing "checkpoint_id".');
     if (writes.length === 0) return;
     const runId = runIdOf(config.metadata?.run_id);
-    if (runId !== null && this.#fenced.has(runId)) return;
+    if (this.#fence.has(runId)) return;
     const ns = String(config.configurable?.checkpoint_ns ?? "");
 
     const serialized = await Promise.all(writes.map(([, value]) => this.serde.dumpsTyped(value)));
-    if (runId !== null && this.#fenced.has(runId)) return;
+    if (this.#fence.has(runId)) return;
     const rows = writes.map(
       ([channel], i) =>
         [
@@ -439,16 +417,11 @@ export class SqliteCheckpointer extends BaseCheckpointSaver {
    * dropped. Remembers the most recent `fenceCapacity` ids.
    */
   fenceRun(runId: string): void {
-    this.#fenced.delete(runId);
-    this.#fenced.add(runId);
-    while (this.#fenced.size > this.#fenceCapacity) {
-      const oldest = this.#fenced.values().next().value as string;
-      this.#fenced.delete(oldest);
-    }
+    this.#fence.add(runId);
   }
 
   isFenced(runId: string): boolean {
-    return this.#fenced.has(runId);
+    return this.#fence.has(runId);
   }
 
   // ---------------------------------------------------------------------------------------------

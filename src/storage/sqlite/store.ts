@@ -8,6 +8,7 @@ import type {
   StoreSearchQuery,
   StoreWrite,
 } from "../ports.js";
+import { literalPrefix, selectNamespaces } from "../store-namespaces.js";
 import { type Db, statementCache } from "./database.js";
 import { jsonContains, type SqlFragment } from "./json-filter.js";
 
@@ -109,16 +110,6 @@ function condition(column: string, c: StoreFilterCondition): SqlFragment {
     }
   }
 }
-
-function compareLabels(a: string[], b: string[]): number {
-  for (let i = 0; i < Math.min(a.length, b.length); i++) {
-    if (a[i] !== b[i]) return a[i] < b[i] ? -1 : 1;
-  }
-  return a.length - b.length;
-}
-
-const matchesAt = (labels: string[], pattern: string[], start: number) =>
-  pattern.every((p, i) => p === "*" || labels[start + i] === p);
 
 export class SqliteStore implements StoreRepo {
   readonly #db: Db;
@@ -244,34 +235,15 @@ export class SqliteStore implements StoreRepo {
 
   async listNamespaces(org: OrgId, q: NamespaceQuery, now: number): Promise<string[][]> {
     // SQL narrows to the literal leading labels of the prefix; wildcards, suffix and depth are applied here.
-    const literal: string[] = [];
-    for (const label of q.prefix ?? []) {
-      if (label === "*") break;
-      literal.push(label);
-    }
+    const literal = literalPrefix(q.prefix);
     const under = underNamespace("i.namespace", literal);
     const rows = this.#q(
       `SELECT DISTINCT i.namespace FROM store_items i WHERE i.org_id = ? AND ${LIVE} AND ${under.sql}`,
     ).all(org, now, ...under.params) as { namespace: string }[];
-    const seen = new Set<string>();
-    const out: string[][] = [];
-    for (const { namespace } of rows) {
-      let labels = namespace.split(".");
-      const { prefix, suffix } = q;
-      if (prefix && (labels.length < prefix.length || !matchesAt(labels, prefix, 0))) continue;
-      if (
-        suffix &&
-        (labels.length < suffix.length || !matchesAt(labels, suffix, labels.length - suffix.length))
-      )
-        continue;
-      if (q.maxDepth !== undefined) labels = labels.slice(0, q.maxDepth);
-      const id = labels.join(".");
-      if (seen.has(id)) continue;
-      seen.add(id);
-      out.push(labels);
-    }
-    out.sort(compareLabels);
-    return out.slice(q.offset, q.offset + q.limit);
+    return selectNamespaces(
+      rows.map((r) => r.namespace),
+      q,
+    );
   }
 
   async sweepExpired(now: number): Promise<number> {
