@@ -1,8 +1,8 @@
 import { badRequest, conflict, notFound } from "../errors.js";
-import { checkpointRef } from "../runtime/checkpoint-ref.js";
+import { checkpointRef, interruptsByTask } from "../runtime/checkpoint-ref.js";
 import type { CompiledGraph, GraphRegistry } from "../runtime/graphs.js";
 import { toPlain } from "../runtime/serialize.js";
-import type { Interrupt, OrgId, Storage, Thread } from "../storage/ports.js";
+import type { OrgId, Storage, Thread } from "../storage/ports.js";
 
 /** A LangGraph StateSnapshot in the wire shape of the official servers (ThreadState). */
 export function toThreadState(snapshot: any): Record<string, unknown> {
@@ -37,14 +37,6 @@ export const EMPTY_STATE = {
   parent_checkpoint: null,
   interrupts: [],
 };
-
-/** Interrupts of a snapshot, keyed by task id (the `thread.interrupts` shape). */
-export function interruptsByTask(snapshot: any): Record<string, Interrupt[]> {
-  const out: Record<string, Interrupt[]> = {};
-  for (const t of snapshot.tasks ?? [])
-    if (t.interrupts?.length) out[t.id] = toPlain(t.interrupts) as Interrupt[];
-  return out;
-}
 
 /**
  * Reads and writes a thread's graph state. The graph is the one the thread last ran (its

@@ -203,7 +203,7 @@ function parseApiKeys(raw: string | undefined): Record<string, string> {
     const org = entry.slice(at + 1).trim();
     if (at < 0 || key === "" || org === "") {
       throw new ConfigError(
-        `HANGAR_API_KEYS: each entry must be "key:organization"; got ${JSON.stringify(entry.trim().slice(0, 6) + "…")}`,
+        `HANGAR_API_KEYS: each entry must be "key:organization"; got ${JSON.stringify(`${entry.trim().slice(0, 6)}…`)}`,
       );
     }
     keys[key] = org;

@@ -1,3 +1,6 @@
+import type { Interrupt } from "../storage/ports.js";
+import { toPlain } from "./serialize.js";
+
 /** The wire form of a LangGraph checkpoint config: `{thread_id, checkpoint_ns, checkpoint_id, checkpoint_map}`. */
 export function checkpointRef(config: any): Record<string, unknown> | null {
   const c = config?.configurable;
@@ -23,4 +26,15 @@ export function withCheckpointRefs(payload: any): any {
     checkpoint: checkpointRef(payload.config),
     parent_checkpoint: checkpointRef(parentConfig),
   };
+}
+
+/** Interrupts of a state snapshot, keyed by task id (the `thread.interrupts` shape). */
+export function interruptsByTask(snapshot: {
+  tasks?: { id: string; interrupts?: unknown[] }[];
+}): Record<string, Interrupt[]> {
+  const out: Record<string, Interrupt[]> = {};
+  for (const task of snapshot.tasks ?? []) {
+    if (task.interrupts?.length) out[task.id] = toPlain(task.interrupts) as Interrupt[];
+  }
+  return out;
 }

@@ -101,10 +101,6 @@ export class Dispatcher {
     this.#timer.unref();
   }
 
-  isExecuting(runId: string): boolean {
-    return this.#active.has(runId);
-  }
-
   /** Stops a run executing here; resolves once it has settled. False if it is not executing here. */
   async stop(runId: string, reason: StopReason): Promise<boolean> {
     const entry = this.#active.get(runId);

@@ -1,8 +1,8 @@
 import { Command, Send } from "@langchain/langgraph";
 import type { Logger } from "../cli/logger.js";
-import type { Interrupt, OrgId, Run, Storage } from "../storage/ports.js";
+import type { OrgId, Run, Storage } from "../storage/ports.js";
 import type { RunLogs } from "../streams/run-log.js";
-import { withCheckpointRefs } from "./checkpoint-ref.js";
+import { interruptsByTask, withCheckpointRefs } from "./checkpoint-ref.js";
 import type { CompiledGraph, GraphRegistry } from "./graphs.js";
 import { toJson, toPlain } from "./serialize.js";
 import type { HangarStore } from "./store.js";
@@ -110,7 +110,7 @@ export async function executeRun(
     const state = kwargs.temporary
       ? null
       : await graph.getState({ configurable: { thread_id: run.thread_id } });
-    const interrupts = state ? interruptsOf(state) : {};
+    const interrupts = state ? interruptsByTask(state) : {};
     const values = toPlain(state ? state.values : lastValues);
     outcome = { status: "success", values, interrupts, hasNext: state ? state.next.length > 0 : false };
   } catch (err) {
@@ -240,16 +240,6 @@ function toCommand(c: Record<string, unknown>): Command {
         ? c.goto.map(toGoto)
         : toGoto(c.goto);
   return new Command({ resume: c.resume, update: c.update as any, goto: goto as any });
-}
-
-function interruptsOf(state: {
-  tasks?: { id: string; interrupts?: unknown[] }[];
-}): Record<string, Interrupt[]> {
-  const out: Record<string, Interrupt[]> = {};
-  for (const task of state.tasks ?? []) {
-    if (task.interrupts?.length) out[task.id] = toPlain(task.interrupts) as Interrupt[];
-  }
-  return out;
 }
 
 /**

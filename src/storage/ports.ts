@@ -116,8 +116,6 @@ export interface RunKwargs {
   webhook?: string;
   feedback_keys?: string[];
   temporary: boolean;
-  subgraphs?: boolean;
-  resumable?: boolean;
   [k: string]: unknown;
 }
 
