@@ -137,7 +137,7 @@ export interface RunAdmission {
   run_id: string;
   thread_id: string;
   assistant: Assistant;
-  /** Run metadata as stored on the run (assistant ∪ thread ∪ request metadata is merged by the adapter). */
+  /** Run metadata as stored on the run: the request's `metadata`. */
   metadata: JsonObject;
   kwargs: RunKwargs;
   multitask_strategy: MultitaskStrategy;
