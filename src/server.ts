@@ -2,6 +2,7 @@ import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { guardNetworkExposure } from "./cli/exposure.js";
 import type { Logger } from "./cli/logger.js";
+import { ClusterBus, RedisLink } from "./cluster/redis.js";
 import type { Config } from "./config/index.js";
 import { createApp } from "./http/app.js";
 import { CronScheduler } from "./runtime/cron-scheduler.js";
@@ -15,19 +16,22 @@ import { StoreSweeper } from "./runtime/store-sweeper.js";
 import { DEFAULT_ORG, type Storage } from "./storage/ports.js";
 import { openPostgresStorage } from "./storage/postgres/index.js";
 import { openSqliteStorage } from "./storage/sqlite/index.js";
-import { RunLogs } from "./streams/run-log.js";
+import { RedisRunLogs } from "./streams/redis-run-logs.js";
+import { MemoryRunLogs, type RunLogs } from "./streams/run-log.js";
 
 /** How long a shutdown lets runs in flight finish before handing them back. */
 const SHUTDOWN_GRACE_MS = 5_000;
 
 export interface RunningServer {
+  /** Empty for a worker process, which serves no HTTP. */
   url: string;
   close(): Promise<void>;
 }
 
 /**
- * Wires the server together: storage → graphs → default assistants → dispatcher → HTTP.
- * Throws GraphLoadError for a graph that does not load and the listen error (EADDRINUSE) as is.
+ * Wires the server together: storage (+ Redis when scaled out) → graphs → default assistants →
+ * dispatcher → HTTP. A `worker` process is the same without the listening socket. Throws
+ * GraphLoadError for a graph that does not load and the listen error (EADDRINUSE) as is.
  */
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
   // Graph code reads its settings from process.env; langgraph.json `env` never overrides the real environment.
@@ -36,7 +40,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const storage = config.postgresUri
     ? await openPostgresStorage({ uri: config.postgresUri })
     : openSqliteStorage({ dataDir: config.dataDir, synchronous: config.sqliteSynchronous });
+  let redis: RedisLink | undefined;
   try {
+    if (config.redisUri) redis = await RedisLink.connect(config.redisUri, config.redisPrefix, log);
     const keysConfigured =
       Object.keys(config.apiKeys).length > 0 || (await storage.auth.countActiveKeys()) > 0;
     guardNetworkExposure(config, keysConfigured, log);
@@ -48,45 +54,57 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const graphs = await GraphRegistry.load(config.graphs, storage.checkpointer, store);
     await ensureDefaultAssistants(config, storage);
 
-    const logs = new RunLogs({ retentionSeconds: config.streamRetentionSeconds });
+    const retention = { retentionSeconds: config.streamRetentionSeconds };
+    const logs: RunLogs = redis ? new RedisRunLogs(redis, retention) : new MemoryRunLogs(retention);
     const localFetch = (request: Request) => Promise.resolve(app.fetch(request));
+    const leaseMs = config.leaseSeconds * 1000;
     const dispatcher = new Dispatcher(
       { graphs, storage, logs, log, localFetch, store },
-      { concurrency: config.workers },
+      { concurrency: config.workers, leaseMs, bus: redis && new ClusterBus(redis) },
     );
-    const runs = new RunService(storage, graphs, dispatcher, logs);
+    const runs = new RunService(storage, graphs, dispatcher, logs, { leaseMs });
     const scheduler = new CronScheduler({ crons: storage.crons, runs, log });
     const crons = new CronService(storage, runs, () => scheduler.nudge());
     const app = createApp({ config, storage, graphs, runs, store, crons }, log);
 
     await dispatcher.recover();
-    const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port });
-    await new Promise<void>((resolve, reject) => {
-      server.once("listening", resolve);
-      server.once("error", reject);
-    });
-    dispatcher.start();
+    const server = config.mode === "worker" ? undefined : await listen(app.fetch, config);
+    await dispatcher.start();
     scheduler.start(); // fires crons that came due while no process ran (once each), then follows them
     sweeper.start();
 
-    const { port } = server.address() as AddressInfo;
-    const host = config.host.includes(":") ? `[${config.host}]` : config.host;
+    let url = "";
+    if (server) {
+      const { port } = server.address() as AddressInfo;
+      url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
+    }
     return {
-      url: `http://${host}:${port}`,
+      url,
       async close() {
-        server.close();
+        server?.close();
         await scheduler.close();
         await sweeper.close();
         await dispatcher.close(SHUTDOWN_GRACE_MS);
-        logs.close();
-        if ("closeAllConnections" in server) server.closeAllConnections();
+        await logs.close();
+        if (server && "closeAllConnections" in server) server.closeAllConnections();
+        await redis?.close();
         await storage.close();
       },
     };
   } catch (err) {
+    await redis?.close();
     await storage.close();
     throw err;
   }
+}
+
+async function listen(fetch: (request: Request) => Response | Promise<Response>, config: Config) {
+  const server = serve({ fetch, hostname: config.host, port: config.port });
+  await new Promise<void>((resolve, reject) => {
+    server.once("listening", resolve);
+    server.once("error", reject);
+  });
+  return server;
 }
 
 /** One system assistant per graph (id = uuid5(graph id)), configured from LANGGRAPH_CONFIG if set. */

@@ -1,8 +1,10 @@
 /**
- * `hangar dev` / `hangar serve`: parse flags, build the Config, start the server, shut down on a signal.
+ * `hangar dev` / `hangar serve` / `hangar worker`: parse flags, build the Config, start the server,
+ * shut down on a signal.
  *
  * Contract with callers and tests:
- *   - success: exactly one line on stdout, `Hangar listening on <url>` (the real bound address);
+ *   - success: exactly one line on stdout, `Hangar listening on <url>` (the real bound address), or for
+ *     `hangar worker` (no HTTP) `Hangar worker ready`;
  *     everything else goes to stderr;
  *   - exit 2: usage errors (unknown command or flag, missing flag value);
  *   - exit 1: configuration errors, graphs that fail to load, a port in use, any other startup failure
@@ -17,7 +19,8 @@ import { createLogger, type Logger } from "./logger.js";
 
 const COMMANDS = {
   dev: "Run the agent server for local development",
-  serve: "Run the agent server for production",
+  serve: "Run the agent server for production (with --no-workers: the API only)",
+  worker: "Execute runs only, beside API processes (needs --postgres-uri and --redis-uri)",
 } as const;
 type Command = keyof typeof COMMANDS;
 
@@ -29,6 +32,8 @@ const OPTIONS = {
   workers: { type: "string" },
   "sqlite-synchronous": { type: "string" },
   "postgres-uri": { type: "string" },
+  "redis-uri": { type: "string" },
+  "no-workers": { type: "boolean" },
   "log-level": { type: "string" },
   "allow-unauthenticated": { type: "boolean" },
   help: { type: "boolean", short: "h" },
@@ -43,6 +48,8 @@ const OPTIONS_HELP = `Options:
       --workers <n>           Runs executing at once in this process        [HANGAR_WORKERS] (32)
       --sqlite-synchronous <normal|full>                                    [HANGAR_SQLITE_SYNCHRONOUS] (normal)
       --postgres-uri <uri>    Store everything in Postgres, not SQLite      [POSTGRES_URI]
+      --redis-uri <uri>       Share run streams and signals between processes [REDIS_URI]
+      --no-workers            API only: runs execute in \`hangar worker\` processes
       --log-level <debug|info|warn|error>                                   [HANGAR_LOG_LEVEL] (info)
       --allow-unauthenticated serve with no API key on a non-loopback host  [HANGAR_ALLOW_UNAUTHENTICATED]
   -h, --help                  Show help
@@ -51,7 +58,8 @@ const OPTIONS_HELP = `Options:
 Flags win over HANGAR_* variables, which win over the "hangar" section of langgraph.json
 ({"hangar": {"host", "port", "data_dir", "workers"}}). Also read from the environment:
 HANGAR_STREAM_RETENTION_SECONDS (300), LANGGRAPH_CONFIG (default assistant configs by graph id),
-HANGAR_API_KEYS (key:organization,… — with any key configured, every request needs X-Api-Key).
+HANGAR_API_KEYS (key:organization,… — with any key configured, every request needs X-Api-Key),
+HANGAR_LEASE_SECONDS (30: a dead worker's runs are recovered after this), HANGAR_REDIS_PREFIX (hangar:).
 
 Administration (on the data dir; works while the server runs):
   hangar keys create --org <name> | keys list | keys revoke <id|prefix>
@@ -111,6 +119,8 @@ export async function main(argv: string[] = process.argv.slice(2)): Promise<void
         workers: values.workers,
         sqliteSynchronous: values["sqlite-synchronous"],
         postgresUri: values["postgres-uri"],
+        redisUri: values["redis-uri"],
+        noWorkers: values["no-workers"],
         logLevel: values["log-level"],
         allowUnauthenticated: values["allow-unauthenticated"],
       },
@@ -135,12 +145,14 @@ async function run(config: Config, log: Logger): Promise<void> {
     return fail(err, config.logLevel === "debug", config);
   }
 
-  process.stdout.write(`Hangar listening on ${server.url}\n`);
+  process.stdout.write(
+    config.mode === "worker" ? "Hangar worker ready\n" : `Hangar listening on ${server.url}\n`,
+  );
   if (config.mode === "dev") {
     process.stderr.write(devBanner(config, server.url));
   } else {
-    log.info("server started", {
-      url: server.url,
+    log.info(config.mode === "worker" ? "worker started" : "server started", {
+      url: server.url || undefined,
       graphs: config.graphs.map((g) => g.id).join(","),
       data_dir: config.dataDir,
       workers: config.workers,

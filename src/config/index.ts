@@ -48,7 +48,8 @@ export type LogLevel = "debug" | "info" | "warn" | "error";
 export type SqliteSynchronous = "normal" | "full";
 
 export interface Config {
-  mode: "dev" | "serve";
+  /** `worker`: executes runs only, no HTTP server (scale-out). */
+  mode: "dev" | "serve" | "worker";
   /** Absolute path of langgraph.json. */
   configPath: string;
   /** Its directory; graph paths, the env file and the default data dir are relative to it. */
@@ -62,7 +63,7 @@ export interface Config {
   /** From langgraph.json `env` (an object, or a .env file). Not applied to process.env here. */
   env: Record<string, string>;
   http: HttpConfig;
-  /** Runs executing concurrently per process. */
+  /** Runs executing concurrently per process; 0 (`--no-workers`) = an API process that executes none. */
   workers: number;
   sqliteSynchronous: SqliteSynchronous;
   /** How long a finished run's event log stays joinable. */
@@ -78,6 +79,12 @@ export interface Config {
   warnings: string[];
   /** `--postgres-uri` / `POSTGRES_URI`: store everything in Postgres instead of the SQLite file in dataDir. */
   postgresUri?: string;
+  /** `--redis-uri` / `REDIS_URI`: run event logs, wake-ups and stop signals shared by several processes. */
+  redisUri?: string;
+  /** Prefix of every Redis key and channel (`HANGAR_REDIS_PREFIX`), so deployments can share a Redis. */
+  redisPrefix: string;
+  /** How long a worker holds a claimed run without a heartbeat before the sweeper recovers it. */
+  leaseSeconds: number;
 }
 
 export interface ConfigFlags {
@@ -91,10 +98,12 @@ export interface ConfigFlags {
   logLevel: string;
   allowUnauthenticated: boolean;
   postgresUri: string;
+  redisUri: string;
+  noWorkers: boolean;
 }
 
 export interface LoadConfigOptions {
-  mode: "dev" | "serve";
+  mode: Config["mode"];
   flags: Partial<ConfigFlags>;
   env: NodeJS.ProcessEnv;
   cwd: string;
@@ -109,6 +118,8 @@ export const DEFAULTS = Object.freeze({
   sqliteSynchronous: "normal" as SqliteSynchronous,
   streamRetentionSeconds: 300,
   logLevel: "info" as LogLevel,
+  redisPrefix: "hangar:",
+  leaseSeconds: 30,
 });
 
 const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
@@ -151,6 +162,24 @@ export function loadConfig(opts: LoadConfigOptions): Config {
   if (postgres && !/^postgres(ql)?:\/\//.test(String(postgres[1]))) {
     throw new ConfigError(`${postgres[0]}: must be a postgres:// or postgresql:// URI`);
   }
+  const redis = first(["--redis-uri", flags.redisUri], ["REDIS_URI", env.REDIS_URI]);
+  if (redis && !/^rediss?:\/\//.test(String(redis[1]))) {
+    throw new ConfigError(`${redis[0]}: must be a redis:// or rediss:// URI`);
+  }
+  if (redis && !postgres) {
+    throw new ConfigError(
+      `${redis[0]}: Redis connects several processes that share one database; set --postgres-uri (POSTGRES_URI) too`,
+    );
+  }
+  const lease = first(["HANGAR_LEASE_SECONDS", env.HANGAR_LEASE_SECONDS]);
+  const noWorkers = flags.noWorkers === true;
+  if (noWorkers && opts.mode === "worker")
+    throw new ConfigError("--no-workers: a worker process executes runs");
+  if ((noWorkers || opts.mode === "worker") && !redis) {
+    throw new ConfigError(
+      `${noWorkers ? "--no-workers" : "hangar worker"}: API and worker processes find each other through Redis; set --redis-uri (REDIS_URI) and --postgres-uri (POSTGRES_URI)`,
+    );
+  }
 
   const dataDir =
     firstPath(cwd, flags.dataDir, env.HANGAR_DATA_DIR) ??
@@ -177,7 +206,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     graphs,
     env: fileEnv,
     http: file.http as HttpConfig,
-    workers: workers ? integer(workers, 1, Number.MAX_SAFE_INTEGER) : DEFAULTS.workers,
+    workers: noWorkers ? 0 : workers ? integer(workers, 1, Number.MAX_SAFE_INTEGER) : DEFAULTS.workers,
     sqliteSynchronous: sync ? oneOf(sync, SQLITE_SYNCHRONOUS) : DEFAULTS.sqliteSynchronous,
     streamRetentionSeconds: retention
       ? integer(retention, 0, Number.MAX_SAFE_INTEGER)
@@ -189,6 +218,9 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       flags.allowUnauthenticated === true || /^(1|true|yes)$/i.test(env.HANGAR_ALLOW_UNAUTHENTICATED ?? ""),
     warnings,
     ...(postgres && { postgresUri: String(postgres[1]) }),
+    ...(redis && { redisUri: String(redis[1]) }),
+    redisPrefix: env.HANGAR_REDIS_PREFIX || DEFAULTS.redisPrefix,
+    leaseSeconds: lease ? integer(lease, 1, 86_400) : DEFAULTS.leaseSeconds,
   };
   return deepFreeze(config);
 }

@@ -1,56 +1,98 @@
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
 import type { Logger } from "../cli/logger.js";
-import { DEFAULT_ORG, type OrgId, type Run, type Storage } from "../storage/ports.js";
+import type { ClusterBus } from "../cluster/redis.js";
+import {
+  DEFAULT_ORG,
+  type Lease,
+  type OrgId,
+  type Run,
+  type StopAction,
+  type Storage,
+} from "../storage/ports.js";
 import { type ExecutorDeps, executeRun, type StopReason } from "./executor.js";
 
 /** A run that a dead process left `running` is retried this many times in all, then failed. */
 export const MAX_ATTEMPTS = 3;
 
+export interface DispatcherOptions {
+  /** Runs executed at once by this process; 0 = an API-only process that executes nothing. */
+  concurrency: number;
+  /** How long a claimed run stays this worker's without a heartbeat (renewed every third of it). */
+  leaseMs: number;
+  /** Signals to and from other processes (scale-out); absent in the embedded mode. */
+  bus?: ClusterBus;
+}
+
 /**
  * The worker pool: claims due runs from storage and executes up to `concurrency` at a time.
- * Dispatch is push-based: admission calls `nudge()`, a finishing run nudges again, and the only
- * timer is the one set for the next delayed (`after_seconds`) run. There is no polling loop.
+ * Dispatch is push-based: admission calls `nudge()`, a finishing run nudges again, other processes
+ * wake it over the bus, and the only timers are the one for the next delayed (`after_seconds`) run,
+ * the lease heartbeat while runs execute, and the sweeper of expired leases.
  */
 export class Dispatcher {
   readonly #deps: ExecutorDeps;
   readonly #storage: Storage;
   readonly #log: Logger;
   readonly #concurrency: number;
+  readonly #lease: Lease;
+  readonly #bus?: ClusterBus;
   readonly #active = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  readonly #unsubscribe: (() => void)[] = [];
   #pumping = false;
   #again = false;
   #stopped = false;
   #timer?: NodeJS.Timeout;
+  #heartbeat?: NodeJS.Timeout;
+  #sweeper?: NodeJS.Timeout;
 
-  constructor(deps: ExecutorDeps, opts: { concurrency: number }) {
+  constructor(deps: ExecutorDeps, opts: DispatcherOptions) {
     this.#deps = deps;
     this.#storage = deps.storage;
     this.#log = deps.log;
     this.#concurrency = opts.concurrency;
+    // Says where a run executes (operators read it on the run row): host, process, and this start.
+    const workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.#lease = { workerId, ms: opts.leaseMs };
+    this.#bus = opts.bus;
   }
 
   /**
-   * Recovers runs a previous process left executing. Called before the server listens, so no request
-   * (a cancel, a double text) sees a dead process's run as still `running`.
+   * Recovers runs a previous process left executing, when this process owns the storage (embedded
+   * SQLite). Called before the server listens, so no request sees a dead process's run as running.
+   * Shared storage has no such moment: there, runs of dead workers are found by their expired lease.
    */
   async recover(): Promise<void> {
-    const { requeued, failed } = await this.#storage.runs.recoverInterrupted(MAX_ATTEMPTS);
-    if (requeued.length || failed.length) {
-      this.#log.warn("recovered runs left executing by a previous process", {
-        requeued: requeued.length,
-        failed: failed.length,
-      });
-    }
-    for (const runId of requeued) this.#deps.logs.open(runId);
+    if (!this.#storage.exclusive) return;
+    this.#settleRecovered(await this.#storage.runs.recoverInterrupted(MAX_ATTEMPTS));
   }
 
-  /** Starts dispatching (after `recover`, once the server listens). */
-  start(): void {
+  /** Starts dispatching (after `recover`, once the server listens), following the bus if there is one. */
+  async start(): Promise<void> {
+    if (this.#bus) {
+      if (this.#concurrency > 0) this.#unsubscribe.push(await this.#bus.onWake(() => this.nudge()));
+      this.#unsubscribe.push(
+        await this.#bus.onStop((runId, action) => {
+          void this.stop(runId, action);
+        }),
+      );
+    }
+    const sweepEvery = Math.max(250, Math.floor(this.#lease.ms / 2));
+    this.#sweeper = setInterval(() => void this.#sweep(), sweepEvery);
+    this.#sweeper.unref();
+    await this.#sweep();
     this.nudge();
+  }
+
+  /** A run was admitted or became due: claim it here if there is room, else wake the other workers. */
+  runAdmitted(): void {
+    if (this.#active.size < this.#concurrency) this.nudge();
+    else this.#bus?.wakeWorkers();
   }
 
   /** Something may be due: claim and start runs while there are free slots. */
   nudge(): void {
-    if (this.#stopped) return;
+    if (this.#stopped || this.#concurrency === 0) return;
     if (this.#pumping) {
       this.#again = true;
       return;
@@ -69,7 +111,7 @@ export class Dispatcher {
     while (!this.#stopped && this.#active.size < this.#concurrency) {
       let claimed: Awaited<ReturnType<Storage["runs"]["claimNext"]>>;
       try {
-        claimed = await this.#storage.runs.claimNext();
+        claimed = await this.#storage.runs.claimNext(this.#lease);
       } catch (err) {
         this.#log.error("claiming a run failed", { error: (err as Error).message });
         this.#wakeAt(new Date(Date.now() + 1000));
@@ -79,20 +121,28 @@ export class Dispatcher {
         if (claimed.nextDueAt) this.#wakeAt(claimed.nextDueAt);
         return;
       }
-      this.#launch(claimed.run, claimed.org ?? DEFAULT_ORG);
+      this.#launch(claimed.run, claimed.org ?? DEFAULT_ORG, claimed.stopRequested);
     }
   }
 
-  #launch(run: Run, org: OrgId): void {
+  #launch(run: Run, org: OrgId, stopRequested?: StopAction): void {
     const controller = new AbortController();
-    this.#deps.logs.open(run.run_id);
-    const done = executeRun(this.#deps, run, org, controller.signal)
+    // Asked to stop while it waited (e.g. handed back by a shutdown just as a cancel came): it settles
+    // as asked without running the graph.
+    if (stopRequested) controller.abort(stopRequested);
+    const done = Promise.resolve(this.#deps.logs.open(run.run_id))
+      .then(() => executeRun(this.#deps, run, org, controller.signal))
       .catch((err) => this.#log.error("run executor crashed", { run_id: run.run_id, error: String(err) }))
       .finally(() => {
         this.#active.delete(run.run_id);
+        if (controller.signal.reason === "shutdown" || controller.signal.reason === "lease_lost") {
+          this.#bus?.wakeWorkers(); // handed back: another worker may take it now
+        }
+        if (this.#active.size === 0) this.#stopHeartbeat();
         this.nudge();
       });
     this.#active.set(run.run_id, { controller, done });
+    this.#startHeartbeat();
   }
 
   #wakeAt(due: Date): void {
@@ -101,10 +151,70 @@ export class Dispatcher {
     this.#timer.unref();
   }
 
+  #startHeartbeat(): void {
+    if (this.#heartbeat) return;
+    this.#heartbeat = setInterval(
+      () => void this.#renewLeases(),
+      Math.max(100, Math.floor(this.#lease.ms / 3)),
+    );
+    this.#heartbeat.unref();
+  }
+
+  #stopHeartbeat(): void {
+    clearInterval(this.#heartbeat);
+    this.#heartbeat = undefined;
+  }
+
+  /** The heartbeat: keeps this worker's leases, and acts on what it learns (lost runs, stop requests). */
+  async #renewLeases(): Promise<void> {
+    const runIds = [...this.#active.keys()];
+    if (!runIds.length) return;
+    try {
+      const { lost, stopRequested } = await this.#storage.runs.renewLeases(this.#lease, runIds);
+      for (const runId of lost) {
+        this.#log.warn("lost the lease of a run; another worker recovers it", { run_id: runId });
+        this.#active.get(runId)?.controller.abort("lease_lost" satisfies StopReason);
+      }
+      for (const { run_id, action } of stopRequested) void this.stop(run_id, action);
+    } catch (err) {
+      this.#log.error("renewing run leases failed", { error: (err as Error).message });
+    }
+  }
+
+  /** Recovers runs whose worker died (expired lease), in any process: the database decides who does each. */
+  async #sweep(): Promise<void> {
+    if (this.#stopped) return;
+    try {
+      this.#settleRecovered(await this.#storage.runs.sweepExpiredLeases(MAX_ATTEMPTS));
+    } catch (err) {
+      this.#log.error("sweeping expired run leases failed", { error: (err as Error).message });
+    }
+  }
+
+  #settleRecovered(r: Awaited<ReturnType<Storage["runs"]["sweepExpiredLeases"]>>): void {
+    const count = r.requeued.length + r.failed.length + r.interrupted.length + r.rolledBack.length;
+    if (!count) return;
+    this.#log.warn("recovered runs whose worker died", {
+      requeued: r.requeued.length,
+      failed: r.failed.length,
+      interrupted: r.interrupted.length,
+      rolled_back: r.rolledBack.length,
+    });
+    // Readers of a requeued run keep following its log: the next attempt publishes into it.
+    for (const runId of r.requeued) void this.#deps.logs.open(runId);
+    for (const runId of [...r.failed, ...r.interrupted]) this.#deps.logs.end(runId, undefined);
+    for (const runId of r.rolledBack) this.#deps.logs.drop(runId);
+    if (r.requeued.length) this.runAdmitted();
+  }
+
   /** Stops a run executing here; resolves once it has settled. False if it is not executing here. */
   async stop(runId: string, reason: StopReason): Promise<boolean> {
     const entry = this.#active.get(runId);
     if (!entry) return false;
+    if (entry.controller.signal.aborted) {
+      await entry.done;
+      return true;
+    }
     // Fence first: an aborted graph may still flush a checkpoint after its run was rolled back.
     if (reason === "rollback") this.#deps.storage.checkpointer.fenceRun(runId);
     entry.controller.abort(reason);
@@ -113,12 +223,34 @@ export class Dispatcher {
   }
 
   /**
+   * Stops a running run wherever it executes. `record` writes the request on the run row first, so it
+   * holds even if the signal is lost or the worker dies (not possible for a run whose row is being
+   * deleted). Resolves once the run has settled, or after `waitMs` if its worker does not answer.
+   */
+  async stopAnywhere(
+    runId: string,
+    action: StopAction,
+    opts: { record: boolean; waitMs: number },
+  ): Promise<void> {
+    if (await this.stop(runId, action)) return;
+    if (!this.#bus) return; // one process: not executing here means not executing at all
+    if (opts.record && !(await this.#storage.runs.requestStop(runId, action))) return;
+    const settled = new AbortController();
+    const timer = setTimeout(() => settled.abort(), opts.waitMs);
+    const outcome = this.#deps.logs.outcome(runId, settled.signal);
+    this.#bus.stopRun(runId, action);
+    await outcome.finally(() => clearTimeout(timer));
+  }
+
+  /**
    * Graceful shutdown: stop claiming, let runs in flight finish for up to `graceMs`, then hand the
-   * rest back (pending again, resumed from their last checkpoint by the next process).
+   * rest back (pending again, resumed from their last checkpoint by the next worker).
    */
   async close(graceMs: number): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
+    clearInterval(this.#sweeper);
+    for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
     const all = () => Promise.all([...this.#active.values()].map((a) => a.done));
     const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), graceMs).unref());
     if ((await Promise.race([all(), timeout])) === "timeout") {
@@ -126,5 +258,6 @@ export class Dispatcher {
       for (const { controller } of this.#active.values()) controller.abort("shutdown" satisfies StopReason);
       await all();
     }
+    this.#stopHeartbeat();
   }
 }

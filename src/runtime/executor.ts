@@ -8,8 +8,12 @@ import { toJson, toPlain } from "./serialize.js";
 import type { HangarStore } from "./store.js";
 import { type RunOutcome, sendWebhook } from "./webhooks.js";
 
-/** Why the runtime stopped a run it was executing. */
-export type StopReason = "interrupt" | "rollback" | "shutdown";
+/**
+ * Why the runtime stopped a run it was executing: a cancel or double text (`interrupt`, `rollback`),
+ * a graceful shutdown handing it back (`shutdown`), or a lease this worker lost (`lease_lost`: the run
+ * was recovered elsewhere, so this attempt stops without settling anything).
+ */
+export type StopReason = "interrupt" | "rollback" | "shutdown" | "lease_lost";
 
 export interface ExecutorDeps {
   graphs: GraphRegistry;
@@ -140,9 +144,13 @@ export async function executeRun(
 
 /** Records how the run ended: its status, and the thread's status and state that follow. */
 async function record(storage: Storage, run: Run, outcome: RunOutcome): Promise<void> {
-  if (outcome.status === "rolled_back") await storage.runs.completeRolledBack(run.run_id);
-  else if (outcome.status === "handed_back") await storage.runs.requeue(run.run_id);
-  else await storage.runs.complete({ run_id: run.run_id, ...outcome });
+  if (outcome.status === "rolled_back") {
+    await storage.runs.completeRolledBack(run.run_id);
+    // Also when the run row went with its thread or assistant: a checkpoint the graph wrote before it
+    // saw the stop must not outlive them.
+    await storage.checkpointer.deleteRun(run.thread_id, run.run_id);
+  } else if (outcome.status === "handed_back") await storage.runs.requeue(run.run_id, run.attempt);
+  else await storage.runs.complete({ run_id: run.run_id, attempt: run.attempt, ...outcome });
 }
 
 /** One more try after a short pause, for transient storage errors (SQLITE_BUSY, a dropped connection). */
@@ -183,7 +191,7 @@ async function settleFailure(
   if (signal.aborted) {
     const reason = signal.reason as StopReason;
     if (reason === "rollback") return { status: "rolled_back" };
-    if (reason === "shutdown") return { status: "handed_back" };
+    if (reason === "shutdown" || reason === "lease_lost") return { status: "handed_back" };
     // interrupt: the run stops where it is and keeps its progress; the thread shows that state.
     const state = graph && !run.kwargs.temporary ? await readState(graph, run.thread_id) : null;
     return { status: "interrupted", values: plainOrUndefined(state?.values), interrupts: {}, hasNext: false };

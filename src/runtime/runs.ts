@@ -33,12 +33,21 @@ export interface RunRequest {
 const PRIVATE_HEADERS = new Set(["x-api-key", "x-tenant-id", "x-service-key"]);
 
 export class RunService {
+  /**
+   * How long a cancel or double text waits for a run executing on another process to settle: past its
+   * lease, the sweeper settles it as asked even if its worker died.
+   */
+  readonly #stopWaitMs: number;
+
   constructor(
     private readonly storage: Storage,
     private readonly graphs: GraphRegistry,
     private readonly dispatcher: Dispatcher,
     private readonly logs: RunLogs,
-  ) {}
+    opts: { leaseMs: number },
+  ) {
+    this.#stopWaitMs = 2 * opts.leaseMs + 5_000;
+  }
 
   /** An assistant by id, or the default assistant of a graph named by its id. */
   async assistant(org: OrgId, idOrGraph: string): Promise<Assistant> {
@@ -96,16 +105,18 @@ export class RunService {
       not_before: new Date(Date.now() + (body.after_seconds ?? 0) * 1000),
       stateless,
     });
-    this.logs.open(run.run_id);
+    await this.logs.open(run.run_id);
     for (const prior of pendingSettled) {
       if (strategy === "rollback") this.logs.drop(prior.run_id);
       else this.logs.end(prior.run_id, undefined);
     }
     for (const prior of runningToStop) {
-      // interrupt/rollback of a running prior run: stop it; its end nudges the dispatcher.
-      void this.dispatcher.stop(prior.run_id, strategy === "rollback" ? "rollback" : "interrupt");
+      // interrupt/rollback of a running prior run (admission recorded the request on it): stop it
+      // wherever it executes; its end lets this run be claimed.
+      const action = strategy === "rollback" ? "rollback" : "interrupt";
+      void this.dispatcher.stopAnywhere(prior.run_id, action, { record: false, waitMs: this.#stopWaitMs });
     }
-    this.dispatcher.nudge();
+    this.dispatcher.runAdmitted();
     return run;
   }
 
@@ -118,7 +129,7 @@ export class RunService {
   /** Waits for the run to end and returns its result (final values, or `{__error__}`). */
   async join(org: OrgId, threadId: string | null, runId: string, signal?: AbortSignal): Promise<unknown> {
     const run = await this.get(org, threadId, runId);
-    this.#attach(run);
+    await this.#attach(run);
     const outcome = await this.logs.outcome(runId, signal);
     if (outcome && outcome.result !== undefined) return outcome.result;
     // A run stopped before it produced a result, or no log here any more (retention passed,
@@ -137,7 +148,7 @@ export class RunService {
     lastEventId: number,
     signal: AbortSignal,
   ): Promise<AsyncIterable<RunEvent>> {
-    this.#attach(await this.get(org, threadId, runId));
+    await this.#attach(await this.get(org, threadId, runId));
     return this.logs.read(runId, lastEventId, signal);
   }
 
@@ -145,8 +156,8 @@ export class RunService {
    * A run still in flight always has a log to wait on, also when this process has not seen it yet
    * (queued before a restart): the executor publishes into it once the run is claimed.
    */
-  #attach(run: Run): void {
-    if (run.status === "pending" || run.status === "running") this.logs.open(run.run_id);
+  async #attach(run: Run): Promise<void> {
+    if (run.status === "pending" || run.status === "running") await this.logs.open(run.run_id);
   }
 
   /** Deletes a run that is not executing; whoever waits on it is released. */
@@ -191,7 +202,7 @@ export class RunService {
       return;
     }
     // Claimed in between, or running: stop it where it executes.
-    await this.dispatcher.stop(runId, action);
+    await this.dispatcher.stopAnywhere(runId, action, { record: true, waitMs: this.#stopWaitMs });
   }
 
   /**
@@ -210,7 +221,10 @@ export class RunService {
 
   /** Stops whatever runs a deleted thread had executing. */
   async stopAll(runIds: string[]): Promise<void> {
-    await Promise.all(runIds.map((id) => this.dispatcher.stop(id, "rollback")));
+    // Their rows are gone, so nothing records the request: wait a little for their workers, not for a lease.
+    await Promise.all(
+      runIds.map((id) => this.dispatcher.stopAnywhere(id, "rollback", { record: false, waitMs: 5_000 })),
+    );
   }
 }
 

@@ -158,6 +158,8 @@ export interface AdmissionResult {
 
 export interface RunCompletion {
   run_id: string;
+  /** The attempt that executed it: a worker whose lease was taken over cannot settle the new attempt. */
+  attempt?: number;
   status: Extract<RunStatus, "success" | "error" | "interrupted">;
   /** Thread state after the run, when it could be read (`undefined` leaves values unchanged). */
   values?: unknown;
@@ -165,6 +167,41 @@ export interface RunCompletion {
   /** True when the last checkpoint has pending nodes (interrupt() or a breakpoint). */
   hasNext: boolean;
   error?: { error: string; message: string };
+}
+
+/** How a running run is asked to stop, by a cancel or an interrupt/rollback double text. */
+export type StopAction = "interrupt" | "rollback";
+
+/**
+ * A worker's hold on the runs it claimed: it lasts `ms` past the claim or the last renewal. A run whose
+ * lease expired (its worker died or lost the database) is recovered by `sweepExpiredLeases`.
+ */
+export interface Lease {
+  workerId: string;
+  ms: number;
+}
+
+export interface ClaimResult {
+  run: Run | null;
+  org?: OrgId;
+  nextDueAt: Date | null;
+  /** The run was asked to stop before this worker got it: settle it without executing the graph. */
+  stopRequested?: StopAction;
+}
+
+export interface LeaseRenewal {
+  /** Runs this worker no longer holds (swept as expired, or settled elsewhere): stop executing them. */
+  lost: string[];
+  /** Runs asked to stop (recorded by `requestStop`), in case the signal did not reach this worker. */
+  stopRequested: { run_id: string; action: StopAction }[];
+}
+
+export interface SweepResult {
+  requeued: string[];
+  failed: string[];
+  /** Settled as their recorded stop request asked: interrupted, or deleted by rollback. */
+  interrupted: string[];
+  rolledBack: string[];
 }
 
 export interface AssistantDeletion {
@@ -243,15 +280,30 @@ export interface RunsRepo {
    * Claims the oldest due pending run whose thread has no running run, marks it running and
    * bumps its attempt. Null when nothing is due; `nextDueAt` tells when a delayed run becomes due.
    */
-  claimNext(): Promise<{ run: Run | null; org?: OrgId; nextDueAt: Date | null }>;
+  claimNext(lease?: Lease): Promise<ClaimResult>;
+  /** Extends the leases `lease.workerId` holds on `runIds` (its heartbeat). */
+  renewLeases(lease: Lease, runIds: string[]): Promise<LeaseRenewal>;
+  /**
+   * Records that a running run must stop, so the request survives a lost signal or a dead worker
+   * (the sweeper settles it as asked). False if the run is not running.
+   */
+  requestStop(runId: string, action: StopAction): Promise<boolean>;
+  /**
+   * Recovers runs whose lease expired (their worker died): settled as their stop request asked, else
+   * requeued, or failed once they have used `maxAttempts`. Safe with any number of processes.
+   */
+  sweepExpiredLeases(maxAttempts: number): Promise<SweepResult>;
   /** Final status of an executed run, and the thread status/values that follow from it. */
   complete(completion: RunCompletion): Promise<Run | null>;
   /** A running run stopped by `rollback`: delete it and its checkpoints, settle the thread. */
   completeRolledBack(runId: string): Promise<void>;
   /** A running run handed back (shutdown, crash recovery): pending again, keeps its checkpoints. */
-  requeue(runId: string): Promise<void>;
-  /** Startup recovery: runs left `running` by a dead process are requeued (or failed past maxAttempts). */
-  recoverInterrupted(maxAttempts: number): Promise<{ requeued: string[]; failed: string[] }>;
+  requeue(runId: string, attempt?: number): Promise<void>;
+  /**
+   * Startup recovery for storage one process owns (`Storage.exclusive`): every run left `running` is
+   * a dead process's, recovered at once as `sweepExpiredLeases` would once its lease ran out.
+   */
+  recoverInterrupted(maxAttempts: number): Promise<SweepResult>;
   /** Stateless runs with on_completion=delete: drop the thread and its runs afterwards. */
   deleteTemporaryThread(threadId: string): Promise<void>;
 }
@@ -264,6 +316,11 @@ export interface CheckpointStore extends BaseCheckpointSaver {
 }
 
 export interface Storage {
+  /**
+   * True when one process owns this storage (embedded SQLite): runs it finds `running` at start are
+   * orphans. Shared storage (Postgres) relies on leases instead.
+   */
+  readonly exclusive: boolean;
   readonly assistants: AssistantsRepo;
   readonly threads: ThreadsRepo;
   readonly runs: RunsRepo;

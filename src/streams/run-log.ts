@@ -3,14 +3,36 @@
  * number of readers can follow a run and a reader that reconnects with Last-Event-ID misses nothing.
  * A finished run's log stays readable for the retention window, then is dropped.
  *
- * This is the embedded adapter (memory of this process). A Redis Streams adapter implements the same
- * interface when runs execute on other processes.
+ * Two adapters: `MemoryRunLogs` (below; the embedded mode, one process) and `RedisRunLogs`
+ * (redis-run-logs.ts; runs execute on other processes than the ones their readers are connected to).
  */
 export interface RunEvent {
   id: number;
   event: string;
   /** The event's data, already serialised to JSON once for every reader. */
   data: string;
+}
+
+export interface RunLogs {
+  /** Makes a run's log exist before it starts, so readers can attach to a pending run. */
+  open(runId: string): void | Promise<void>;
+  /** Appends an event (ignored once the log has ended). Fire-and-forget: order is kept per run. */
+  publish(runId: string, event: string, data: string): void;
+  /** Marks the run finished with its join result: readers drain and stop; the log expires later. */
+  end(runId: string, result: unknown): void;
+  /** Forgets a run at once (it was deleted). Readers still attached finish. */
+  drop(runId: string): void;
+  /**
+   * Events with id > `after` (-1: from the start), then every new one until the run ends or `signal`
+   * aborts. A run with no log (expired, or never opened) yields nothing.
+   */
+  read(runId: string, after: number, signal?: AbortSignal): AsyncIterable<RunEvent>;
+  /**
+   * Resolves when the run ends, with its join result; null when there is no log of it (expired,
+   * dropped, never opened) — the caller then reads storage.
+   */
+  outcome(runId: string, signal?: AbortSignal): Promise<{ result: unknown } | null>;
+  close(): void | Promise<void>;
 }
 
 interface Log {
@@ -22,7 +44,8 @@ interface Log {
   expiry?: NodeJS.Timeout;
 }
 
-export class RunLogs {
+/** The embedded adapter: logs in this process's memory. */
+export class MemoryRunLogs implements RunLogs {
   readonly #logs = new Map<string, Log>();
   readonly #retentionMs: number;
 
@@ -42,10 +65,6 @@ export class RunLogs {
   /** Makes a run's log exist before it starts, so readers can attach to a pending run. */
   open(runId: string): void {
     this.#log(runId);
-  }
-
-  has(runId: string): boolean {
-    return this.#logs.has(runId);
   }
 
   publish(runId: string, event: string, data: string): void {

@@ -16,6 +16,7 @@ import { type Checkpoint, emptyCheckpoint } from "@langchain/langgraph-checkpoin
 import pg from "pg";
 import { HangarError } from "../../src/errors.js";
 import type { Assistant, RunAdmission, Storage } from "../../src/storage/ports.js";
+import { MIGRATION_COUNT } from "../../src/storage/postgres/database.js";
 import { openPostgresStorage } from "../../src/storage/postgres/index.js";
 import { openSqliteStorage } from "../../src/storage/sqlite/index.js";
 
@@ -561,7 +562,7 @@ for (const adapter of ADAPTERS) {
           assert.equal(again.run?.attempt, 2);
           assert.equal((await s.runs.claimNext()).run?.run_id, r2.run.run_id);
 
-          const { requeued, failed } = await s.runs.recoverInterrupted(2);
+          const { requeued, failed } = await s.runs.recoverInterrupted(2); // as if every lease had expired
           assert.deepEqual(requeued, [r2.run.run_id]);
           assert.deepEqual(failed, [r1.run.run_id]);
           assert.equal((await s.runs.get(ORG, t1, r1.run.run_id))?.status, "error");
@@ -569,6 +570,88 @@ for (const adapter of ADAPTERS) {
           assert.equal(thread?.status, "error");
           assert.deepEqual(thread?.error, { error: "RunAbandoned", message: "Run failed after 2 attempts" });
           assert.equal((await s.runs.get(ORG, t2, r2.run.run_id))?.status, "pending");
+        }),
+      );
+
+      test(
+        "leases: a heartbeat keeps them, an expired one is swept (requeued, then failed past maxAttempts)",
+        withStorage(async (s) => {
+          const a = await makeAssistant(s);
+          const t = randomUUID();
+          const r = await s.runs.admit(ORG, admission(a, t));
+          const w1 = { workerId: "w1", ms: 150 };
+          const w2 = { workerId: "w2", ms: 60_000 };
+          assert.equal((await s.runs.claimNext(w1)).run?.run_id, r.run.run_id);
+          // Renewed in time: nothing to sweep.
+          assert.deepEqual(await s.runs.renewLeases(w1, [r.run.run_id]), { lost: [], stopRequested: [] });
+          assert.deepEqual((await s.runs.sweepExpiredLeases(3)).requeued, []);
+          // Another worker cannot renew what it does not hold.
+          assert.deepEqual((await s.runs.renewLeases(w2, [r.run.run_id])).lost, [r.run.run_id]);
+          await new Promise((resolve) => setTimeout(resolve, 250));
+          assert.deepEqual(await s.runs.sweepExpiredLeases(3), {
+            requeued: [r.run.run_id],
+            failed: [],
+            interrupted: [],
+            rolledBack: [],
+          });
+          // The dead worker's heartbeat now learns it lost the run; its late settlement is refused.
+          assert.deepEqual((await s.runs.renewLeases(w1, [r.run.run_id])).lost, [r.run.run_id]);
+          const again = await s.runs.claimNext(w2);
+          assert.equal(again.run?.attempt, 2);
+          assert.equal(
+            await s.runs.complete({ run_id: r.run.run_id, attempt: 1, status: "success", hasNext: false }),
+            null,
+          );
+          await s.runs.requeue(r.run.run_id, 1); // a stale hand-back changes nothing either
+          assert.equal((await s.runs.get(ORG, t, r.run.run_id))?.status, "running");
+          // Handed back and claimed a third time, it expires again: three attempts are all it may have.
+          await s.runs.claimNext(w1); // nothing else due; w1 claims nothing
+          const w3 = { workerId: "w3", ms: 1 };
+          await s.runs.requeue(r.run.run_id, 2);
+          assert.equal((await s.runs.claimNext(w3)).run?.attempt, 3);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          assert.deepEqual((await s.runs.sweepExpiredLeases(3)).failed, [r.run.run_id]);
+          assert.equal((await s.threads.get(ORG, t))?.status, "error");
+        }),
+      );
+
+      test(
+        "stop requests are recorded: the heartbeat reports them and a dead worker's run is settled as asked",
+        withStorage(async (s) => {
+          const a = await makeAssistant(s);
+          const [t1, t2] = [randomUUID(), randomUUID()];
+          const r1 = await s.runs.admit(ORG, admission(a, t1));
+          const r2 = await s.runs.admit(ORG, admission(a, t2));
+          const lease = { workerId: "w", ms: 100 };
+          await s.runs.claimNext(lease);
+          await s.runs.claimNext(lease);
+          await putCheckpoint(s, t2, r2.run.run_id, "cp-r2");
+          assert.equal(await s.runs.requestStop(r1.run.run_id, "interrupt"), true);
+          // A rollback double text records the request on the running run it returns.
+          const r3 = await s.runs.admit(ORG, admission(a, t2, { multitask_strategy: "rollback" }));
+          assert.deepEqual(
+            r3.runningToStop.map((r) => r.run_id),
+            [r2.run.run_id],
+          );
+          const renewal = await s.runs.renewLeases(lease, [r1.run.run_id, r2.run.run_id]);
+          assert.deepEqual(
+            renewal.stopRequested.sort((x, y) => x.action.localeCompare(y.action)),
+            [
+              { run_id: r1.run.run_id, action: "interrupt" },
+              { run_id: r2.run.run_id, action: "rollback" },
+            ],
+          );
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          const swept = await s.runs.sweepExpiredLeases(3);
+          assert.deepEqual(swept.interrupted, [r1.run.run_id]);
+          assert.deepEqual(swept.rolledBack, [r2.run.run_id]);
+          assert.equal((await s.runs.get(ORG, t1, r1.run.run_id))?.status, "interrupted");
+          assert.equal((await s.threads.get(ORG, t1))?.status, "idle");
+          assert.equal(await s.runs.get(ORG, t2, r2.run.run_id), null);
+          assert.deepEqual(await checkpointIds(s, t2), []);
+          // The thread's queued run can go now; a request for a run not running is refused.
+          assert.equal((await s.runs.claimNext(lease)).run?.run_id, r3.run.run_id);
+          assert.equal(await s.runs.requestStop(r1.run.run_id, "interrupt"), false);
         }),
       );
 
@@ -1219,7 +1302,7 @@ for (const adapter of ADAPTERS) {
           );
           assert.deepEqual(
             rows.map((r) => r.version),
-            [1, 2, 3],
+            Array.from({ length: MIGRATION_COUNT }, (_, i) => i + 1),
           );
         } finally {
           for (const s of opened) await s.close();

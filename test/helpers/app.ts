@@ -15,7 +15,7 @@ import { Dispatcher } from "../../src/runtime/dispatcher.js";
 import { GraphRegistry } from "../../src/runtime/graphs.js";
 import { RunService } from "../../src/runtime/runs.js";
 import { openSqliteStorage } from "../../src/storage/sqlite/index.js";
-import { RunLogs } from "../../src/streams/run-log.js";
+import { MemoryRunLogs } from "../../src/streams/run-log.js";
 import { EXAMPLES_CONFIG, REPO_ROOT } from "./server.js";
 
 export interface InProcessApp {
@@ -35,15 +35,15 @@ export async function buildApp(
     cwd: REPO_ROOT,
   });
   const storage = openSqliteStorage({ dataDir, synchronous: config.sqliteSynchronous });
-  const logs = new RunLogs({ retentionSeconds: config.streamRetentionSeconds });
+  const logs = new MemoryRunLogs({ retentionSeconds: config.streamRetentionSeconds });
   try {
     const graphs = await GraphRegistry.load(config.graphs, storage.checkpointer);
     const localFetch = (request: Request) => Promise.resolve(app.fetch(request));
     const dispatcher = new Dispatcher(
       { graphs, storage, logs, log: silentLogger, localFetch },
-      { concurrency: 1 },
+      { concurrency: 1, leaseMs: config.leaseSeconds * 1000 },
     );
-    const runs = new RunService(storage, graphs, dispatcher, logs);
+    const runs = new RunService(storage, graphs, dispatcher, logs, { leaseMs: config.leaseSeconds * 1000 });
     const app = createApp({ config, storage, graphs, runs }, silentLogger);
     return {
       app,

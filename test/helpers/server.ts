@@ -28,6 +28,8 @@ export interface Hangar {
 }
 
 export interface StartOptions {
+  /** `dev` (default), `serve`, or `worker` (no HTTP: `url` is empty once it reports ready). */
+  command?: "dev" | "serve" | "worker";
   /** Path to a langgraph.json; default examples/langgraph.json. */
   config?: string;
   /** Data directory; default a fresh mkdtemp. */
@@ -93,7 +95,7 @@ export async function startHangar(opts: StartOptions = {}): Promise<Hangar> {
   const dataDir = opts.dataDir ?? (await tempDir("hangar-e2e-"));
   const args = [
     join(REPO_ROOT, "bin", "hangar.js"),
-    "dev",
+    opts.command ?? "dev",
     "--config",
     config,
     "--port",
@@ -143,9 +145,9 @@ export async function startHangar(opts: StartOptions = {}): Promise<Hangar> {
       stdout += chunk;
       all += chunk;
       const match = /listening on (http:\/\/\S+)/.exec(stdout);
-      if (match) {
+      if (match || /^Hangar worker ready$/m.test(stdout)) {
         cleanup();
-        resolveUrl(match[1]!.replace(/\/+$/, ""));
+        resolveUrl(match ? match[1]!.replace(/\/+$/, "") : "");
       }
     };
     const onExit = (code: number | null, signal: string | null) => {

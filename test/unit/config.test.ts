@@ -73,6 +73,8 @@ describe("defaults", () => {
       apiKeys: {},
       allowUnauthenticated: false,
       warnings: [],
+      redisPrefix: "hangar:",
+      leaseSeconds: 30,
     });
   });
 

@@ -359,6 +359,13 @@ const MIGRATIONS: string[] = [
       FROM unnest(a, b) AS t(x, y)) END
   $fn$;
   `,
+  // 4: run leases (the worker executing a run and until when it holds it) and recorded stop requests.
+  `
+  ALTER TABLE runs ADD COLUMN worker_id TEXT;
+  ALTER TABLE runs ADD COLUMN lease_expires_at BIGINT;
+  ALTER TABLE runs ADD COLUMN stop_requested TEXT;
+  CREATE INDEX runs_running_lease ON runs (lease_expires_at) WHERE status = 'running';
+  `,
 ];
 
 export const MIGRATION_COUNT = MIGRATIONS.length;

@@ -23,6 +23,7 @@ export async function openPostgresStorage(opts: {
   const db = await openDatabase(opts);
   const checkpointer = new PgCheckpointer(db);
   return {
+    exclusive: false,
     assistants: new PgAssistants(db),
     threads: new PgThreads(db, checkpointer),
     runs: new PgRuns(db, checkpointer),

@@ -2,13 +2,18 @@ import { conflict, notFound } from "../../errors.js";
 import type { MultitaskStrategy, RunStatus } from "../../runtime/statuses.js";
 import type {
   AdmissionResult,
+  ClaimResult,
   JsonObject,
+  Lease,
+  LeaseRenewal,
   OrgId,
   Run,
   RunAdmission,
   RunCompletion,
   RunKwargs,
   RunsRepo,
+  StopAction,
+  SweepResult,
 } from "../ports.js";
 import { THREAD_BUSY_MESSAGE } from "../sqlite/runs.js";
 import type { PgCheckpointer } from "./checkpointer.js";
@@ -36,7 +41,13 @@ interface RunRow {
   not_before: number;
   created_at: string;
   updated_at: string;
+  worker_id: string | null;
+  lease_expires_at: number | null;
+  stop_requested: StopAction | null;
 }
+
+/** The lease of a run claimed without one (tests, tools): dispatchers always pass their own. */
+const DEFAULT_LEASE: Lease = { workerId: "local", ms: 30_000 };
 
 const toRun = (r: RunRow): Run => ({
   run_id: r.run_id,
@@ -186,6 +197,11 @@ export class PgRuns implements RunsRepo {
       if (a.multitask_strategy === "interrupt" || a.multitask_strategy === "rollback") {
         for (const prior of inFlight.rows) {
           if (prior.status === "running") {
+            // Recorded, so the stop happens even if the signal to its worker is lost or the worker dies.
+            await c.query("UPDATE runs SET stop_requested = $2 WHERE run_id = $1", [
+              prior.run_id,
+              a.multitask_strategy,
+            ]);
             runningToStop.push(toRun(prior));
             continue;
           }
@@ -294,7 +310,7 @@ export class PgRuns implements RunsRepo {
    * a code path ever to skip the lock, the second claim would fail instead of running two at once.
    * The same lock order (thread, then runs) as admission and completion keeps them deadlock-free.
    */
-  async claimNext(): Promise<{ run: Run | null; org?: OrgId; nextDueAt: Date | null }> {
+  async claimNext(lease: Lease = DEFAULT_LEASE): Promise<ClaimResult> {
     return this.#db.tx(async (c) => {
       const now = Date.now();
       // The oldest due runs (index runs_pending_due), reduced to their threads in queue order.
@@ -328,8 +344,9 @@ export class PgRuns implements RunsRepo {
         }
         const nowIso = new Date(now).toISOString();
         await c.query(
-          "UPDATE runs SET status = 'running', attempt = attempt + 1, updated_at = $2 WHERE run_id = $1",
-          [row.run_id, nowIso],
+          `UPDATE runs SET status = 'running', attempt = attempt + 1, updated_at = $2, worker_id = $3,
+             lease_expires_at = $4 WHERE run_id = $1`,
+          [row.run_id, nowIso, lease.workerId, now + lease.ms],
         );
         await c.query("UPDATE threads SET status = 'busy', updated_at = $2 WHERE thread_id = $1", [
           row.thread_id,
@@ -339,6 +356,7 @@ export class PgRuns implements RunsRepo {
           run: toRun({ ...row, status: "running", attempt: row.attempt + 1, updated_at: nowIso }),
           org: row.org_id,
           nextDueAt: null,
+          stopRequested: row.stop_requested ?? undefined,
         };
       }
       const next = await c.query<{ t: number | null }>(
@@ -351,10 +369,56 @@ export class PgRuns implements RunsRepo {
     });
   }
 
+  /**
+   * One statement for all of a worker's runs: a run it no longer holds (swept after its lease expired,
+   * re-claimed by another worker, settled) is not renewed and comes back as lost.
+   */
+  async renewLeases(lease: Lease, runIds: string[]): Promise<LeaseRenewal> {
+    if (!runIds.length) return { lost: [], stopRequested: [] };
+    const { rows } = await this.#db.query<{ run_id: string; stop_requested: StopAction | null }>(
+      `UPDATE runs SET lease_expires_at = $3
+       WHERE run_id = ANY($1) AND status = 'running' AND worker_id = $2
+       RETURNING run_id, stop_requested`,
+      [runIds, lease.workerId, Date.now() + lease.ms],
+    );
+    const held = new Set(rows.map((r) => r.run_id));
+    return {
+      lost: runIds.filter((id) => !held.has(id)),
+      stopRequested: rows
+        .filter((r) => r.stop_requested)
+        .map((r) => ({ run_id: r.run_id, action: r.stop_requested as StopAction })),
+    };
+  }
+
+  async requestStop(runId: string, action: StopAction): Promise<boolean> {
+    const { rowCount } = await this.#db.query(
+      "UPDATE runs SET stop_requested = $2 WHERE run_id = $1 AND status = 'running'",
+      [runId, action],
+    );
+    return (rowCount ?? 0) > 0;
+  }
+
+  /**
+   * Each expired run is re-read under its thread lock (its worker may have renewed or settled it since
+   * the scan), so concurrent sweepers in several processes recover each run once.
+   */
+  async sweepExpiredLeases(maxAttempts: number): Promise<SweepResult> {
+    const { rows } = await this.#db.query<{ run_id: string }>(
+      "SELECT run_id FROM runs WHERE status = 'running' AND lease_expires_at < $1 ORDER BY seq",
+      [Date.now()],
+    );
+    return this.#recoverOrphans(
+      rows.map((r) => r.run_id),
+      maxAttempts,
+      (row) => (row.lease_expires_at ?? 0) < Date.now(),
+    );
+  }
+
   async complete(cmp: RunCompletion): Promise<Run | null> {
     return this.#db.tx(async (c) => {
       const row = await this.#lockRun(c, cmp.run_id);
       if (row?.status !== "running") return null; // deleted or settled meanwhile
+      if (cmp.attempt !== undefined && row.attempt !== cmp.attempt) return null; // another worker's attempt now
       const now = new Date().toISOString();
       await c.query("UPDATE runs SET status = $2, updated_at = $3 WHERE run_id = $1", [
         cmp.run_id,
@@ -381,30 +445,51 @@ export class PgRuns implements RunsRepo {
     });
   }
 
-  async requeue(runId: string): Promise<void> {
+  async requeue(runId: string, attempt?: number): Promise<void> {
     await this.#db.query(
-      "UPDATE runs SET status = 'pending', updated_at = $2 WHERE run_id = $1 AND status = 'running'",
-      [runId, new Date().toISOString()],
+      `UPDATE runs SET status = 'pending', updated_at = $2, worker_id = NULL, lease_expires_at = NULL
+       WHERE run_id = $1 AND status = 'running' AND ($3::int IS NULL OR attempt = $3)`,
+      [runId, new Date().toISOString(), attempt ?? null],
     );
   }
 
-  /**
-   * Startup recovery, as in SQLite: every `running` run is requeued or failed. Only correct while one
-   * process owns the queue; with several processes a run is recovered by its expired lease instead
-   * (issue 7 part 2).
-   */
-  async recoverInterrupted(maxAttempts: number): Promise<{ requeued: string[]; failed: string[] }> {
-    return this.#db.tx(async (c) => {
-      const running = await c.query<{ run_id: string }>(
-        "SELECT run_id FROM runs WHERE status = 'running' ORDER BY seq",
-      );
-      const requeued: string[] = [];
-      const failed: string[] = [];
-      const now = new Date().toISOString();
-      for (const { run_id } of running.rows) {
-        const row = await this.#lockRun(c, run_id);
-        if (row?.status !== "running") continue;
-        if (row.attempt >= maxAttempts) {
+  /** Every `running` run, as if all leases had expired: only for a database no other process uses. */
+  async recoverInterrupted(maxAttempts: number): Promise<SweepResult> {
+    const { rows } = await this.#db.query<{ run_id: string }>(
+      "SELECT run_id FROM runs WHERE status = 'running' ORDER BY seq",
+    );
+    return this.#recoverOrphans(
+      rows.map((r) => r.run_id),
+      maxAttempts,
+      () => true,
+    );
+  }
+
+  /** Runs no live worker executes: settled as a recorded stop request asks, requeued, or failed. */
+  async #recoverOrphans(
+    runIds: string[],
+    maxAttempts: number,
+    stillOrphaned: (row: RunRow) => boolean,
+  ): Promise<SweepResult> {
+    const result: SweepResult = { requeued: [], failed: [], interrupted: [], rolledBack: [] };
+    for (const runId of runIds) {
+      await this.#db.tx(async (c) => {
+        const row = await this.#lockRun(c, runId);
+        if (row?.status !== "running" || !stillOrphaned(row)) return;
+        const now = new Date().toISOString();
+        if (row.stop_requested === "rollback") {
+          await this.#deleteRun(c, row);
+          await this.#restoreGraphBinding(c, row.thread_id);
+          await this.#settleThread(c, row.thread_id, { hasNext: false });
+          result.rolledBack.push(row.run_id);
+        } else if (row.stop_requested === "interrupt") {
+          await c.query("UPDATE runs SET status = 'interrupted', updated_at = $2 WHERE run_id = $1", [
+            row.run_id,
+            now,
+          ]);
+          await this.#settleThread(c, row.thread_id, {});
+          result.interrupted.push(row.run_id);
+        } else if (row.attempt >= maxAttempts) {
           await c.query("UPDATE runs SET status = 'error', updated_at = $2 WHERE run_id = $1", [
             row.run_id,
             now,
@@ -412,17 +497,18 @@ export class PgRuns implements RunsRepo {
           await this.#settleThread(c, row.thread_id, {
             error: { error: "RunAbandoned", message: `Run failed after ${row.attempt} attempts` },
           });
-          failed.push(row.run_id);
+          result.failed.push(row.run_id);
         } else {
-          await c.query("UPDATE runs SET status = 'pending', updated_at = $2 WHERE run_id = $1", [
-            row.run_id,
-            now,
-          ]);
-          requeued.push(row.run_id);
+          await c.query(
+            `UPDATE runs SET status = 'pending', updated_at = $2, worker_id = NULL, lease_expires_at = NULL
+             WHERE run_id = $1`,
+            [row.run_id, now],
+          );
+          result.requeued.push(row.run_id);
         }
-      }
-      return { requeued, failed };
-    });
+      });
+    }
+    return result;
   }
 
   async deleteTemporaryThread(threadId: string): Promise<void> {

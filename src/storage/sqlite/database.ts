@@ -172,6 +172,13 @@ const MIGRATIONS: string[] = [
     FOREIGN KEY (org_id, namespace, key) REFERENCES store_items (org_id, namespace, key) ON DELETE CASCADE
   );
   `,
+  // 5: run leases (the worker executing a run and until when it holds it) and recorded stop requests.
+  `
+  ALTER TABLE runs ADD COLUMN worker_id TEXT;
+  ALTER TABLE runs ADD COLUMN lease_expires_at INTEGER;
+  ALTER TABLE runs ADD COLUMN stop_requested TEXT;
+  CREATE INDEX runs_running_lease ON runs (lease_expires_at) WHERE status = 'running';
+  `,
 ];
 
 export function openDatabase(dataDir: string, synchronous: "normal" | "full"): Db {

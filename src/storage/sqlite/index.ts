@@ -14,6 +14,7 @@ export function openSqliteStorage(opts: { dataDir: string; synchronous: "normal"
   const db = openDatabase(opts.dataDir, opts.synchronous);
   const checkpointer = new SqliteCheckpointer(db);
   return {
+    exclusive: true,
     assistants: new SqliteAssistants(db),
     threads: new SqliteThreads(db, checkpointer),
     runs: new SqliteRuns(db, checkpointer),

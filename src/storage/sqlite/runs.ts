@@ -3,12 +3,17 @@ import type { MultitaskStrategy, RunStatus } from "../../runtime/statuses.js";
 import type {
   AdmissionResult,
   CheckpointStore,
+  ClaimResult,
   JsonObject,
+  Lease,
+  LeaseRenewal,
   OrgId,
   Run,
   RunAdmission,
   RunCompletion,
   RunsRepo,
+  StopAction,
+  SweepResult,
 } from "../ports.js";
 import { type Db, prepared, statementCache } from "./database.js";
 import { jsonContains } from "./json-filter.js";
@@ -28,7 +33,13 @@ interface RunRow {
   not_before: number;
   created_at: string;
   updated_at: string;
+  worker_id: string | null;
+  lease_expires_at: number | null;
+  stop_requested: StopAction | null;
 }
+
+/** The lease of a run claimed without one (tests, tools): the embedded dispatcher always passes its own. */
+const DEFAULT_LEASE: Lease = { workerId: "local", ms: 30_000 };
 
 const toRun = (r: RunRow): Run => ({
   run_id: r.run_id,
@@ -159,6 +170,10 @@ export class SqliteRuns implements RunsRepo {
       if (settlesPriors) {
         for (const prior of inFlight) {
           if (prior.status === "running") {
+            this.#q("UPDATE runs SET stop_requested = ? WHERE run_id = ?").run(
+              a.multitask_strategy,
+              prior.run_id,
+            );
             runningToStop.push(toRun(prior));
             continue;
           }
@@ -186,6 +201,9 @@ export class SqliteRuns implements RunsRepo {
         not_before: a.not_before.getTime(),
         created_at: nowIso,
         updated_at: nowIso,
+        worker_id: null,
+        lease_expires_at: null,
+        stop_requested: null,
       };
       this.#q(
         `INSERT INTO runs (run_id, thread_id, org_id, assistant_id, status, metadata, kwargs, multitask_strategy, attempt,
@@ -263,7 +281,7 @@ export class SqliteRuns implements RunsRepo {
     })();
   }
 
-  async claimNext(): Promise<{ run: Run | null; org?: OrgId; nextDueAt: Date | null }> {
+  async claimNext(lease: Lease = DEFAULT_LEASE): Promise<ClaimResult> {
     return this.#db.transaction(() => {
       const now = Date.now();
       // The oldest due pending run whose thread is not executing another run: at most one run per thread.
@@ -280,8 +298,9 @@ export class SqliteRuns implements RunsRepo {
       }
       const nowIso = new Date(now).toISOString();
       this.#q(
-        "UPDATE runs SET status = 'running', attempt = attempt + 1, updated_at = ? WHERE run_id = ?",
-      ).run(nowIso, row.run_id);
+        `UPDATE runs SET status = 'running', attempt = attempt + 1, updated_at = ?, worker_id = ?,
+           lease_expires_at = ? WHERE run_id = ?`,
+      ).run(nowIso, lease.workerId, now + lease.ms, row.run_id);
       this.#q("UPDATE threads SET status = 'busy', updated_at = ? WHERE thread_id = ?").run(
         nowIso,
         row.thread_id,
@@ -290,7 +309,41 @@ export class SqliteRuns implements RunsRepo {
         run: toRun({ ...row, status: "running", attempt: row.attempt + 1, updated_at: nowIso }),
         org: row.org_id,
         nextDueAt: null,
+        stopRequested: row.stop_requested ?? undefined,
       };
+    })();
+  }
+
+  async renewLeases(lease: Lease, runIds: string[]): Promise<LeaseRenewal> {
+    return this.#db.transaction(() => {
+      const lost: string[] = [];
+      const stopRequested: LeaseRenewal["stopRequested"] = [];
+      const until = Date.now() + lease.ms;
+      for (const runId of runIds) {
+        const row: Pick<RunRow, "stop_requested"> | undefined = this.#q(
+          `UPDATE runs SET lease_expires_at = ? WHERE run_id = ? AND status = 'running' AND worker_id = ?
+           RETURNING stop_requested`,
+        ).get(until, runId, lease.workerId);
+        if (!row) lost.push(runId);
+        else if (row.stop_requested) stopRequested.push({ run_id: runId, action: row.stop_requested });
+      }
+      return { lost, stopRequested };
+    })();
+  }
+
+  async requestStop(runId: string, action: StopAction): Promise<boolean> {
+    const { changes } = this.#q(
+      "UPDATE runs SET stop_requested = ? WHERE run_id = ? AND status = 'running'",
+    ).run(action, runId);
+    return changes > 0;
+  }
+
+  async sweepExpiredLeases(maxAttempts: number): Promise<SweepResult> {
+    return this.#db.transaction(() => {
+      const rows: RunRow[] = this.#q(
+        "SELECT * FROM runs WHERE status = 'running' AND lease_expires_at < ? ORDER BY seq",
+      ).all(Date.now());
+      return this.#recoverOrphans(rows, maxAttempts);
     })();
   }
 
@@ -298,6 +351,7 @@ export class SqliteRuns implements RunsRepo {
     return this.#db.transaction(() => {
       const row: RunRow | undefined = this.#q("SELECT * FROM runs WHERE run_id = ?").get(c.run_id);
       if (row?.status !== "running") return null; // deleted or settled meanwhile
+      if (c.attempt !== undefined && row.attempt !== c.attempt) return null; // another worker's attempt now
       const now = new Date().toISOString();
       this.#q("UPDATE runs SET status = ?, updated_at = ? WHERE run_id = ?").run(c.status, now, c.run_id);
       this.#settleThread(row.thread_id, {
@@ -320,33 +374,53 @@ export class SqliteRuns implements RunsRepo {
     })();
   }
 
-  async requeue(runId: string): Promise<void> {
-    this.#q("UPDATE runs SET status = 'pending', updated_at = ? WHERE run_id = ? AND status = 'running'").run(
-      new Date().toISOString(),
-      runId,
-    );
+  async requeue(runId: string, attempt?: number): Promise<void> {
+    this.#q(
+      `UPDATE runs SET status = 'pending', updated_at = ?, worker_id = NULL, lease_expires_at = NULL
+       WHERE run_id = ? AND status = 'running' AND (? IS NULL OR attempt = ?)`,
+    ).run(new Date().toISOString(), runId, attempt ?? null, attempt ?? null);
   }
 
-  async recoverInterrupted(maxAttempts: number): Promise<{ requeued: string[]; failed: string[] }> {
-    return this.#db.transaction(() => {
-      const rows: RunRow[] = this.#q("SELECT * FROM runs WHERE status = 'running'").all();
-      const requeued: string[] = [];
-      const failed: string[] = [];
-      const now = new Date().toISOString();
-      for (const row of rows) {
-        if (row.attempt >= maxAttempts) {
-          this.#q("UPDATE runs SET status = 'error', updated_at = ? WHERE run_id = ?").run(now, row.run_id);
-          this.#settleThread(row.thread_id, {
-            error: { error: "RunAbandoned", message: `Run failed after ${row.attempt} attempts` },
-          });
-          failed.push(row.run_id);
-        } else {
-          this.#q("UPDATE runs SET status = 'pending', updated_at = ? WHERE run_id = ?").run(now, row.run_id);
-          requeued.push(row.run_id);
-        }
+  async recoverInterrupted(maxAttempts: number): Promise<SweepResult> {
+    return this.#db.transaction(() =>
+      this.#recoverOrphans(
+        this.#q("SELECT * FROM runs WHERE status = 'running' ORDER BY seq").all(),
+        maxAttempts,
+      ),
+    )();
+  }
+
+  /** Runs no live worker executes: settled as a recorded stop request asks, requeued, or failed. */
+  #recoverOrphans(rows: RunRow[], maxAttempts: number): SweepResult {
+    const result: SweepResult = { requeued: [], failed: [], interrupted: [], rolledBack: [] };
+    const now = new Date().toISOString();
+    for (const row of rows) {
+      if (row.stop_requested === "rollback") {
+        this.#deleteRun(row);
+        this.#restoreGraphBinding(row.thread_id);
+        this.#settleThread(row.thread_id, { hasNext: false });
+        result.rolledBack.push(row.run_id);
+      } else if (row.stop_requested === "interrupt") {
+        this.#q("UPDATE runs SET status = 'interrupted', updated_at = ? WHERE run_id = ?").run(
+          now,
+          row.run_id,
+        );
+        this.#settleThread(row.thread_id, {});
+        result.interrupted.push(row.run_id);
+      } else if (row.attempt >= maxAttempts) {
+        this.#q("UPDATE runs SET status = 'error', updated_at = ? WHERE run_id = ?").run(now, row.run_id);
+        this.#settleThread(row.thread_id, {
+          error: { error: "RunAbandoned", message: `Run failed after ${row.attempt} attempts` },
+        });
+        result.failed.push(row.run_id);
+      } else {
+        this.#q(
+          "UPDATE runs SET status = 'pending', updated_at = ?, worker_id = NULL, lease_expires_at = NULL WHERE run_id = ?",
+        ).run(now, row.run_id);
+        result.requeued.push(row.run_id);
       }
-      return { requeued, failed };
-    })();
+    }
+    return result;
   }
 
   async deleteTemporaryThread(threadId: string): Promise<void> {

@@ -1,0 +1,119 @@
+import { Redis } from "ioredis";
+import type { Logger } from "../cli/logger.js";
+import type { StopAction } from "../storage/ports.js";
+
+/**
+ * Hangar's link to Redis when it runs as several processes (issue 7): one connection for commands
+ * (pipelined, so fire-and-forget publishes keep their order) and one for subscriptions, shared by
+ * every subscriber in the process. Every key and channel starts with `prefix`, so several deployments
+ * (or test runs) can share one Redis.
+ */
+export class RedisLink {
+  readonly commands: Redis;
+  readonly prefix: string;
+  readonly #subscriber: Redis;
+  readonly #handlers = new Map<string, Set<(message: string) => void>>();
+  /** Per channel, the SUBSCRIBE/UNSUBSCRIBE in flight, so they reach Redis in the order they were asked. */
+  readonly #pending = new Map<string, Promise<unknown>>();
+
+  private constructor(commands: Redis, subscriber: Redis, prefix: string) {
+    this.commands = commands;
+    this.#subscriber = subscriber;
+    this.prefix = prefix;
+    subscriber.on("message", (channel: string, message: string) => {
+      for (const handler of this.#handlers.get(channel) ?? []) handler(message);
+    });
+  }
+
+  /** Connects both connections; rejects (with the reason) when Redis cannot be reached. */
+  static async connect(uri: string, prefix: string, log: Logger): Promise<RedisLink> {
+    const open = async () => {
+      const client = new Redis(uri, { lazyConnect: true, maxRetriesPerRequest: 3 });
+      client.on("error", (err: Error) => log.warn("redis connection error", { error: err.message }));
+      await client.connect();
+      return client;
+    };
+    const commands = await open();
+    try {
+      return new RedisLink(commands, await open(), prefix);
+    } catch (err) {
+      commands.disconnect();
+      throw err;
+    }
+  }
+
+  /**
+   * Calls `handler` with every message on `channel` until the returned function is called. Resolves
+   * once Redis confirmed the subscription: a message published after that is delivered.
+   */
+  async subscribe(channel: string, handler: (message: string) => void): Promise<() => void> {
+    let handlers = this.#handlers.get(channel);
+    if (!handlers) {
+      handlers = new Set();
+      this.#handlers.set(channel, handlers);
+      this.#queue(channel, () => this.#subscriber.subscribe(channel));
+    }
+    handlers.add(handler);
+    await this.#pending.get(channel);
+    return () => {
+      handlers.delete(handler);
+      if (handlers.size === 0 && this.#handlers.get(channel) === handlers) {
+        this.#handlers.delete(channel);
+        this.#queue(channel, () => this.#subscriber.unsubscribe(channel));
+      }
+    };
+  }
+
+  #queue(channel: string, op: () => Promise<unknown>) {
+    const next = (this.#pending.get(channel) ?? Promise.resolve()).then(op, op).catch(() => undefined);
+    this.#pending.set(channel, next);
+    void next.then(() => {
+      if (this.#pending.get(channel) === next) this.#pending.delete(channel);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.#handlers.clear();
+    await Promise.allSettled([this.commands.quit(), this.#subscriber.quit()]);
+  }
+}
+
+/**
+ * Signals between processes: wake-ups for idle workers (a run was admitted or requeued somewhere) and
+ * stop requests for a running run, which reach every worker; the one executing the run acts on it.
+ * Pub/sub delivers at most once, so neither is the only record: a stop request is also written on the
+ * run row (seen at the worker's next heartbeat, or by the sweeper), and workers claim whatever is due
+ * when they start and after every run.
+ */
+export class ClusterBus {
+  readonly #link: RedisLink;
+  readonly #wakeChannel: string;
+  readonly #stopChannel: string;
+
+  constructor(link: RedisLink) {
+    this.#link = link;
+    this.#wakeChannel = `${link.prefix}wake`;
+    this.#stopChannel = `${link.prefix}stop`;
+  }
+
+  wakeWorkers(): void {
+    void this.#link.commands.publish(this.#wakeChannel, "").catch(() => undefined);
+  }
+
+  onWake(handler: () => void): Promise<() => void> {
+    return this.#link.subscribe(this.#wakeChannel, handler);
+  }
+
+  stopRun(runId: string, action: StopAction): void {
+    void this.#link.commands
+      .publish(this.#stopChannel, JSON.stringify({ run_id: runId, action }))
+      .catch(() => undefined);
+  }
+
+  onStop(handler: (runId: string, action: StopAction) => void): Promise<() => void> {
+    return this.#link.subscribe(this.#stopChannel, (message) => {
+      const { run_id, action } = JSON.parse(message) as { run_id: string; action: StopAction };
+      handler(run_id, action);
+    });
+  }
+}

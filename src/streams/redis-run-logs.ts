@@ -1,0 +1,228 @@
+import type { RedisLink } from "../cluster/redis.js";
+import type { RunEvent, RunLogs } from "./run-log.js";
+
+/** How long a log of a run still in flight lives without news (a run that never ends is not kept forever). */
+const IN_FLIGHT_TTL_SECONDS = 24 * 3600;
+/** A dropped run's log lingers this long, so readers already attached see its end marker. */
+const DROPPED_TTL_SECONDS = 5;
+/** Entries read per XRANGE while catching up. */
+const PAGE = 500;
+const END = "__end__";
+const DROP = "__drop__";
+
+/**
+ * Appends one entry with the next id (= the stream's length: entry n has stream id `n+1-0`), unless the
+ * log has ended, and announces it on the channel of the same name. Atomic in Redis, so ids stay dense
+ * and ordered even when a run's next attempt publishes from another process. Ending entries (END, DROP)
+ * mark the log done and set its expiry.
+ * KEYS: stream, meta. ARGV: event, data, ttl seconds (0: keep the in-flight ttl), mark ("done", "dropped", "").
+ */
+const APPEND = `
+if redis.call('HGET', KEYS[2], 'done') then
+  if ARGV[4] == 'dropped' then
+    redis.call('HSET', KEYS[2], 'dropped', '1')
+    redis.call('EXPIRE', KEYS[1], ARGV[3])
+    redis.call('EXPIRE', KEYS[2], ARGV[3])
+  end
+  return -1
+end
+local n = redis.call('XLEN', KEYS[1])
+redis.call('XADD', KEYS[1], (n + 1) .. '-0', 'e', ARGV[1], 'd', ARGV[2])
+if ARGV[4] ~= '' then
+  redis.call('HSET', KEYS[2], 'done', '1', ARGV[4], '1')
+  redis.call('EXPIRE', KEYS[1], ARGV[3])
+  redis.call('EXPIRE', KEYS[2], ARGV[3])
+elseif n == 0 then
+  redis.call('EXPIRE', KEYS[1], ${IN_FLIGHT_TTL_SECONDS})
+end
+redis.call('PUBLISH', KEYS[1], n .. '\\n' .. ARGV[1] .. '\\n' .. ARGV[2])
+return n
+`;
+
+interface Entry {
+  id: number;
+  event: string;
+  data: string;
+}
+
+/**
+ * Run event logs as Redis Streams (DESIGN.md decision 5, scaled out): the worker executing a run
+ * appends, and any API process serves `join`, `stream` and `Last-Event-ID` resumes of it. Readers catch
+ * up with XRANGE and then follow the run's pub/sub channel (one shared subscriber connection per
+ * process, not one blocked connection per reader); a gap in the announced ids sends them back to XRANGE,
+ * so a lost message costs a round trip, never an event.
+ */
+export class RedisRunLogs implements RunLogs {
+  readonly #link: RedisLink;
+  readonly #retentionSeconds: number;
+
+  constructor(link: RedisLink, opts: { retentionSeconds: number }) {
+    this.#link = link;
+    this.#retentionSeconds = Math.max(1, opts.retentionSeconds);
+  }
+
+  #keys(runId: string) {
+    const stream = `${this.#link.prefix}run:${runId}`;
+    return { stream, meta: `${stream}:meta` };
+  }
+
+  async open(runId: string): Promise<void> {
+    const { meta } = this.#keys(runId);
+    await this.#link.commands.multi().hset(meta, "open", "1").expire(meta, IN_FLIGHT_TTL_SECONDS).exec();
+  }
+
+  #append(runId: string, event: string, data: string, ttlSeconds: number, mark: "" | "done" | "dropped") {
+    const { stream, meta } = this.#keys(runId);
+    void this.#link.commands
+      .eval(APPEND, 2, stream, meta, event, data, String(ttlSeconds), mark)
+      .catch(() => undefined);
+  }
+
+  publish(runId: string, event: string, data: string): void {
+    this.#append(runId, event, data, 0, "");
+  }
+
+  end(runId: string, result: unknown): void {
+    this.#append(runId, END, JSON.stringify({ result }), this.#retentionSeconds, "done");
+  }
+
+  drop(runId: string): void {
+    this.#append(runId, DROP, "", DROPPED_TTL_SECONDS, "dropped");
+  }
+
+  /** open/done/dropped flags; `known` is false when the run has no log at all. */
+  async #state(runId: string) {
+    const meta = await this.#link.commands.hgetall(this.#keys(runId).meta);
+    return {
+      known: Boolean(meta.open || meta.done),
+      done: Boolean(meta.done),
+      dropped: Boolean(meta.dropped),
+    };
+  }
+
+  async #range(runId: string, after: number): Promise<Entry[]> {
+    const raw = (await this.#link.commands.xrange(
+      this.#keys(runId).stream,
+      `${after + 2}-0`,
+      "+",
+      "COUNT",
+      PAGE,
+    )) as [string, string[]][];
+    return raw.map(([id, fields]) => ({
+      id: Number(id.slice(0, id.indexOf("-"))) - 1,
+      event: fields[fields.indexOf("e") + 1],
+      data: fields[fields.indexOf("d") + 1],
+    }));
+  }
+
+  async *read(runId: string, after: number, signal?: AbortSignal): AsyncGenerator<RunEvent> {
+    const inbox = new Inbox<Entry>();
+    const unsubscribe = await this.#link.subscribe(this.#keys(runId).stream, (m) =>
+      inbox.push(parseMessage(m)),
+    );
+    try {
+      const state = await this.#state(runId);
+      if (!state.known || state.dropped) return;
+      let last = Math.max(-1, after);
+      for (;;) {
+        // Catch up from the stream itself.
+        for (;;) {
+          const page = await this.#range(runId, last);
+          for (const entry of page) {
+            if (entry.event === END || entry.event === DROP) return;
+            yield entry;
+            last = entry.id;
+          }
+          if (page.length < PAGE) break;
+        }
+        // Ended before we looked (a resume past its end marker): nothing more will come.
+        if (state.done) return;
+        // Follow the channel until the ids show a gap (then catch up again) or the log ends.
+        for (;;) {
+          const entry = await inbox.next(signal);
+          if (!entry) return; // the reader went away
+          if (entry.id <= last) continue;
+          if (entry.id > last + 1) break;
+          if (entry.event === END || entry.event === DROP) return;
+          yield entry;
+          last = entry.id;
+        }
+      }
+    } finally {
+      unsubscribe();
+    }
+  }
+
+  async outcome(runId: string, signal?: AbortSignal): Promise<{ result: unknown } | null> {
+    const inbox = new Inbox<Entry>();
+    const unsubscribe = await this.#link.subscribe(this.#keys(runId).stream, (m) => {
+      const entry = parseMessage(m);
+      if (entry.event === END || entry.event === DROP) inbox.push(entry);
+    });
+    try {
+      const state = await this.#state(runId);
+      if (!state.known || state.dropped) return null;
+      let ending: Entry | undefined;
+      if (state.done) {
+        const last = (await this.#link.commands.xrevrange(
+          this.#keys(runId).stream,
+          "+",
+          "-",
+          "COUNT",
+          1,
+        )) as [string, string[]][];
+        const fields = last[0]?.[1] ?? [];
+        ending = { id: -1, event: fields[fields.indexOf("e") + 1], data: fields[fields.indexOf("d") + 1] };
+      } else {
+        ending = await inbox.next(signal);
+      }
+      if (!ending || ending.event !== END) return null;
+      return { result: (JSON.parse(ending.data) as { result?: unknown }).result };
+    } finally {
+      unsubscribe();
+    }
+  }
+
+  close(): void {
+    // The connections belong to the RedisLink, which the server closes.
+  }
+}
+
+/** An announcement is `<id>\n<event>\n<data>` (data may itself contain newlines). */
+function parseMessage(message: string): Entry {
+  const first = message.indexOf("\n");
+  const second = message.indexOf("\n", first + 1);
+  return {
+    id: Number(message.slice(0, first)),
+    event: message.slice(first + 1, second),
+    data: message.slice(second + 1),
+  };
+}
+
+/** A queue filled by a subscription and drained by one async reader. */
+class Inbox<T> {
+  readonly #items: T[] = [];
+  #waiter?: () => void;
+
+  push(item: T) {
+    this.#items.push(item);
+    this.#waiter?.();
+  }
+
+  /** The next item, or undefined once `signal` aborts. */
+  async next(signal?: AbortSignal): Promise<T | undefined> {
+    while (this.#items.length === 0) {
+      if (signal?.aborted) return undefined;
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          this.#waiter = undefined;
+          signal?.removeEventListener("abort", wake);
+          resolve();
+        };
+        this.#waiter = wake;
+        signal?.addEventListener("abort", wake, { once: true });
+      });
+    }
+    return this.#items.shift();
+  }
+}

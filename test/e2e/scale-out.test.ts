@@ -1,0 +1,241 @@
+/**
+ * Scale-out (issue 7): Hangar as 2 API processes (`serve --no-workers`) + 2 worker processes
+ * (`hangar worker`) on one Postgres database and one Redis, driven with the official SDK and raw HTTP.
+ *
+ * Needs HANGAR_TEST_POSTGRES_URI and HANGAR_TEST_REDIS_URI (CI sets both; then an unreachable service
+ * fails the test). Each suite gets a fresh database and its own Redis key prefix, and short leases
+ * (HANGAR_LEASE_SECONDS=2) so a killed worker's run is recovered within seconds.
+ */
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { after, before, describe, test } from "node:test";
+import type { Client } from "@langchain/langgraph-sdk";
+import pg from "pg";
+import {
+  assertDetail,
+  client,
+  contents,
+  type Hangar,
+  http,
+  human,
+  startHangar,
+  waitFor,
+} from "../helpers/server.js";
+import { multitaskSuite } from "./multitask-suite.js";
+
+const PG_URI = process.env.HANGAR_TEST_POSTGRES_URI;
+const REDIS_URI = process.env.HANGAR_TEST_REDIS_URI;
+const SKIP =
+  PG_URI && REDIS_URI
+    ? undefined
+    : "HANGAR_TEST_POSTGRES_URI and HANGAR_TEST_REDIS_URI are not both set (CI sets them)";
+const T = { timeout: 90_000 };
+
+/** One deployment: a fresh database and Redis prefix shared by every process started from it. */
+class Cluster {
+  readonly apis: Hangar[] = [];
+  readonly workers: Hangar[] = [];
+  readonly #db = `hangar_e2e_${randomBytes(5).toString("hex")}`;
+  readonly #prefix = `hangar-e2e-${randomBytes(5).toString("hex")}:`;
+
+  get uri(): string {
+    const url = new URL(PG_URI as string);
+    url.pathname = `/${this.#db}`;
+    return url.toString();
+  }
+
+  async create(): Promise<this> {
+    await this.#admin(`CREATE DATABASE ${this.#db}`);
+    return this;
+  }
+
+  #start(command: "serve" | "worker"): Promise<Hangar> {
+    return startHangar({
+      command,
+      args: command === "serve" ? ["--no-workers"] : ["--workers", "8"],
+      env: {
+        POSTGRES_URI: this.uri,
+        REDIS_URI: REDIS_URI as string,
+        HANGAR_REDIS_PREFIX: this.#prefix,
+        HANGAR_LEASE_SECONDS: "2",
+        HANGAR_LOG_LEVEL: "info",
+      },
+    });
+  }
+
+  /** Starts what is missing of 2 API + 2 worker processes (the API processes first: they migrate). */
+  async up(): Promise<this> {
+    while (this.apis.length < 2) this.apis.push(await this.#start("serve"));
+    while (this.workers.length < 2) this.workers.push(await this.#start("worker"));
+    return this;
+  }
+
+  async stopAll(how: "SIGTERM" | "SIGKILL"): Promise<void> {
+    const all = [...this.apis.splice(0), ...this.workers.splice(0)];
+    await Promise.all(all.map((p) => (how === "SIGKILL" ? p.kill9() : p.stop())));
+  }
+
+  async destroy(): Promise<void> {
+    await this.stopAll("SIGTERM").catch(() => this.stopAll("SIGKILL"));
+    await this.#admin(`DROP DATABASE IF EXISTS ${this.#db} WITH (FORCE)`);
+  }
+
+  async query<R extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<R[]> {
+    const db = new pg.Client({ connectionString: this.uri });
+    await db.connect();
+    try {
+      return (await db.query<R>(sql, params)).rows;
+    } finally {
+      await db.end();
+    }
+  }
+
+  async #admin(sql: string) {
+    const db = new pg.Client({ connectionString: PG_URI });
+    await db.connect();
+    try {
+      await db.query(sql);
+    } finally {
+      await db.end();
+    }
+  }
+}
+
+const slow = (text: string, sleepMs: number) => ({
+  input: human(text),
+  config: { configurable: { sleep_ms: sleepMs } },
+});
+
+describe("scale-out: 2 API + 2 worker processes on Postgres and Redis", { skip: SKIP }, () => {
+  const cluster = new Cluster();
+  let api1: Client;
+  let api2: Client;
+
+  before(async () => {
+    await (await cluster.create()).up();
+    api1 = client(cluster.apis[0]!.url);
+    api2 = client(cluster.apis[1]!.url);
+  });
+  after(() => cluster.destroy());
+
+  test("a run created on one API process is joined and streamed from the other", T, async () => {
+    const t = (await api1.threads.create()).thread_id;
+    const run = await api1.runs.create(t, "slow", { ...slow("hi", 600), streamMode: ["values", "custom"] });
+    const events: { event: string; data: unknown }[] = [];
+    for await (const chunk of api2.runs.joinStream(t, run.run_id)) events.push(chunk);
+    assert.ok(
+      events.some((e) => e.event === "custom"),
+      JSON.stringify(events.map((e) => e.event)),
+    );
+    const last = events.filter((e) => e.event === "values").at(-1);
+    assert.deepEqual(contents(last?.data), ["hi", "slow echo: hi"]);
+    assert.deepEqual(contents(await api1.runs.join(t, run.run_id)), ["hi", "slow echo: hi"]);
+    // A Last-Event-ID resume on the other process gets exactly the events after that id.
+    const resumed = await fetch(`${cluster.apis[1]!.url}/threads/${t}/runs/${run.run_id}/stream`, {
+      headers: { "Last-Event-ID": "1" },
+    });
+    const ids = [...(await resumed.text()).matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+    assert.equal(ids[0], 2, `resumed ids: ${ids.join(",")}`);
+    assert.deepEqual(
+      ids,
+      ids.map((_, i) => i + 2),
+    );
+    // runs/wait on one process for a run another process admits and a worker executes.
+    const waited = await http(cluster.apis[1]!.url, "POST", `/threads/${t}/runs/wait`, {
+      assistant_id: "agent",
+      input: human("again"),
+    });
+    assert.equal(waited.status, 200, waited.text);
+    assert.deepEqual(contents(waited.body).slice(-2), ["again", "echo: again"]);
+    assert.equal((await api2.threads.get(t)).status, "idle");
+  });
+
+  test("a cancel sent to the other API process stops the run on its worker", T, async () => {
+    const t = (await api1.threads.create()).thread_id;
+    const run = await api1.runs.create(t, "slow", slow("long", 30_000));
+    await waitFor(async () => (await api2.runs.get(t, run.run_id)).status === "running", { what: "running" });
+    const started = Date.now();
+    await api2.runs.cancel(t, run.run_id, true);
+    assert.ok(Date.now() - started < 10_000, "the signal reached the worker, not the lease timeout");
+    assert.equal((await api1.runs.get(t, run.run_id)).status, "interrupted");
+    assert.equal((await api1.threads.get(t)).status, "idle");
+  });
+
+  test("kill -9 of the worker executing a run: the run is recovered on the other worker", T, async () => {
+    const t = (await api1.threads.create()).thread_id;
+    const run = await api1.runs.create(t, "slow", slow("survive", 3_000));
+    await waitFor(async () => (await api2.runs.get(t, run.run_id)).status === "running", { what: "running" });
+    const [row] = await cluster.query<{ worker_id: string }>("SELECT worker_id FROM runs WHERE run_id = $1", [
+      run.run_id,
+    ]);
+    const pid = Number(row!.worker_id.split(":")[1]);
+    const victim = cluster.workers.find((w) => w.process.pid === pid);
+    assert.ok(victim, `the run's worker ${row!.worker_id} is one of ours`);
+    await victim.kill9();
+    cluster.workers.splice(cluster.workers.indexOf(victim), 1);
+    // The lease (2 s) expires, a sweeper requeues the run, the surviving worker runs it again.
+    const result = await api2.runs.join(t, run.run_id);
+    assert.deepEqual(contents(result), ["survive", "slow echo: survive"]);
+    const after = await api1.runs.get(t, run.run_id);
+    assert.equal(after.status, "success");
+    const [again] = await cluster.query<{ attempt: number; worker_id: string }>(
+      "SELECT attempt, worker_id FROM runs WHERE run_id = $1",
+      [run.run_id],
+    );
+    assert.equal(again!.attempt, 2);
+    assert.notEqual(again!.worker_id, row!.worker_id);
+    assert.equal((await api1.threads.get(t)).status, "idle", "the thread is not left busy");
+    await cluster.up(); // replace the killed worker for the tests that follow
+  });
+
+  test("no acknowledged run is lost when every process is killed and restarted", T, async () => {
+    const threads = await Promise.all(Array.from({ length: 4 }, () => api1.threads.create()));
+    const acknowledged: { thread: string; run: string }[] = [];
+    for (const [i, thread] of threads.entries()) {
+      for (let k = 0; k < 3; k++) {
+        const via = (i + k) % 2 === 0 ? api1 : api2;
+        const run = await via.runs.create(thread.thread_id, "slow", slow(`m${i}-${k}`, 400));
+        acknowledged.push({ thread: thread.thread_id, run: run.run_id });
+      }
+    }
+    await new Promise((r) => setTimeout(r, 300)); // some are running now, most are queued
+    await cluster.stopAll("SIGKILL");
+    await cluster.up();
+    api1 = client(cluster.apis[0]!.url);
+    api2 = client(cluster.apis[1]!.url);
+    for (const { thread, run } of acknowledged) {
+      await api2.runs.join(thread, run);
+      assert.equal((await api1.runs.get(thread, run)).status, "success", `run ${run}`);
+    }
+    for (const [i, thread] of threads.entries()) {
+      const messages = contents((await api1.threads.getState(thread.thread_id)).values);
+      assert.deepEqual(
+        messages.filter((m) => !m.startsWith("slow echo")),
+        [`m${i}-0`, `m${i}-1`, `m${i}-2`],
+        "each run's input applied once, in order",
+      );
+      assert.equal((await api2.threads.get(thread.thread_id)).status, "idle");
+    }
+  });
+
+  test("bad deployments are refused with a clear message", T, async () => {
+    const refused = await startHangar({ command: "worker", env: { REDIS_URI: "" } }).then(
+      () => "started",
+      (err: Error) => err.message,
+    );
+    assert.match(refused, /hangar worker: API and worker processes find each other through Redis/);
+    assertDetail(await http(cluster.apis[0]!.url, "GET", `/threads/${crypto.randomUUID()}`), 404, "thread");
+  });
+});
+
+// The whole double-texting suite again, admitted on one API process and observed on the other.
+if (!SKIP) {
+  multitaskSuite("scale-out: multitask strategies behave as in embedded mode", async () => {
+    const cluster = await (await new Cluster().create()).up();
+    return {
+      url: cluster.apis[0]!.url,
+      writeUrl: cluster.apis[1]!.url,
+      stop: () => cluster.destroy(),
+    };
+  });
+}
