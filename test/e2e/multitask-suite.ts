@@ -38,8 +38,9 @@ export function multitaskSuite(title: string, start: () => Promise<Deployment>):
       ...extra,
     });
 
-    const createRun = (threadId: string, body: Record<string, unknown>) =>
-      http<Run>(h.writeUrl, "POST", `/threads/${threadId}/runs`, body);
+    /** Admits on `writeUrl`; given an index `i`, even ones go to `url` (the other API process). */
+    const createRun = (threadId: string, body: Record<string, unknown>, i = 1) =>
+      http<Run>(i % 2 ? h.writeUrl : h.url, "POST", `/threads/${threadId}/runs`, body);
 
     const status = async (threadId: string, runId: string) => (await c.runs.get(threadId, runId)).status;
 
@@ -240,12 +241,14 @@ export function multitaskSuite(title: string, start: () => Promise<Deployment>):
     // ---------------------------------------------------------------------------------------------
     // 10 concurrent double texts on one thread
 
+    // Half of each burst is admitted by one API process and half by the other (one server: both the same).
     const burst = (threadId: string, strategy: string | undefined, sleepMs: number, tag: string) =>
       Promise.all(
         Array.from({ length: 10 }, (_, i) =>
           createRun(
             threadId,
             slowBody(`${tag}${i}`, sleepMs, strategy ? { multitask_strategy: strategy } : {}),
+            i,
           ).then((res) => ({ i, res })),
         ),
       );

@@ -118,6 +118,17 @@ describe("scale-out: 2 API + 2 worker processes on Postgres and Redis", { skip: 
   });
   after(() => cluster.destroy());
 
+  /** The worker process executing a run: its id on the run row is `host:pid:start`. */
+  const workerOf = async (runId: string): Promise<Hangar> => {
+    const [row] = await cluster.query<{ worker_id: string }>("SELECT worker_id FROM runs WHERE run_id = $1", [
+      runId,
+    ]);
+    const pid = Number(row!.worker_id.split(":")[1]);
+    const worker = cluster.workers.find((w) => w.process.pid === pid);
+    assert.ok(worker, `the run's worker ${row!.worker_id} is one of ours`);
+    return worker;
+  };
+
   test("a run created on one API process is joined and streamed from the other", T, async () => {
     const t = (await api1.threads.create()).thread_id;
     const run = await api1.runs.create(t, "slow", { ...slow("hi", 600), streamMode: ["values", "custom"] });
@@ -168,9 +179,7 @@ describe("scale-out: 2 API + 2 worker processes on Postgres and Redis", { skip: 
     const [row] = await cluster.query<{ worker_id: string }>("SELECT worker_id FROM runs WHERE run_id = $1", [
       run.run_id,
     ]);
-    const pid = Number(row!.worker_id.split(":")[1]);
-    const victim = cluster.workers.find((w) => w.process.pid === pid);
-    assert.ok(victim, `the run's worker ${row!.worker_id} is one of ours`);
+    const victim = await workerOf(run.run_id);
     await victim.kill9();
     cluster.workers.splice(cluster.workers.indexOf(victim), 1);
     // The lease (2 s) expires, a sweeper requeues the run, the surviving worker runs it again.
@@ -186,6 +195,22 @@ describe("scale-out: 2 API + 2 worker processes on Postgres and Redis", { skip: 
     assert.notEqual(again!.worker_id, row!.worker_id);
     assert.equal((await api1.threads.get(t)).status, "idle", "the thread is not left busy");
     await cluster.up(); // replace the killed worker for the tests that follow
+  });
+
+  test("a worker shut down gracefully hands its run back and the other worker finishes it", T, async () => {
+    const t = (await api1.threads.create()).thread_id;
+    const run = await api1.runs.create(t, "slow", slow("handed", 8_000));
+    await waitFor(async () => (await api2.runs.get(t, run.run_id)).status === "running", { what: "running" });
+    const victim = await workerOf(run.run_id);
+    assert.equal(await victim.stop(), 0, "SIGTERM: a clean exit after the 5 s grace");
+    cluster.workers.splice(cluster.workers.indexOf(victim), 1);
+    assert.deepEqual(contents(await api2.runs.join(t, run.run_id)), ["handed", "slow echo: handed"]);
+    const [row] = await cluster.query<{ attempt: number }>("SELECT attempt FROM runs WHERE run_id = $1", [
+      run.run_id,
+    ]);
+    assert.equal(row!.attempt, 2);
+    assert.equal((await api1.threads.get(t)).status, "idle");
+    await cluster.up();
   });
 
   test("no acknowledged run is lost when every process is killed and restarted", T, async () => {
