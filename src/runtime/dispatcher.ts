@@ -70,17 +70,22 @@ export class Dispatcher {
   /** Starts dispatching (after `recover`, once the server listens), following the bus if there is one. */
   async start(): Promise<void> {
     if (this.#bus) {
-      if (this.#concurrency > 0) this.#unsubscribe.push(await this.#bus.onWake(() => this.nudge()));
-      this.#unsubscribe.push(
-        await this.#bus.onStop((runId, action) => {
-          void this.stop(runId, action);
-        }),
-      );
+      if (this.#concurrency > 0) {
+        this.#unsubscribe.push(await this.#bus.onWake(() => this.nudge()));
+        this.#unsubscribe.push(
+          await this.#bus.onStop((runId, action) => {
+            void this.stop(runId, action);
+          }),
+        );
+      }
     }
-    const sweepEvery = Math.max(250, Math.floor(this.#lease.ms / 2));
-    this.#sweeper = setInterval(() => void this.#sweep(), sweepEvery);
-    this.#sweeper.unref();
-    await this.#sweep();
+    // Storage this process owns was recovered at start (`recover`) and has no other workers to outlive.
+    if (!this.#storage.exclusive) {
+      const sweepEvery = Math.max(250, Math.floor(this.#lease.ms / 2));
+      this.#sweeper = setInterval(() => void this.#sweep(), sweepEvery);
+      this.#sweeper.unref();
+      await this.#sweep();
+    }
     this.nudge();
   }
 
@@ -152,7 +157,8 @@ export class Dispatcher {
   }
 
   #startHeartbeat(): void {
-    if (this.#heartbeat) return;
+    // With storage this process owns, nobody else could take its runs: leases need no renewal.
+    if (this.#heartbeat || this.#storage.exclusive) return;
     this.#heartbeat = setInterval(
       () => void this.#renewLeases(),
       Math.max(100, Math.floor(this.#lease.ms / 3)),
@@ -185,6 +191,9 @@ export class Dispatcher {
   async #sweep(): Promise<void> {
     if (this.#stopped) return;
     try {
+      // Our own leases first: after a long stall (a CPU-bound node blocking the event loop) this timer
+      // may fire before the heartbeat, and must not take this process's runs for a dead worker's.
+      await this.#renewLeases();
       this.#settleRecovered(await this.#storage.runs.sweepExpiredLeases(MAX_ATTEMPTS));
     } catch (err) {
       this.#log.error("sweeping expired run leases failed", { error: (err as Error).message });

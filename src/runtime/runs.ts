@@ -105,7 +105,9 @@ export class RunService {
       not_before: new Date(Date.now() + (body.after_seconds ?? 0) * 1000),
       stateless,
     });
-    await this.logs.open(run.run_id);
+    // The run is stored: a log that cannot be opened now (Redis unreachable) must not turn its
+    // acknowledgement into an error. Its first event opens the log anyway.
+    await Promise.resolve(this.logs.open(run.run_id)).catch(() => undefined);
     for (const prior of pendingSettled) {
       if (strategy === "rollback") this.logs.drop(prior.run_id);
       else this.logs.end(prior.run_id, undefined);

@@ -34,6 +34,8 @@ if ARGV[4] ~= '' then
   redis.call('EXPIRE', KEYS[2], ARGV[3])
 elseif n == 0 then
   redis.call('EXPIRE', KEYS[1], ${IN_FLIGHT_TTL_SECONDS})
+  redis.call('HSET', KEYS[2], 'open', '1')
+  redis.call('EXPIRE', KEYS[2], ${IN_FLIGHT_TTL_SECONDS})
 end
 redis.call('PUBLISH', KEYS[1], n .. '\\n' .. ARGV[1] .. '\\n' .. ARGV[2])
 return n
