@@ -91,7 +91,9 @@ export const ADAPTERS: Adapter[] = [
           }
           const [query, named] = sqliteParams(text, params);
           const stmt = raw.prepare(query);
-          return (stmt.reader ? stmt.all(named) : (stmt.run(named), [])) as R[];
+          if (stmt.reader) return stmt.all(named) as R[];
+          stmt.run(named);
+          return [];
         },
         async close() {
           raw?.close();
