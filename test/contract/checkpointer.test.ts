@@ -23,23 +23,30 @@ import {
   TASKS,
 } from "@langchain/langgraph-checkpoint";
 import Database from "better-sqlite3";
+import type { CheckpointStore } from "../../src/storage/ports.js";
+import { PgCheckpointer } from "../../src/storage/postgres/checkpointer.js";
+import { MIGRATION_COUNT, openDatabase as openPgDatabase } from "../../src/storage/postgres/database.js";
 import { SqliteCheckpointer } from "../../src/storage/sqlite/checkpointer.js";
+import { openDatabase as openSqliteDatabase } from "../../src/storage/sqlite/database.js";
+import { ADAPTERS, type Fixture, PG_URI, useFixtures } from "../helpers/adapters.js";
 
-const tmp = mkdtempSync(path.join(os.tmpdir(), "hangar-checkpointer-"));
-after(() => rmSync(tmp, { recursive: true, force: true }));
+/**
+ * What both adapters' checkpointers offer beyond the port: SQLite answers `hasCheckpoints` (and runs
+ * `deleteRun` / `copyThread`) synchronously, Postgres asynchronously, so the tests await them all.
+ */
+type Saver = CheckpointStore & {
+  hasCheckpoints(threadId: string): boolean | Promise<boolean>;
+  isFenced(runId: string): boolean;
+};
 
-let dbCount = 0;
-function openDb(file = path.join(tmp, `db-${++dbCount}.sqlite`)) {
-  const db = new Database(file);
-  db.pragma("journal_mode = WAL");
-  db.pragma("synchronous = NORMAL");
-  return db;
-}
-
-function fresh() {
-  const file = path.join(tmp, `db-${++dbCount}.sqlite`);
-  const db = openDb(file);
-  return { db, file, saver: new SqliteCheckpointer(db) };
+/** A checkpointer built here, with its own options and connection, on the fixture's database. */
+async function ownSaver(fx: Fixture, options: { fenceCapacity?: number } = {}) {
+  if (fx.adapter === "sqlite") {
+    const db = openSqliteDatabase(fx.dataDir as string, "normal");
+    return { saver: new SqliteCheckpointer(db, options) as Saver, close: async () => db.close() };
+  }
+  const db = await openPgDatabase({ uri: PG_URI as string, schema: fx.schema });
+  return { saver: new PgCheckpointer(db, options) as Saver, close: () => db.pool.end() };
 }
 
 /** Fixed-width ids so lexical order = numeric order. */
@@ -71,7 +78,7 @@ function cfg(threadId: string, opts: { ns?: string; id?: string; runId?: string 
 
 /** Puts checkpoints 1..n on a thread as a parent chain; step i-1; run id from runOf. */
 async function putChain(
-  saver: SqliteCheckpointer,
+  saver: CheckpointStore,
   threadId: string,
   n: number,
   runOf: (i: number) => string = () => "run-a",
@@ -98,9 +105,21 @@ const ids = (tuples: CheckpointTuple[]) => tuples.map((t) => t.checkpoint.id);
 /** Stored metadata carries the run's keys (run_id, thread_id, ...) beyond the CheckpointMetadata type. */
 const md = (t: { metadata?: unknown } | undefined) => t?.metadata as Record<string, unknown> | undefined;
 
-describe("SqliteCheckpointer: schema", () => {
+/** SQLite only: the checkpointer's own migration of a bare SQLite file (Postgres has versioned migrations). */
+const tmp = mkdtempSync(path.join(os.tmpdir(), "hangar-checkpointer-"));
+after(() => rmSync(tmp, { recursive: true, force: true }));
+let dbCount = 0;
+function openDb(file = path.join(tmp, `db-${++dbCount}.sqlite`)) {
+  const db = new Database(file);
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = NORMAL");
+  return db;
+}
+
+describe("sqlite only: SqliteCheckpointer schema", () => {
   test("migrate is idempotent and creates both tables and the run index", () => {
-    const { db } = fresh();
+    const db = openDb();
+    new SqliteCheckpointer(db);
     SqliteCheckpointer.migrate(db);
     new SqliteCheckpointer(db);
     const names = (
@@ -128,607 +147,703 @@ describe("SqliteCheckpointer: schema", () => {
   });
 });
 
-describe("SqliteCheckpointer: put / getTuple", () => {
-  test("round trip: latest without checkpoint_id, exact with it, undefined when absent", async () => {
-    const { saver } = fresh();
-    const values = {
-      messages: [new HumanMessage({ content: "hi", id: "m1" }), new AIMessage({ content: "yo", id: "m2" })],
-      tags: new Set(["a", "b"]),
-      nested: { n: 1, list: [1, "two", null] },
+for (const adapter of ADAPTERS) {
+  describe(`checkpointer: ${adapter.name}`, { skip: adapter.skip }, () => {
+    const open = useFixtures(adapter);
+    /** A fresh database; `saver` is its storage's checkpointer. */
+    const fresh = async () => {
+      const fx = await open();
+      return { fx, saver: fx.storage.checkpointer as Saver };
     };
-    const returned = await saver.put(cfg("t1"), makeCheckpoint(cid(1), values), meta(-1), {});
-    assert.deepEqual(returned, {
-      configurable: { thread_id: "t1", checkpoint_ns: "", checkpoint_id: cid(1) },
-    });
-    await saver.put(cfg("t1", { id: cid(1) }), makeCheckpoint(cid(2), { count: 2 }), meta(0), {});
 
-    const latest = await saver.getTuple(cfg("t1"));
-    assert.equal(latest?.checkpoint.id, cid(2));
-    assert.deepEqual(latest?.checkpoint.channel_values, { count: 2 });
-    assert.deepEqual(latest?.config, {
-      configurable: { thread_id: "t1", checkpoint_ns: "", checkpoint_id: cid(2) },
-    });
-    assert.deepEqual(latest?.parentConfig, {
-      configurable: { thread_id: "t1", checkpoint_ns: "", checkpoint_id: cid(1) },
-    });
-    assert.deepEqual(latest?.pendingWrites, []);
+    if (adapter.name === "postgres") {
+      test("postgres only: migrations create both tables and the run index; opening again changes nothing", async () => {
+        const { fx } = await fresh();
+        const columns = async (table: string) =>
+          (
+            await fx.sql<{ column_name: string }>(
+              "SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position",
+              [fx.schema, table],
+            )
+          ).map((r) => r.column_name);
+        assert.deepEqual(await columns("checkpoints"), [
+          "thread_id",
+          "checkpoint_ns",
+          "checkpoint_id",
+          "parent_checkpoint_id",
+          "run_id",
+          "type",
+          "checkpoint",
+          "metadata",
+        ]);
+        const writeColumns = await columns("checkpoint_writes");
+        for (const c of ["task_path", "run_id"]) assert.ok(writeColumns.includes(c), writeColumns.join());
+        const [index] = await fx.sql<{ indexdef: string }>(
+          "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'checkpoints_thread_run'",
+          [fx.schema],
+        );
+        assert.match(index?.indexdef ?? "", /\(thread_id, run_id\)$/);
+        // A second process opening the schema finds nothing left to migrate.
+        await fx.another();
+        const versions = await fx.sql<{ version: number }>("SELECT version FROM hangar_migrations");
+        assert.equal(versions.length, MIGRATION_COUNT);
+      });
+    }
 
-    const first = await saver.getTuple(cfg("t1", { id: cid(1) }));
-    assert.equal(first?.checkpoint.id, cid(1));
-    assert.equal(first?.parentConfig, undefined);
-    const cv = first!.checkpoint.channel_values as typeof values;
-    assert.ok(cv.messages[0] instanceof HumanMessage);
-    assert.ok(cv.messages[1] instanceof AIMessage);
-    assert.equal(cv.messages[1].content, "yo");
-    assert.deepEqual(cv.tags, new Set(["a", "b"]));
-    assert.deepEqual(cv.nested, { n: 1, list: [1, "two", null] });
-    assert.equal(first?.checkpoint.v, 4);
+    describe("put / getTuple", () => {
+      test("round trip: latest without checkpoint_id, exact with it, undefined when absent", async () => {
+        const { saver } = await fresh();
+        const values = {
+          messages: [
+            new HumanMessage({ content: "hi", id: "m1" }),
+            new AIMessage({ content: "yo", id: "m2" }),
+          ],
+          tags: new Set(["a", "b"]),
+          nested: { n: 1, list: [1, "two", null] },
+        };
+        const returned = await saver.put(cfg("t1"), makeCheckpoint(cid(1), values), meta(-1), {});
+        assert.deepEqual(returned, {
+          configurable: { thread_id: "t1", checkpoint_ns: "", checkpoint_id: cid(1) },
+        });
+        await saver.put(cfg("t1", { id: cid(1) }), makeCheckpoint(cid(2), { count: 2 }), meta(0), {});
 
-    // legacy alias thread_ts is honoured like checkpoint_id
-    const legacy = await saver.getTuple({ configurable: { thread_id: "t1", thread_ts: cid(1) } });
-    assert.equal(legacy?.checkpoint.id, cid(1));
+        const latest = await saver.getTuple(cfg("t1"));
+        assert.equal(latest?.checkpoint.id, cid(2));
+        assert.deepEqual(latest?.checkpoint.channel_values, { count: 2 });
+        assert.deepEqual(latest?.config, {
+          configurable: { thread_id: "t1", checkpoint_ns: "", checkpoint_id: cid(2) },
+        });
+        assert.deepEqual(latest?.parentConfig, {
+          configurable: { thread_id: "t1", checkpoint_ns: "", checkpoint_id: cid(1) },
+        });
+        assert.deepEqual(latest?.pendingWrites, []);
 
-    assert.equal(await saver.getTuple(cfg("t1", { id: cid(99) })), undefined);
-    assert.equal(await saver.getTuple(cfg("nope")), undefined);
-    assert.equal(await saver.getTuple({ configurable: {} }), undefined);
-  });
+        const first = await saver.getTuple(cfg("t1", { id: cid(1) }));
+        assert.equal(first?.checkpoint.id, cid(1));
+        assert.equal(first?.parentConfig, undefined);
+        const cv = first!.checkpoint.channel_values as typeof values;
+        assert.ok(cv.messages[0] instanceof HumanMessage);
+        assert.ok(cv.messages[1] instanceof AIMessage);
+        assert.equal(cv.messages[1].content, "yo");
+        assert.deepEqual(cv.tags, new Set(["a", "b"]));
+        assert.deepEqual(cv.nested, { n: 1, list: [1, "two", null] });
+        assert.equal(first?.checkpoint.v, 4);
 
-  test("checkpoint_ns isolates namespaces", async () => {
-    const { saver } = fresh();
-    await saver.put(cfg("t"), makeCheckpoint(cid(1), { root: true }), meta(-1), {});
-    await saver.put(cfg("t", { ns: "child:abc" }), makeCheckpoint(cid(2), { child: true }), meta(-1), {});
-    assert.equal((await saver.getTuple(cfg("t")))?.checkpoint.id, cid(1));
-    const child = await saver.getTuple(cfg("t", { ns: "child:abc" }));
-    assert.equal(child?.checkpoint.id, cid(2));
-    assert.equal(child?.config.configurable?.checkpoint_ns, "child:abc");
-    assert.equal(await saver.getTuple(cfg("t", { ns: "child:abc", id: cid(1) })), undefined);
-  });
+        // legacy alias thread_ts is honoured like checkpoint_id
+        const legacy = await saver.getTuple({ configurable: { thread_id: "t1", thread_ts: cid(1) } });
+        assert.equal(legacy?.checkpoint.id, cid(1));
 
-  test("metadata: run identity from config is merged in, checkpoint keys win, non-scalars dropped", async () => {
-    const { saver, db } = fresh();
-    await saver.put(
-      {
-        configurable: {
-          thread_id: "t",
-          checkpoint_ns: "",
-          assistant_id: "asst",
-          user_setting: 7,
-          __pregel_internal: "x",
-          some_object: { a: 1 },
-        },
-        metadata: {
+        assert.equal(await saver.getTuple(cfg("t1", { id: cid(99) })), undefined);
+        assert.equal(await saver.getTuple(cfg("nope")), undefined);
+        assert.equal(await saver.getTuple({ configurable: {} }), undefined);
+      });
+
+      test("checkpoint_ns isolates namespaces", async () => {
+        const { saver } = await fresh();
+        await saver.put(cfg("t"), makeCheckpoint(cid(1), { root: true }), meta(-1), {});
+        await saver.put(cfg("t", { ns: "child:abc" }), makeCheckpoint(cid(2), { child: true }), meta(-1), {});
+        assert.equal((await saver.getTuple(cfg("t")))?.checkpoint.id, cid(1));
+        const child = await saver.getTuple(cfg("t", { ns: "child:abc" }));
+        assert.equal(child?.checkpoint.id, cid(2));
+        assert.equal(child?.config.configurable?.checkpoint_ns, "child:abc");
+        assert.equal(await saver.getTuple(cfg("t", { ns: "child:abc", id: cid(1) })), undefined);
+      });
+
+      test("metadata: run identity from config is merged in, checkpoint keys win, non-scalars dropped", async () => {
+        const { saver, fx } = await fresh();
+        await saver.put(
+          {
+            configurable: {
+              thread_id: "t",
+              checkpoint_ns: "",
+              assistant_id: "asst",
+              user_setting: 7,
+              __pregel_internal: "x",
+              some_object: { a: 1 },
+            },
+            metadata: {
+              run_id: "r1",
+              thread_id: "t",
+              graph_id: "g",
+              source: "should-not-win",
+              checkpoint_id: "not-metadata",
+              langgraph_node: "n",
+              blob: { nested: true },
+            },
+          },
+          makeCheckpoint(cid(1)),
+          meta(-1, { custom: "own" }),
+          {},
+        );
+        const t = await saver.getTuple(cfg("t"));
+        assert.deepEqual(t?.metadata, {
+          source: "input",
+          step: -1,
+          parents: {},
+          custom: "own",
           run_id: "r1",
           thread_id: "t",
           graph_id: "g",
-          source: "should-not-win",
-          checkpoint_id: "not-metadata",
-          langgraph_node: "n",
-          blob: { nested: true },
-        },
-      },
-      makeCheckpoint(cid(1)),
-      meta(-1, { custom: "own" }),
-      {},
-    );
-    const t = await saver.getTuple(cfg("t"));
-    assert.deepEqual(t?.metadata, {
-      source: "input",
-      step: -1,
-      parents: {},
-      custom: "own",
-      run_id: "r1",
-      thread_id: "t",
-      graph_id: "g",
-      assistant_id: "asst",
-      user_setting: 7,
+          assistant_id: "asst",
+          user_setting: 7,
+        });
+        const rows = await fx.sql("SELECT run_id, type FROM checkpoints");
+        assert.deepEqual(rows, [{ run_id: "r1", type: "json" }]);
+      });
+
+      test("put without thread_id throws; a re-put of the same id replaces it", async () => {
+        const { saver } = await fresh();
+        await assert.rejects(
+          saver.put({ configurable: {} }, makeCheckpoint(cid(1)), meta(-1), {}),
+          /thread_id/,
+        );
+        await saver.put(cfg("t"), makeCheckpoint(cid(1), { v: "old" }), meta(-1), {});
+        await saver.put(cfg("t"), makeCheckpoint(cid(1), { v: "new" }), meta(0), {});
+        const t = await saver.getTuple(cfg("t"));
+        assert.deepEqual(t?.checkpoint.channel_values, { v: "new" });
+        assert.equal(t?.metadata?.step, 0);
+      });
     });
-    const row = db.prepare("SELECT run_id, type FROM checkpoints").get();
-    assert.deepEqual(row, { run_id: "r1", type: "json" });
-  });
 
-  test("put without thread_id throws; a re-put of the same id replaces it", async () => {
-    const { saver } = fresh();
-    await assert.rejects(saver.put({ configurable: {} }, makeCheckpoint(cid(1)), meta(-1), {}), /thread_id/);
-    await saver.put(cfg("t"), makeCheckpoint(cid(1), { v: "old" }), meta(-1), {});
-    await saver.put(cfg("t"), makeCheckpoint(cid(1), { v: "new" }), meta(0), {});
-    const t = await saver.getTuple(cfg("t"));
-    assert.deepEqual(t?.checkpoint.channel_values, { v: "new" });
-    assert.equal(t?.metadata?.step, 0);
-  });
-});
+    describe("list", () => {
+      test("newest first, with before / limit / filter / checkpoint_ns", async () => {
+        const { saver } = await fresh();
+        await putChain(saver, "t", 5);
+        await putChain(saver, "other", 2);
+        await saver.put(cfg("t", { ns: "sub:1" }), makeCheckpoint(cid(9)), meta(0), {});
 
-describe("SqliteCheckpointer: list", () => {
-  test("newest first, with before / limit / filter / checkpoint_ns", async () => {
-    const { saver } = fresh();
-    await putChain(saver, "t", 5);
-    await putChain(saver, "other", 2);
-    await saver.put(cfg("t", { ns: "sub:1" }), makeCheckpoint(cid(9)), meta(0), {});
+        const root = { configurable: { thread_id: "t", checkpoint_ns: "" } };
+        assert.deepEqual(ids(await collect(saver.list(root))), [cid(5), cid(4), cid(3), cid(2), cid(1)]);
+        assert.deepEqual(ids(await collect(saver.list(root, { limit: 2 }))), [cid(5), cid(4)]);
+        assert.deepEqual(ids(await collect(saver.list(root, { limit: 0 }))), []);
+        assert.deepEqual(ids(await collect(saver.list(root, { before: cfg("t", { id: cid(4) }) }))), [
+          cid(3),
+          cid(2),
+          cid(1),
+        ]);
+        assert.deepEqual(
+          ids(await collect(saver.list(root, { before: cfg("t", { id: cid(4) }), limit: 1 }))),
+          [cid(3)],
+        );
+        assert.deepEqual(ids(await collect(saver.list(root, { filter: { tag: "even" } }))), [cid(4), cid(2)]);
+        assert.deepEqual(ids(await collect(saver.list(root, { filter: { step: 1 } }))), [cid(3)]);
+        assert.deepEqual(ids(await collect(saver.list(root, { filter: { step: "1" } }))), []);
+        assert.deepEqual(ids(await collect(saver.list(root, { filter: { source: "input", tag: "odd" } }))), [
+          cid(1),
+        ]);
+        assert.deepEqual(ids(await collect(saver.list(root, { filter: { parents: {} } }))).length, 5);
+        assert.deepEqual(ids(await collect(saver.list(root, { filter: { run_id: "run-a", tag: "x" } }))), []);
+        assert.deepEqual(ids(await collect(saver.list(root, { filter: { missing: null } }))), []);
+        // checkpoint_id in the config selects that one checkpoint
+        assert.deepEqual(ids(await collect(saver.list(cfg("t", { ns: "", id: cid(2) })))), [cid(2)]);
+        // no checkpoint_ns: every namespace of the thread
+        assert.deepEqual(ids(await collect(saver.list(cfg("t")))), [
+          cid(9),
+          cid(5),
+          cid(4),
+          cid(3),
+          cid(2),
+          cid(1),
+        ]);
+        assert.deepEqual(ids(await collect(saver.list(cfg("t", { ns: "sub:1" })))), [cid(9)]);
+        // no thread: every thread
+        assert.equal((await collect(saver.list({}))).length, 8);
 
-    const root = { configurable: { thread_id: "t", checkpoint_ns: "" } };
-    assert.deepEqual(ids(await collect(saver.list(root))), [cid(5), cid(4), cid(3), cid(2), cid(1)]);
-    assert.deepEqual(ids(await collect(saver.list(root, { limit: 2 }))), [cid(5), cid(4)]);
-    assert.deepEqual(ids(await collect(saver.list(root, { limit: 0 }))), []);
-    assert.deepEqual(ids(await collect(saver.list(root, { before: cfg("t", { id: cid(4) }) }))), [
-      cid(3),
-      cid(2),
-      cid(1),
-    ]);
-    assert.deepEqual(ids(await collect(saver.list(root, { before: cfg("t", { id: cid(4) }), limit: 1 }))), [
-      cid(3),
-    ]);
-    assert.deepEqual(ids(await collect(saver.list(root, { filter: { tag: "even" } }))), [cid(4), cid(2)]);
-    assert.deepEqual(ids(await collect(saver.list(root, { filter: { step: 1 } }))), [cid(3)]);
-    assert.deepEqual(ids(await collect(saver.list(root, { filter: { step: "1" } }))), []);
-    assert.deepEqual(ids(await collect(saver.list(root, { filter: { source: "input", tag: "odd" } }))), [
-      cid(1),
-    ]);
-    assert.deepEqual(ids(await collect(saver.list(root, { filter: { parents: {} } }))).length, 5);
-    assert.deepEqual(ids(await collect(saver.list(root, { filter: { run_id: "run-a", tag: "x" } }))), []);
-    assert.deepEqual(ids(await collect(saver.list(root, { filter: { missing: null } }))), []);
-    // checkpoint_id in the config selects that one checkpoint
-    assert.deepEqual(ids(await collect(saver.list(cfg("t", { ns: "", id: cid(2) })))), [cid(2)]);
-    // no checkpoint_ns: every namespace of the thread
-    assert.deepEqual(ids(await collect(saver.list(cfg("t")))), [
-      cid(9),
-      cid(5),
-      cid(4),
-      cid(3),
-      cid(2),
-      cid(1),
-    ]);
-    assert.deepEqual(ids(await collect(saver.list(cfg("t", { ns: "sub:1" })))), [cid(9)]);
-    // no thread: every thread
-    assert.equal((await collect(saver.list({}))).length, 8);
+        const [top] = await collect(saver.list(root, { limit: 1 }));
+        assert.deepEqual(top.parentConfig, {
+          configurable: { thread_id: "t", checkpoint_ns: "", checkpoint_id: cid(4) },
+        });
+        assert.equal(md(top)?.run_id, "run-a");
+      });
 
-    const [top] = await collect(saver.list(root, { limit: 1 }));
-    assert.deepEqual(top.parentConfig, {
-      configurable: { thread_id: "t", checkpoint_ns: "", checkpoint_id: cid(4) },
+      test("pages through long histories in order, across threads too", async () => {
+        const { saver } = await fresh();
+        await putChain(saver, "long", 230);
+        await putChain(saver, "long2", 30, undefined, 231);
+        const all = ids(await collect(saver.list(cfg("long", { ns: "" }))));
+        assert.equal(all.length, 230);
+        assert.equal(all[0], cid(230));
+        assert.equal(all[229], cid(1));
+        assert.deepEqual(all, [...all].sort().reverse());
+        assert.equal((await collect(saver.list(cfg("long"), { limit: 150 }))).length, 150);
+        const odd = ids(await collect(saver.list(cfg("long"), { filter: { tag: "odd" }, limit: 120 })));
+        assert.equal(odd.length, 115);
+        const everything = ids(await collect(saver.list({})));
+        assert.equal(everything.length, 260);
+        assert.equal(new Set(everything).size, 260);
+        assert.equal(everything[0], cid(260));
+      });
     });
-    assert.equal(md(top)?.run_id, "run-a");
-  });
 
-  test("pages through long histories in order, across threads too", async () => {
-    const { saver } = fresh();
-    await putChain(saver, "long", 230);
-    await putChain(saver, "long2", 30, undefined, 231);
-    const all = ids(await collect(saver.list(cfg("long", { ns: "" }))));
-    assert.equal(all.length, 230);
-    assert.equal(all[0], cid(230));
-    assert.equal(all[229], cid(1));
-    assert.deepEqual(all, [...all].sort().reverse());
-    assert.equal((await collect(saver.list(cfg("long"), { limit: 150 }))).length, 150);
-    const odd = ids(await collect(saver.list(cfg("long"), { filter: { tag: "odd" }, limit: 120 })));
-    assert.equal(odd.length, 115);
-    const everything = ids(await collect(saver.list({})));
-    assert.equal(everything.length, 260);
-    assert.equal(new Set(everything).size, 260);
-    assert.equal(everything[0], cid(260));
-  });
-});
+    describe("putWrites / pendingWrites", () => {
+      test("regular writes insert-or-ignore, special channels upsert, ordered by (task_path, task_id, idx)", async () => {
+        const { saver } = await fresh();
+        await saver.put(cfg("t"), makeCheckpoint(cid(1)), meta(-1), {});
+        const at = cfg("t", { id: cid(1), ns: "" });
+        await saver.putWrites(
+          at,
+          [
+            ["a", 1],
+            ["b", { x: [1, 2] }],
+          ],
+          "task-2",
+          "~p, node2",
+        );
+        await saver.putWrites(at, [["a", "ignored"]], "task-2", "~p, node2");
+        await saver.putWrites(at, [["c", "first"]], "task-1", "~p, node1");
+        await saver.putWrites(at, [[INTERRUPT, [{ value: "q1" }]]], "task-1", "~p, node1");
+        await saver.putWrites(at, [[INTERRUPT, [{ value: "q2" }]]], "task-1", "~p, node1");
+        await saver.putWrites(at, [["input", "no path"]], "task-0");
+        // task_path sorts before task_id
+        await saver.putWrites(at, [["late", 1]], "task-0b", "~p, node3");
 
-describe("SqliteCheckpointer: putWrites / pendingWrites", () => {
-  test("regular writes insert-or-ignore, special channels upsert, ordered by (task_path, task_id, idx)", async () => {
-    const { saver } = fresh();
-    await saver.put(cfg("t"), makeCheckpoint(cid(1)), meta(-1), {});
-    const at = cfg("t", { id: cid(1), ns: "" });
-    await saver.putWrites(
-      at,
-      [
-        ["a", 1],
-        ["b", { x: [1, 2] }],
-      ],
-      "task-2",
-      "~p, node2",
-    );
-    await saver.putWrites(at, [["a", "ignored"]], "task-2", "~p, node2");
-    await saver.putWrites(at, [["c", "first"]], "task-1", "~p, node1");
-    await saver.putWrites(at, [[INTERRUPT, [{ value: "q1" }]]], "task-1", "~p, node1");
-    await saver.putWrites(at, [[INTERRUPT, [{ value: "q2" }]]], "task-1", "~p, node1");
-    await saver.putWrites(at, [["input", "no path"]], "task-0");
-    // task_path sorts before task_id
-    await saver.putWrites(at, [["late", 1]], "task-0b", "~p, node3");
+        const t = await saver.getTuple(cfg("t"));
+        assert.deepEqual(t?.pendingWrites, [
+          ["task-0", "input", "no path"],
+          ["task-1", INTERRUPT, [{ value: "q2" }]],
+          ["task-1", "c", "first"],
+          ["task-2", "a", 1],
+          ["task-2", "b", { x: [1, 2] }],
+          ["task-0b", "late", 1],
+        ]);
+        const listed = await collect(saver.list(cfg("t")));
+        assert.deepEqual(listed[0].pendingWrites, t?.pendingWrites);
+      });
 
-    const t = await saver.getTuple(cfg("t"));
-    assert.deepEqual(t?.pendingWrites, [
-      ["task-0", "input", "no path"],
-      ["task-1", INTERRUPT, [{ value: "q2" }]],
-      ["task-1", "c", "first"],
-      ["task-2", "a", 1],
-      ["task-2", "b", { x: [1, 2] }],
-      ["task-0b", "late", 1],
-    ]);
-    const listed = await collect(saver.list(cfg("t")));
-    assert.deepEqual(listed[0].pendingWrites, t?.pendingWrites);
-  });
+      test("putWrites needs thread_id and checkpoint_id; writes on a missing checkpoint are harmless", async () => {
+        const { saver } = await fresh();
+        await assert.rejects(saver.putWrites(cfg("t"), [["a", 1]], "task"), /checkpoint_id/);
+        await assert.rejects(
+          saver.putWrites({ configurable: { checkpoint_id: "x" } }, [["a", 1]], "task"),
+          /thread_id/,
+        );
+        await saver.putWrites(cfg("t", { id: cid(7) }), [["a", 1]], "task");
+        assert.equal(await saver.getTuple(cfg("t")), undefined);
+      });
 
-  test("putWrites needs thread_id and checkpoint_id; writes on a missing checkpoint are harmless", async () => {
-    const { saver } = fresh();
-    await assert.rejects(saver.putWrites(cfg("t"), [["a", 1]], "task"), /checkpoint_id/);
-    await assert.rejects(
-      saver.putWrites({ configurable: { checkpoint_id: "x" } }, [["a", 1]], "task"),
-      /thread_id/,
-    );
-    await saver.putWrites(cfg("t", { id: cid(7) }), [["a", 1]], "task");
-    assert.equal(await saver.getTuple(cfg("t")), undefined);
-  });
+      test("checkpoint format < 4 gets the parent's pending sends in the TASKS channel", async () => {
+        const { saver } = await fresh();
+        await saver.put(cfg("t"), makeCheckpoint(cid(1), { x: 1 }), meta(-1), {});
+        await saver.putWrites(
+          cfg("t", { id: cid(1) }),
+          [
+            [TASKS, { node: "worker", args: { n: 1 } }],
+            [TASKS, { node: "worker", args: { n: 2 } }],
+            ["x", 2],
+          ],
+          "task-a",
+        );
+        const old = makeCheckpoint(cid(2), { x: 2 }, 3);
+        old.channel_versions = { x: 5, y: 3 };
+        await saver.put(cfg("t", { id: cid(1) }), old, meta(0), {});
+        const t = await saver.getTuple(cfg("t"));
+        assert.deepEqual(t?.checkpoint.channel_values[TASKS], [
+          { node: "worker", args: { n: 1 } },
+          { node: "worker", args: { n: 2 } },
+        ]);
+        assert.equal(t?.checkpoint.channel_versions[TASKS], 5);
 
-  test("checkpoint format < 4 gets the parent's pending sends in the TASKS channel", async () => {
-    const { saver } = fresh();
-    await saver.put(cfg("t"), makeCheckpoint(cid(1), { x: 1 }), meta(-1), {});
-    await saver.putWrites(
-      cfg("t", { id: cid(1) }),
-      [
-        [TASKS, { node: "worker", args: { n: 1 } }],
-        [TASKS, { node: "worker", args: { n: 2 } }],
-        ["x", 2],
-      ],
-      "task-a",
-    );
-    const old = makeCheckpoint(cid(2), { x: 2 }, 3);
-    old.channel_versions = { x: 5, y: 3 };
-    await saver.put(cfg("t", { id: cid(1) }), old, meta(0), {});
-    const t = await saver.getTuple(cfg("t"));
-    assert.deepEqual(t?.checkpoint.channel_values[TASKS], [
-      { node: "worker", args: { n: 1 } },
-      { node: "worker", args: { n: 2 } },
-    ]);
-    assert.equal(t?.checkpoint.channel_versions[TASKS], 5);
-
-    // v4 checkpoints are returned as stored
-    await saver.put(cfg("t", { id: cid(2) }), makeCheckpoint(cid(3), { x: 3 }), meta(1), {});
-    const v4 = await saver.getTuple(cfg("t"));
-    assert.equal(TASKS in v4!.checkpoint.channel_values, false);
-  });
-});
-
-describe("SqliteCheckpointer: server operations", () => {
-  test("deleteThread removes one thread's checkpoints and writes only", async () => {
-    const { saver, db } = fresh();
-    await putChain(saver, "a", 3);
-    await putChain(saver, "b", 2);
-    await saver.putWrites(cfg("a", { id: cid(3) }), [["x", 1]], "task");
-    await saver.putWrites(cfg("b", { id: cid(2) }), [["x", 1]], "task");
-    assert.equal(saver.hasCheckpoints("a"), true);
-    await saver.deleteThread("a");
-    assert.equal(saver.hasCheckpoints("a"), false);
-    assert.equal(await saver.getTuple(cfg("a")), undefined);
-    assert.equal(
-      db.prepare("SELECT count(*) n FROM checkpoint_writes WHERE thread_id = 'a'").pluck().get(),
-      0,
-    );
-    assert.equal(saver.hasCheckpoints("b"), true);
-    assert.deepEqual((await saver.getTuple(cfg("b")))?.pendingWrites, [["task", "x", 1]]);
-    assert.equal(saver.hasCheckpoints("never"), false);
-  });
-
-  test("deleteRun removes that run's checkpoints, their writes and its writes elsewhere, then fences it", async () => {
-    const { saver, db } = fresh();
-    await putChain(saver, "t", 5, (i) => (i <= 3 ? "r1" : "r2"));
-    await putChain(saver, "other", 5, (i) => (i <= 3 ? "r1" : "r2"));
-    // r1's writes on its own checkpoint, r2's writes on r1's last checkpoint (a resumed run does this)
-    await saver.putWrites(cfg("t", { id: cid(3), runId: "r1" }), [[INTERRUPT, "q"]], "task-1");
-    await saver.putWrites(cfg("t", { id: cid(3), runId: "r2" }), [["answer", 42]], "task-2");
-    await saver.putWrites(cfg("t", { id: cid(5), runId: "r2" }), [["y", 1]], "task-3");
-
-    saver.deleteRun("t", "r2");
-    assert.deepEqual(ids(await collect(saver.list(cfg("t")))), [cid(3), cid(2), cid(1)]);
-    const head = await saver.getTuple(cfg("t"));
-    assert.deepEqual(head?.pendingWrites, [["task-1", INTERRUPT, "q"]]);
-    assert.equal(
-      db
-        .prepare("SELECT count(*) FROM checkpoint_writes WHERE thread_id = 't' AND checkpoint_id = ?")
-        .pluck()
-        .get(cid(5)),
-      0,
-    );
-    // other threads keep their r2 checkpoints
-    assert.equal((await collect(saver.list(cfg("other")))).length, 5);
-    // the run is fenced: a late checkpoint from it is dropped
-    assert.equal(saver.isFenced("r2"), true);
-    await saver.put(cfg("t", { id: cid(3), runId: "r2" }), makeCheckpoint(cid(6)), meta(3), {});
-    assert.equal((await saver.getTuple(cfg("t")))?.checkpoint.id, cid(3));
-  });
-
-  test("copyThread copies checkpoints and writes, rewriting metadata.thread_id", async () => {
-    const { saver, db } = fresh();
-    await saver.put(
-      { configurable: { thread_id: "src" }, metadata: { run_id: "r1", thread_id: "src" } },
-      makeCheckpoint(cid(1), { v: 1 }),
-      meta(-1),
-      {},
-    );
-    await saver.put(cfg("src", { id: cid(1), runId: "r1" }), makeCheckpoint(cid(2), { v: 2 }), meta(0), {});
-    await saver.put(cfg("src", { ns: "child:1" }), makeCheckpoint(cid(3), { c: 1 }), meta(0), {});
-    await saver.putWrites(cfg("src", { id: cid(2), runId: "r1" }), [["w", "x"]], "task", "~p");
-    // the target's previous contents are replaced
-    await putChain(saver, "dst", 4);
-
-    saver.copyThread("src", "dst");
-    const copied = await collect(saver.list(cfg("dst")));
-    assert.deepEqual(ids(copied), [cid(3), cid(2), cid(1)]);
-    const first = copied.find((t) => t.checkpoint.id === cid(1))!;
-    assert.equal(md(first)?.thread_id, "dst");
-    assert.equal(md(first)?.run_id, "r1");
-    assert.equal(first.metadata?.step, -1);
-    const second = copied.find((t) => t.checkpoint.id === cid(2))!;
-    assert.equal(md(second)?.thread_id, "dst", "configurable.thread_id is folded into metadata too");
-    assert.deepEqual(second.checkpoint.channel_values, { v: 2 });
-    assert.deepEqual(second.pendingWrites, [["task", "w", "x"]]);
-    assert.deepEqual(second.parentConfig, {
-      configurable: { thread_id: "dst", checkpoint_ns: "", checkpoint_id: cid(1) },
+        // v4 checkpoints are returned as stored
+        await saver.put(cfg("t", { id: cid(2) }), makeCheckpoint(cid(3), { x: 3 }), meta(1), {});
+        const v4 = await saver.getTuple(cfg("t"));
+        assert.equal(TASKS in v4!.checkpoint.channel_values, false);
+      });
     });
-    assert.equal((await saver.getTuple(cfg("dst", { ns: "child:1" })))?.checkpoint.id, cid(3));
-    // source untouched
-    const src = await saver.getTuple(cfg("src", { id: cid(1) }));
-    assert.equal(md(src)?.thread_id, "src");
-    // metadata without thread_id (rows not written by put) is copied unchanged
-    db.prepare(
-      "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, type, checkpoint, metadata) SELECT 'raw', checkpoint_ns, checkpoint_id, type, checkpoint, ? FROM checkpoints WHERE thread_id = 'src' AND checkpoint_id = ?",
-    ).run(Buffer.from(JSON.stringify({ source: "loop", step: 5, parents: {} })), cid(2));
-    saver.copyThread("raw", "raw-copy");
-    assert.deepEqual((await saver.getTuple(cfg("raw-copy")))?.metadata, {
-      source: "loop",
-      step: 5,
-      parents: {},
+
+    describe("server operations", () => {
+      test("deleteThread removes one thread's checkpoints and writes only", async () => {
+        const { saver, fx } = await fresh();
+        await putChain(saver, "a", 3);
+        await putChain(saver, "b", 2);
+        await saver.putWrites(cfg("a", { id: cid(3) }), [["x", 1]], "task");
+        await saver.putWrites(cfg("b", { id: cid(2) }), [["x", 1]], "task");
+        assert.equal(await saver.hasCheckpoints("a"), true);
+        await saver.deleteThread("a");
+        assert.equal(await saver.hasCheckpoints("a"), false);
+        assert.equal(await saver.getTuple(cfg("a")), undefined);
+        const [writes] = await fx.sql<{ n: number }>(
+          "SELECT CAST(count(*) AS INTEGER) AS n FROM checkpoint_writes WHERE thread_id = 'a'",
+        );
+        assert.equal(writes.n, 0);
+        assert.equal(await saver.hasCheckpoints("b"), true);
+        assert.deepEqual((await saver.getTuple(cfg("b")))?.pendingWrites, [["task", "x", 1]]);
+        assert.equal(await saver.hasCheckpoints("never"), false);
+      });
+
+      test("deleteRun removes that run's checkpoints, their writes and its writes elsewhere, then fences it", async () => {
+        const { saver, fx } = await fresh();
+        await putChain(saver, "t", 5, (i) => (i <= 3 ? "r1" : "r2"));
+        await putChain(saver, "other", 5, (i) => (i <= 3 ? "r1" : "r2"));
+        // r1's writes on its own checkpoint, r2's writes on r1's last checkpoint (a resumed run does this)
+        await saver.putWrites(cfg("t", { id: cid(3), runId: "r1" }), [[INTERRUPT, "q"]], "task-1");
+        await saver.putWrites(cfg("t", { id: cid(3), runId: "r2" }), [["answer", 42]], "task-2");
+        await saver.putWrites(cfg("t", { id: cid(5), runId: "r2" }), [["y", 1]], "task-3");
+
+        await saver.deleteRun("t", "r2");
+        assert.deepEqual(ids(await collect(saver.list(cfg("t")))), [cid(3), cid(2), cid(1)]);
+        const head = await saver.getTuple(cfg("t"));
+        assert.deepEqual(head?.pendingWrites, [["task-1", INTERRUPT, "q"]]);
+        const [writes] = await fx.sql<{ n: number }>(
+          "SELECT CAST(count(*) AS INTEGER) AS n FROM checkpoint_writes WHERE thread_id = 't' AND checkpoint_id = $1",
+          [cid(5)],
+        );
+        assert.equal(writes.n, 0);
+        // other threads keep their r2 checkpoints
+        assert.equal((await collect(saver.list(cfg("other")))).length, 5);
+        // the run is fenced: a late checkpoint from it is dropped
+        assert.equal(saver.isFenced("r2"), true);
+        await saver.put(cfg("t", { id: cid(3), runId: "r2" }), makeCheckpoint(cid(6)), meta(3), {});
+        assert.equal((await saver.getTuple(cfg("t")))?.checkpoint.id, cid(3));
+      });
+
+      test("copyThread copies checkpoints and writes, rewriting metadata.thread_id", async () => {
+        const { saver, fx } = await fresh();
+        await saver.put(
+          { configurable: { thread_id: "src" }, metadata: { run_id: "r1", thread_id: "src" } },
+          makeCheckpoint(cid(1), { v: 1 }),
+          meta(-1),
+          {},
+        );
+        await saver.put(
+          cfg("src", { id: cid(1), runId: "r1" }),
+          makeCheckpoint(cid(2), { v: 2 }),
+          meta(0),
+          {},
+        );
+        await saver.put(cfg("src", { ns: "child:1" }), makeCheckpoint(cid(3), { c: 1 }), meta(0), {});
+        await saver.putWrites(cfg("src", { id: cid(2), runId: "r1" }), [["w", "x"]], "task", "~p");
+        // the target's previous contents are replaced
+        await putChain(saver, "dst", 4);
+
+        await saver.copyThread("src", "dst");
+        const copied = await collect(saver.list(cfg("dst")));
+        assert.deepEqual(ids(copied), [cid(3), cid(2), cid(1)]);
+        const first = copied.find((t) => t.checkpoint.id === cid(1))!;
+        assert.equal(md(first)?.thread_id, "dst");
+        assert.equal(md(first)?.run_id, "r1");
+        assert.equal(first.metadata?.step, -1);
+        const second = copied.find((t) => t.checkpoint.id === cid(2))!;
+        assert.equal(md(second)?.thread_id, "dst", "configurable.thread_id is folded into metadata too");
+        assert.deepEqual(second.checkpoint.channel_values, { v: 2 });
+        assert.deepEqual(second.pendingWrites, [["task", "w", "x"]]);
+        assert.deepEqual(second.parentConfig, {
+          configurable: { thread_id: "dst", checkpoint_ns: "", checkpoint_id: cid(1) },
+        });
+        assert.equal((await saver.getTuple(cfg("dst", { ns: "child:1" })))?.checkpoint.id, cid(3));
+        // source untouched
+        const src = await saver.getTuple(cfg("src", { id: cid(1) }));
+        assert.equal(md(src)?.thread_id, "src");
+        // metadata without thread_id (rows not written by put) is copied unchanged
+        await fx.sql(
+          "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, type, checkpoint, metadata) SELECT 'raw', checkpoint_ns, checkpoint_id, type, checkpoint, $1 FROM checkpoints WHERE thread_id = 'src' AND checkpoint_id = $2",
+          [Buffer.from(JSON.stringify({ source: "loop", step: 5, parents: {} })), cid(2)],
+        );
+        await saver.copyThread("raw", "raw-copy");
+        assert.deepEqual((await saver.getTuple(cfg("raw-copy")))?.metadata, {
+          source: "loop",
+          step: 5,
+          parents: {},
+        });
+        // run ids travel with the copy: deleting a run on the copy leaves the source alone
+        await saver.deleteRun("dst", "r1");
+        assert.deepEqual(ids(await collect(saver.list(cfg("dst")))), [cid(3)]);
+        assert.equal((await collect(saver.list(cfg("src")))).length, 3);
+      });
+
+      // The in-transaction forms differ by adapter: a synchronous better-sqlite3 transaction around
+      // copyThread, a Postgres transaction client handed to copyThreadIn.
+      if (adapter.name === "sqlite") {
+        test("sqlite: copyThread runs inside a caller's transaction and rolls back with it", async () => {
+          const { fx } = await fresh();
+          const db = openSqliteDatabase(fx.dataDir as string, "normal");
+          try {
+            const saver = new SqliteCheckpointer(db);
+            await putChain(saver, "src", 2);
+            assert.throws(() =>
+              db.transaction(() => {
+                saver.copyThread("src", "dst");
+                throw new Error("abort");
+              })(),
+            );
+            assert.equal(saver.hasCheckpoints("dst"), false);
+            db.transaction(() => saver.copyThread("src", "dst"))();
+            assert.equal(saver.hasCheckpoints("dst"), true);
+          } finally {
+            db.close();
+          }
+        });
+      } else {
+        test("postgres: copyThreadIn runs inside a caller's transaction and rolls back with it", async () => {
+          const { fx } = await fresh();
+          const db = await openPgDatabase({ uri: PG_URI as string, schema: fx.schema });
+          try {
+            const saver = new PgCheckpointer(db);
+            await putChain(saver, "src", 2);
+            await assert.rejects(
+              db.tx(async (c) => {
+                await saver.copyThreadIn(c, "src", "dst");
+                throw new Error("abort");
+              }),
+              /abort/,
+            );
+            assert.equal(await saver.hasCheckpoints("dst"), false);
+            await db.tx((c) => saver.copyThreadIn(c, "src", "dst"));
+            assert.equal(await saver.hasCheckpoints("dst"), true);
+          } finally {
+            await db.pool.end();
+          }
+        });
+      }
+
+      test("fenceRun drops later put/putWrites of that run only, and is bounded", async () => {
+        const { fx } = await fresh();
+        const own = await ownSaver(fx, { fenceCapacity: 3 });
+        const saver = own.saver;
+        await saver.put(cfg("t", { runId: "ok" }), makeCheckpoint(cid(1)), meta(-1), {});
+        saver.fenceRun("dead");
+        const returned = await saver.put(
+          cfg("t", { id: cid(1), runId: "dead" }),
+          makeCheckpoint(cid(2)),
+          meta(0),
+          {},
+        );
+        assert.deepEqual(returned, {
+          configurable: { thread_id: "t", checkpoint_ns: "", checkpoint_id: cid(2) },
+        });
+        await saver.putWrites(cfg("t", { id: cid(1), runId: "dead" }), [["x", 1]], "task");
+        const t = await saver.getTuple(cfg("t"));
+        assert.equal(t?.checkpoint.id, cid(1));
+        assert.deepEqual(t?.pendingWrites, []);
+
+        // fenced before serialization finished: still dropped
+        const pending = saver.put(
+          cfg("t", { id: cid(1), runId: "late" }),
+          makeCheckpoint(cid(3)),
+          meta(0),
+          {},
+        );
+        saver.fenceRun("late");
+        await pending;
+        assert.equal((await saver.getTuple(cfg("t")))?.checkpoint.id, cid(1));
+
+        saver.fenceRun("f2");
+        saver.fenceRun("f3");
+        assert.equal(saver.isFenced("dead"), false, "oldest fence forgotten past capacity");
+        assert.equal(saver.isFenced("f3"), true);
+        await saver.put(cfg("t", { id: cid(1), runId: "dead" }), makeCheckpoint(cid(4)), meta(0), {});
+        assert.equal((await saver.getTuple(cfg("t")))?.checkpoint.id, cid(4));
+
+        // the fence is in memory only; the data is durable in the database
+        await own.close();
+        const reopened = (await fx.reopen()).checkpointer;
+        assert.equal((await reopened.getTuple(cfg("t")))?.checkpoint.id, cid(4));
+      });
     });
-    // run ids travel with the copy: deleting a run on the copy leaves the source alone
-    saver.deleteRun("dst", "r1");
-    assert.deepEqual(ids(await collect(saver.list(cfg("dst")))), [cid(3)]);
-    assert.equal((await collect(saver.list(cfg("src")))).length, 3);
+
+    describe("with a real StateGraph", () => {
+      test("two runs on one thread: getState and getStateHistory reflect both, durably", async () => {
+        const { saver, fx } = await fresh();
+        const builder = new StateGraph(MessagesAnnotation)
+          .addNode("bot", (state) => ({ messages: [new AIMessage(`echo ${state.messages.length}`)] }))
+          .addEdge(START, "bot")
+          .addEdge("bot", END);
+        const graph = builder.compile({ checkpointer: saver });
+        const thread = { configurable: { thread_id: "chat" } };
+
+        await graph.invoke(
+          { messages: [new HumanMessage("one")] },
+          { ...thread, metadata: { run_id: "run-1" } },
+        );
+        const out = await graph.invoke(
+          { messages: [new HumanMessage("two")] },
+          { ...thread, metadata: { run_id: "run-2" } },
+        );
+        assert.deepEqual(
+          out.messages.map((m) => m.content),
+          ["one", "echo 1", "two", "echo 3"],
+        );
+
+        const state = await graph.getState(thread);
+        assert.deepEqual(
+          state.values.messages.map((m: HumanMessage) => m.content),
+          ["one", "echo 1", "two", "echo 3"],
+        );
+        assert.deepEqual(state.next, []);
+        assert.equal(md(state)?.run_id, "run-2");
+        assert.equal(md(state)?.thread_id, "chat");
+
+        const history = await collect<any>(graph.getStateHistory(thread));
+        // per run: input (-1), loop after __start__ (0), loop after bot (1); steps continue across runs
+        assert.deepEqual(
+          history.map((s: any) => [s.metadata.run_id, s.metadata.source, s.metadata.step]),
+          [
+            ["run-2", "loop", 4],
+            ["run-2", "loop", 3],
+            ["run-2", "input", 2],
+            ["run-1", "loop", 1],
+            ["run-1", "loop", 0],
+            ["run-1", "input", -1],
+          ],
+        );
+        assert.deepEqual(
+          history[3].values.messages.map((m: HumanMessage) => m.content),
+          ["one", "echo 1"],
+        );
+
+        // time travel: the state at the end of run 1
+        const atRun1 = await graph.getState({
+          configurable: { thread_id: "chat", checkpoint_id: history[3].config.configurable.checkpoint_id },
+        });
+        assert.equal(atRun1.values.messages.length, 2);
+
+        // durable: a fresh connection and saver see the same state
+        const again = builder.compile({ checkpointer: (await fx.reopen()).checkpointer });
+        const reread = await again.getState(thread);
+        assert.equal(reread.values.messages.length, 4);
+        assert.ok(reread.values.messages[3] instanceof AIMessage);
+
+        // rolling back run 2 restores the thread to the end of run 1
+        await saver.deleteRun("chat", "run-2");
+        const rolledBack = await graph.getState(thread);
+        assert.deepEqual(
+          rolledBack.values.messages.map((m: HumanMessage) => m.content),
+          ["one", "echo 1"],
+        );
+      });
+
+      test("interrupt() + Command({resume}) persists interrupts and pending writes; rollback of the resume restores the interrupt", async () => {
+        const { saver } = await fresh();
+        const State = Annotation.Root({
+          log: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
+        });
+        let asked = 0;
+        const graph = new StateGraph(State)
+          .addNode("prepare", () => ({ log: ["prepared"] }))
+          .addNode("ask", () => {
+            asked += 1;
+            const answer = interrupt({ question: "approve?" });
+            return { log: [`answer:${answer}`] };
+          })
+          .addEdge(START, "prepare")
+          .addEdge("prepare", "ask")
+          .addEdge("ask", END)
+          .compile({ checkpointer: saver });
+        const thread = { configurable: { thread_id: "hitl" } };
+
+        const first = await graph.invoke({ log: ["start"] }, { ...thread, metadata: { run_id: "r1" } });
+        assert.deepEqual(first.log, ["start", "prepared"]);
+        let state = await graph.getState(thread);
+        assert.deepEqual(state.next, ["ask"]);
+        assert.equal(state.tasks.length, 1);
+        assert.deepEqual(
+          state.tasks[0].interrupts.map((i) => i.value),
+          [{ question: "approve?" }],
+        );
+        const head = await saver.getTuple(thread);
+        assert.deepEqual(
+          head?.pendingWrites?.map(([, channel, value]) => [channel, value]),
+          [[INTERRUPT, [{ id: state.tasks[0].interrupts[0].id, value: { question: "approve?" } }]]],
+        );
+
+        const resumed = await graph.invoke(new Command({ resume: "yes" }), {
+          ...thread,
+          metadata: { run_id: "r2" },
+        });
+        assert.deepEqual(resumed.log, ["start", "prepared", "answer:yes"]);
+        state = await graph.getState(thread);
+        assert.deepEqual(state.next, []);
+        assert.equal(asked, 2);
+
+        // roll back the resume run: the interrupt is pending again and can be answered differently
+        await saver.deleteRun("hitl", "r2");
+        state = await graph.getState(thread);
+        assert.deepEqual(state.next, ["ask"]);
+        assert.deepEqual(state.values.log, ["start", "prepared"]);
+        assert.deepEqual(
+          state.tasks[0].interrupts.map((i) => i.value),
+          [{ question: "approve?" }],
+        );
+        const again = await graph.invoke(new Command({ resume: "no" }), {
+          ...thread,
+          metadata: { run_id: "r3" },
+        });
+        assert.deepEqual(again.log, ["start", "prepared", "answer:no"]);
+      });
+
+      test("a requeued run (same run_id) resumes from its own checkpoints instead of starting over", async () => {
+        const { saver } = await fresh();
+        const State = Annotation.Root({
+          log: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
+        });
+        let stepA = 0;
+        let stepB = 0;
+        const graph = new StateGraph(State)
+          .addNode("a", () => {
+            stepA += 1;
+            return { log: ["a"] };
+          })
+          .addNode("b", () => {
+            stepB += 1;
+            if (stepB === 1) throw new Error("worker died");
+            return { log: ["b"] };
+          })
+          .addEdge(START, "a")
+          .addEdge("a", "b")
+          .addEdge("b", END)
+          .compile({ checkpointer: saver });
+        const runConfig = { configurable: { thread_id: "retry" }, metadata: { run_id: "r1" } };
+        await assert.rejects(graph.invoke({ log: ["in"] }, runConfig), /worker died/);
+        const out = await graph.invoke({ log: ["in"] }, runConfig);
+        assert.deepEqual(out.log, ["in", "a", "b"]);
+        assert.equal(stepA, 1);
+        assert.equal(stepB, 2);
+      });
+
+      test("subgraph checkpoints carry the run id and go with deleteRun; a fenced run writes nothing", async () => {
+        const { saver } = await fresh();
+        const State = Annotation.Root({
+          log: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
+        });
+        const child = new StateGraph(State)
+          .addNode("inner", () => {
+            const ok = interrupt("inner?");
+            return { log: [`inner:${ok}`] };
+          })
+          .addEdge(START, "inner")
+          .addEdge("inner", END)
+          .compile();
+        const graph = new StateGraph(State)
+          .addNode("child", child)
+          .addEdge(START, "child")
+          .addEdge("child", END)
+          .compile({ checkpointer: saver });
+        const thread = { configurable: { thread_id: "nested" } };
+        await graph.invoke({ log: ["x"] }, { ...thread, metadata: { run_id: "r1" } });
+        const all = await collect(saver.list(thread));
+        const namespaces = new Set(all.map((t) => t.config.configurable?.checkpoint_ns));
+        assert.ok(
+          [...namespaces].some((ns) => typeof ns === "string" && ns.startsWith("child:")),
+          [...namespaces].join(),
+        );
+        assert.ok(all.every((t) => md(t)?.run_id === "r1"));
+        const resumed = await graph.invoke(new Command({ resume: "y" }), {
+          ...thread,
+          metadata: { run_id: "r2" },
+        });
+        // the child returns its whole state, which the parent's reducer appends (as with MemorySaver)
+        assert.deepEqual(resumed.log, ["x", "x", "inner:y"]);
+
+        await saver.deleteRun("nested", "r2");
+        await saver.deleteRun("nested", "r1");
+        assert.equal(await saver.hasCheckpoints("nested"), false);
+
+        saver.fenceRun("ghost");
+        await graph.invoke(
+          { log: ["boo"] },
+          { configurable: { thread_id: "ghosted" }, metadata: { run_id: "ghost" } },
+        );
+        assert.equal(await saver.hasCheckpoints("ghosted"), false);
+      });
+    });
   });
-
-  test("copyThread runs inside a caller's transaction and rolls back with it", async () => {
-    const { saver, db } = fresh();
-    await putChain(saver, "src", 2);
-    assert.throws(() =>
-      db.transaction(() => {
-        saver.copyThread("src", "dst");
-        throw new Error("abort");
-      })(),
-    );
-    assert.equal(saver.hasCheckpoints("dst"), false);
-    db.transaction(() => saver.copyThread("src", "dst"))();
-    assert.equal(saver.hasCheckpoints("dst"), true);
-  });
-
-  test("fenceRun drops later put/putWrites of that run only, and is bounded", async () => {
-    const { db, file } = fresh();
-    const saver = new SqliteCheckpointer(db, { fenceCapacity: 3 });
-    await saver.put(cfg("t", { runId: "ok" }), makeCheckpoint(cid(1)), meta(-1), {});
-    saver.fenceRun("dead");
-    const returned = await saver.put(
-      cfg("t", { id: cid(1), runId: "dead" }),
-      makeCheckpoint(cid(2)),
-      meta(0),
-      {},
-    );
-    assert.deepEqual(returned, {
-      configurable: { thread_id: "t", checkpoint_ns: "", checkpoint_id: cid(2) },
-    });
-    await saver.putWrites(cfg("t", { id: cid(1), runId: "dead" }), [["x", 1]], "task");
-    const t = await saver.getTuple(cfg("t"));
-    assert.equal(t?.checkpoint.id, cid(1));
-    assert.deepEqual(t?.pendingWrites, []);
-
-    // fenced before serialization finished: still dropped
-    const pending = saver.put(cfg("t", { id: cid(1), runId: "late" }), makeCheckpoint(cid(3)), meta(0), {});
-    saver.fenceRun("late");
-    await pending;
-    assert.equal((await saver.getTuple(cfg("t")))?.checkpoint.id, cid(1));
-
-    saver.fenceRun("f2");
-    saver.fenceRun("f3");
-    assert.equal(saver.isFenced("dead"), false, "oldest fence forgotten past capacity");
-    assert.equal(saver.isFenced("f3"), true);
-    await saver.put(cfg("t", { id: cid(1), runId: "dead" }), makeCheckpoint(cid(4)), meta(0), {});
-    assert.equal((await saver.getTuple(cfg("t")))?.checkpoint.id, cid(4));
-
-    // the fence is in memory only; the data is durable in the file
-    db.close();
-    const reopened = new SqliteCheckpointer(openDb(file));
-    assert.equal((await reopened.getTuple(cfg("t")))?.checkpoint.id, cid(4));
-  });
-});
-
-describe("SqliteCheckpointer with a real StateGraph", () => {
-  test("two runs on one thread: getState and getStateHistory reflect both, durably", async () => {
-    const { saver, file } = fresh();
-    const builder = new StateGraph(MessagesAnnotation)
-      .addNode("bot", (state) => ({ messages: [new AIMessage(`echo ${state.messages.length}`)] }))
-      .addEdge(START, "bot")
-      .addEdge("bot", END);
-    const graph = builder.compile({ checkpointer: saver });
-    const thread = { configurable: { thread_id: "chat" } };
-
-    await graph.invoke({ messages: [new HumanMessage("one")] }, { ...thread, metadata: { run_id: "run-1" } });
-    const out = await graph.invoke(
-      { messages: [new HumanMessage("two")] },
-      { ...thread, metadata: { run_id: "run-2" } },
-    );
-    assert.deepEqual(
-      out.messages.map((m) => m.content),
-      ["one", "echo 1", "two", "echo 3"],
-    );
-
-    const state = await graph.getState(thread);
-    assert.deepEqual(
-      state.values.messages.map((m: HumanMessage) => m.content),
-      ["one", "echo 1", "two", "echo 3"],
-    );
-    assert.deepEqual(state.next, []);
-    assert.equal(md(state)?.run_id, "run-2");
-    assert.equal(md(state)?.thread_id, "chat");
-
-    const history = await collect<any>(graph.getStateHistory(thread));
-    // per run: input (-1), loop after __start__ (0), loop after bot (1); steps continue across runs
-    assert.deepEqual(
-      history.map((s: any) => [s.metadata.run_id, s.metadata.source, s.metadata.step]),
-      [
-        ["run-2", "loop", 4],
-        ["run-2", "loop", 3],
-        ["run-2", "input", 2],
-        ["run-1", "loop", 1],
-        ["run-1", "loop", 0],
-        ["run-1", "input", -1],
-      ],
-    );
-    assert.deepEqual(
-      history[3].values.messages.map((m: HumanMessage) => m.content),
-      ["one", "echo 1"],
-    );
-
-    // time travel: the state at the end of run 1
-    const atRun1 = await graph.getState({
-      configurable: { thread_id: "chat", checkpoint_id: history[3].config.configurable.checkpoint_id },
-    });
-    assert.equal(atRun1.values.messages.length, 2);
-
-    // durable: a fresh connection and saver see the same state
-    const again = builder.compile({ checkpointer: new SqliteCheckpointer(openDb(file)) });
-    const reread = await again.getState(thread);
-    assert.equal(reread.values.messages.length, 4);
-    assert.ok(reread.values.messages[3] instanceof AIMessage);
-
-    // rolling back run 2 restores the thread to the end of run 1
-    saver.deleteRun("chat", "run-2");
-    const rolledBack = await graph.getState(thread);
-    assert.deepEqual(
-      rolledBack.values.messages.map((m: HumanMessage) => m.content),
-      ["one", "echo 1"],
-    );
-  });
-
-  test("interrupt() + Command({resume}) persists interrupts and pending writes; rollback of the resume restores the interrupt", async () => {
-    const { saver } = fresh();
-    const State = Annotation.Root({
-      log: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
-    });
-    let asked = 0;
-    const graph = new StateGraph(State)
-      .addNode("prepare", () => ({ log: ["prepared"] }))
-      .addNode("ask", () => {
-        asked += 1;
-        const answer = interrupt({ question: "approve?" });
-        return { log: [`answer:${answer}`] };
-      })
-      .addEdge(START, "prepare")
-      .addEdge("prepare", "ask")
-      .addEdge("ask", END)
-      .compile({ checkpointer: saver });
-    const thread = { configurable: { thread_id: "hitl" } };
-
-    const first = await graph.invoke({ log: ["start"] }, { ...thread, metadata: { run_id: "r1" } });
-    assert.deepEqual(first.log, ["start", "prepared"]);
-    let state = await graph.getState(thread);
-    assert.deepEqual(state.next, ["ask"]);
-    assert.equal(state.tasks.length, 1);
-    assert.deepEqual(
-      state.tasks[0].interrupts.map((i) => i.value),
-      [{ question: "approve?" }],
-    );
-    const head = await saver.getTuple(thread);
-    assert.deepEqual(
-      head?.pendingWrites?.map(([, channel, value]) => [channel, value]),
-      [[INTERRUPT, [{ id: state.tasks[0].interrupts[0].id, value: { question: "approve?" } }]]],
-    );
-
-    const resumed = await graph.invoke(new Command({ resume: "yes" }), {
-      ...thread,
-      metadata: { run_id: "r2" },
-    });
-    assert.deepEqual(resumed.log, ["start", "prepared", "answer:yes"]);
-    state = await graph.getState(thread);
-    assert.deepEqual(state.next, []);
-    assert.equal(asked, 2);
-
-    // roll back the resume run: the interrupt is pending again and can be answered differently
-    saver.deleteRun("hitl", "r2");
-    state = await graph.getState(thread);
-    assert.deepEqual(state.next, ["ask"]);
-    assert.deepEqual(state.values.log, ["start", "prepared"]);
-    assert.deepEqual(
-      state.tasks[0].interrupts.map((i) => i.value),
-      [{ question: "approve?" }],
-    );
-    const again = await graph.invoke(new Command({ resume: "no" }), {
-      ...thread,
-      metadata: { run_id: "r3" },
-    });
-    assert.deepEqual(again.log, ["start", "prepared", "answer:no"]);
-  });
-
-  test("a requeued run (same run_id) resumes from its own checkpoints instead of starting over", async () => {
-    const { saver } = fresh();
-    const State = Annotation.Root({
-      log: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
-    });
-    let stepA = 0;
-    let stepB = 0;
-    const graph = new StateGraph(State)
-      .addNode("a", () => {
-        stepA += 1;
-        return { log: ["a"] };
-      })
-      .addNode("b", () => {
-        stepB += 1;
-        if (stepB === 1) throw new Error("worker died");
-        return { log: ["b"] };
-      })
-      .addEdge(START, "a")
-      .addEdge("a", "b")
-      .addEdge("b", END)
-      .compile({ checkpointer: saver });
-    const runConfig = { configurable: { thread_id: "retry" }, metadata: { run_id: "r1" } };
-    await assert.rejects(graph.invoke({ log: ["in"] }, runConfig), /worker died/);
-    const out = await graph.invoke({ log: ["in"] }, runConfig);
-    assert.deepEqual(out.log, ["in", "a", "b"]);
-    assert.equal(stepA, 1);
-    assert.equal(stepB, 2);
-  });
-
-  test("subgraph checkpoints carry the run id and go with deleteRun; a fenced run writes nothing", async () => {
-    const { saver } = fresh();
-    const State = Annotation.Root({
-      log: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
-    });
-    const child = new StateGraph(State)
-      .addNode("inner", () => {
-        const ok = interrupt("inner?");
-        return { log: [`inner:${ok}`] };
-      })
-      .addEdge(START, "inner")
-      .addEdge("inner", END)
-      .compile();
-    const graph = new StateGraph(State)
-      .addNode("child", child)
-      .addEdge(START, "child")
-      .addEdge("child", END)
-      .compile({ checkpointer: saver });
-    const thread = { configurable: { thread_id: "nested" } };
-    await graph.invoke({ log: ["x"] }, { ...thread, metadata: { run_id: "r1" } });
-    const all = await collect(saver.list(thread));
-    const namespaces = new Set(all.map((t) => t.config.configurable?.checkpoint_ns));
-    assert.ok(
-      [...namespaces].some((ns) => typeof ns === "string" && ns.startsWith("child:")),
-      [...namespaces].join(),
-    );
-    assert.ok(all.every((t) => md(t)?.run_id === "r1"));
-    const resumed = await graph.invoke(new Command({ resume: "y" }), {
-      ...thread,
-      metadata: { run_id: "r2" },
-    });
-    // the child returns its whole state, which the parent's reducer appends (as with MemorySaver)
-    assert.deepEqual(resumed.log, ["x", "x", "inner:y"]);
-
-    saver.deleteRun("nested", "r2");
-    saver.deleteRun("nested", "r1");
-    assert.equal(saver.hasCheckpoints("nested"), false);
-
-    saver.fenceRun("ghost");
-    await graph.invoke(
-      { log: ["boo"] },
-      { configurable: { thread_id: "ghosted" }, metadata: { run_id: "ghost" } },
-    );
-    assert.equal(saver.hasCheckpoints("ghosted"), false);
-  });
-});
+}

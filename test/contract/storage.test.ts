@@ -1,85 +1,17 @@
 /**
- * The storage port contract, run against every adapter (kysely's DIALECTS pattern): the same tests,
- * once on SQLite and once on Postgres.
- *
- * Postgres runs when `HANGAR_TEST_POSTGRES_URI` is set, and then FAILS if the server is unreachable
- * (CI sets it; a silent skip there would hide a broken adapter). Unset: the Postgres half is skipped
- * with a visible reason. Each Postgres test gets a fresh schema `hangar_test_<random>`, dropped after.
+ * The storage port contract, run against every adapter (test/helpers/adapters.ts): the same tests,
+ * once on SQLite and once on Postgres (when `HANGAR_TEST_POSTGRES_URI` is set; see there).
  */
 import assert from "node:assert/strict";
 import { randomBytes, randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { after, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { type Checkpoint, emptyCheckpoint } from "@langchain/langgraph-checkpoint";
 import pg from "pg";
 import { HangarError } from "../../src/errors.js";
 import type { Assistant, RunAdmission, Storage } from "../../src/storage/ports.js";
 import { MIGRATION_COUNT } from "../../src/storage/postgres/database.js";
 import { openPostgresStorage } from "../../src/storage/postgres/index.js";
-import { openSqliteStorage } from "../../src/storage/sqlite/index.js";
-
-const PG_URI = process.env.HANGAR_TEST_POSTGRES_URI;
-
-/** One opened database: the storage under test, and `another()` = a second, independent process's view. */
-interface Fixture {
-  storage: Storage;
-  /** Postgres: the schema of this test. */
-  schema?: string;
-  another(): Promise<Storage>;
-  close(): Promise<void>;
-}
-
-interface Adapter {
-  name: string;
-  skip?: string;
-  open(): Promise<Fixture>;
-}
-
-const tmp = mkdtempSync(path.join(os.tmpdir(), "hangar-storage-"));
-after(() => rmSync(tmp, { recursive: true, force: true }));
-let dbCount = 0;
-
-const ADAPTERS: Adapter[] = [
-  {
-    name: "sqlite",
-    async open() {
-      const dataDir = path.join(tmp, `db-${++dbCount}`);
-      const storage = openSqliteStorage({ dataDir, synchronous: "normal" });
-      // One process owns an SQLite file; "another process" is the same storage (its single connection).
-      return { storage, another: async () => storage, close: () => storage.close() };
-    },
-  },
-  {
-    name: "postgres",
-    skip: PG_URI
-      ? undefined
-      : "HANGAR_TEST_POSTGRES_URI is not set (e.g. postgres://postgres@127.0.0.1:5432/test)",
-    async open() {
-      const uri = PG_URI as string;
-      const schema = `hangar_test_${randomBytes(6).toString("hex")}`;
-      const storage = await openPostgresStorage({ uri, schema });
-      const others: Storage[] = [];
-      return {
-        storage,
-        schema,
-        async another() {
-          const other = await openPostgresStorage({ uri, schema });
-          others.push(other);
-          return other;
-        },
-        async close() {
-          for (const s of [storage, ...others]) await s.close();
-          const client = new pg.Client({ connectionString: uri });
-          await client.connect();
-          await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-          await client.end();
-        },
-      };
-    },
-  },
-];
+import { ADAPTERS, type Fixture, PG_URI } from "../helpers/adapters.js";
 
 const ORG = "default";
 
