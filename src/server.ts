@@ -45,7 +45,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     if (config.redisUri) redis = await RedisLink.connect(config.redisUri, config.redisPrefix, log);
     const keysConfigured =
       Object.keys(config.apiKeys).length > 0 || (await storage.auth.countActiveKeys()) > 0;
-    guardNetworkExposure(config, keysConfigured, log);
+    if (config.mode !== "worker") guardNetworkExposure(config, keysConfigured, log); // a worker does not listen
     // The long-term memory store (langgraph.json `store`), shared by the /store routes and the graphs.
     const { settings: storeSettings, sweepIntervalMs } = await loadStoreSettings(config);
     const store = new HangarStore(storage.store, DEFAULT_ORG, storeSettings);
@@ -62,7 +62,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       { graphs, storage, logs, log, localFetch, store },
       { concurrency: config.workers, leaseMs, bus: redis && new ClusterBus(redis) },
     );
-    const runs = new RunService(storage, graphs, dispatcher, logs, { leaseMs });
+    const runs = new RunService(storage, graphs, dispatcher, logs);
     const scheduler = new CronScheduler({ crons: storage.crons, runs, log });
     const crons = new CronService(storage, runs, () => scheduler.nudge());
     const app = createApp({ config, storage, graphs, runs, store, crons }, log);

@@ -21,23 +21,42 @@ export class RedisLink {
     this.#subscriber = subscriber;
     this.prefix = prefix;
     subscriber.on("message", (channel: string, message: string) => {
-      for (const handler of this.#handlers.get(channel) ?? []) handler(message);
+      for (const handler of this.#handlers.get(channel) ?? []) {
+        try {
+          handler(message);
+        } catch {
+          // One bad message or handler must not starve the other subscribers of this channel.
+        }
+      }
     });
+    // After a reconnect (ioredis re-subscribes by itself) messages sent meanwhile are lost: tell whoever
+    // waits on announcements to look again.
+    subscriber.on("ready", () => {
+      for (const listener of this.#reconnectListeners) listener();
+    });
+  }
+
+  readonly #reconnectListeners = new Set<() => void>();
+
+  /** Calls `listener` whenever the subscriber connection comes back after a disconnect. */
+  onReconnect(listener: () => void): () => void {
+    this.#reconnectListeners.add(listener);
+    return () => this.#reconnectListeners.delete(listener);
   }
 
   /** Connects both connections; rejects (with the reason) when Redis cannot be reached. */
   static async connect(uri: string, prefix: string, log: Logger): Promise<RedisLink> {
-    const open = async () => {
-      const client = new Redis(uri, { lazyConnect: true, maxRetriesPerRequest: 3 });
-      client.on("error", (err: Error) => log.warn("redis connection error", { error: err.message }));
-      await client.connect();
-      return client;
-    };
-    const commands = await open();
+    const clients: Redis[] = [];
     try {
-      return new RedisLink(commands, await open(), prefix);
+      for (let i = 0; i < 2; i++) {
+        const client = new Redis(uri, { lazyConnect: true, maxRetriesPerRequest: 3 });
+        client.on("error", (err: Error) => log.warn("redis connection error", { error: err.message }));
+        clients.push(client);
+        await client.connect();
+      }
+      return new RedisLink(clients[0]!, clients[1]!, prefix);
     } catch (err) {
-      commands.disconnect();
+      for (const client of clients) client.disconnect(); // else a lazy client keeps reconnecting
       throw err;
     }
   }
@@ -48,13 +67,20 @@ export class RedisLink {
    */
   async subscribe(channel: string, handler: (message: string) => void): Promise<() => void> {
     let handlers = this.#handlers.get(channel);
+    let subscribed: Promise<unknown> | undefined;
     if (!handlers) {
       handlers = new Set();
       this.#handlers.set(channel, handlers);
-      this.#queue(channel, () => this.#subscriber.subscribe(channel));
+      subscribed = this.#queue(channel, () => this.#subscriber.subscribe(channel));
     }
     handlers.add(handler);
-    await this.#pending.get(channel);
+    try {
+      await (subscribed ?? this.#pending.get(channel));
+    } catch (err) {
+      // Not subscribed: forget the handlers, so the next subscriber of this channel tries again.
+      if (this.#handlers.get(channel) === handlers) this.#handlers.delete(channel);
+      throw err;
+    }
     return () => {
       handlers.delete(handler);
       if (handlers.size === 0 && this.#handlers.get(channel) === handlers) {
@@ -64,12 +90,15 @@ export class RedisLink {
     };
   }
 
-  #queue(channel: string, op: () => Promise<unknown>) {
-    const next = (this.#pending.get(channel) ?? Promise.resolve()).then(op, op).catch(() => undefined);
-    this.#pending.set(channel, next);
-    void next.then(() => {
-      if (this.#pending.get(channel) === next) this.#pending.delete(channel);
+  /** Runs `op` after the channel's previous operation; returns its own outcome (the queue goes on either way). */
+  #queue(channel: string, op: () => Promise<unknown>): Promise<unknown> {
+    const result = (this.#pending.get(channel) ?? Promise.resolve()).then(op, op);
+    const settled = result.catch(() => undefined);
+    this.#pending.set(channel, settled);
+    void settled.then(() => {
+      if (this.#pending.get(channel) === settled) this.#pending.delete(channel);
     });
+    return result;
   }
 
   async close(): Promise<void> {
@@ -112,8 +141,14 @@ export class ClusterBus {
 
   onStop(handler: (runId: string, action: StopAction) => void): Promise<() => void> {
     return this.#link.subscribe(this.#stopChannel, (message) => {
-      const { run_id, action } = JSON.parse(message) as { run_id: string; action: StopAction };
-      handler(run_id, action);
+      const { run_id, action } = JSON.parse(message) as { run_id?: unknown; action?: unknown };
+      if (typeof run_id === "string" && (action === "interrupt" || action === "rollback"))
+        handler(run_id, action);
     });
+  }
+
+  /** Calls `handler` when the link comes back after a disconnect (signals sent meanwhile were lost). */
+  onReconnect(handler: () => void): () => void {
+    return this.#link.onReconnect(handler);
   }
 }

@@ -175,6 +175,8 @@ export function loadConfig(opts: LoadConfigOptions): Config {
   const noWorkers = flags.noWorkers === true;
   if (noWorkers && opts.mode === "worker")
     throw new ConfigError("--no-workers: a worker process executes runs");
+  if (noWorkers && flags.workers !== undefined)
+    throw new ConfigError("--no-workers: cannot be combined with --workers");
   if ((noWorkers || opts.mode === "worker") && !redis) {
     throw new ConfigError(
       `${noWorkers ? "--no-workers" : "hangar worker"}: API and worker processes find each other through Redis; set --redis-uri (REDIS_URI) and --postgres-uri (POSTGRES_URI)`,

@@ -40,6 +40,7 @@ export class Dispatcher {
   readonly #active = new Map<string, { controller: AbortController; done: Promise<void> }>();
   readonly #unsubscribe: (() => void)[] = [];
   #pumping = false;
+  #renewing = false;
   #again = false;
   #stopped = false;
   #timer?: NodeJS.Timeout;
@@ -72,6 +73,7 @@ export class Dispatcher {
     if (this.#bus) {
       if (this.#concurrency > 0) {
         this.#unsubscribe.push(await this.#bus.onWake(() => this.nudge()));
+        this.#unsubscribe.push(this.#bus.onReconnect(() => this.nudge())); // wake-ups may have been lost
         this.#unsubscribe.push(
           await this.#bus.onStop((runId, action) => {
             void this.stop(runId, action);
@@ -89,8 +91,8 @@ export class Dispatcher {
     this.nudge();
   }
 
-  /** A run was admitted or became due: claim it here if there is room, else wake the other workers. */
-  runAdmitted(): void {
+  /** Runs were admitted or requeued: claim them here if there is room, else wake the other workers. */
+  runsDue(): void {
     if (this.#active.size < this.#concurrency) this.nudge();
     else this.#bus?.wakeWorkers();
   }
@@ -135,18 +137,22 @@ export class Dispatcher {
     // Asked to stop while it waited (e.g. handed back by a shutdown just as a cancel came): it settles
     // as asked without running the graph.
     if (stopRequested) controller.abort(stopRequested);
+    // This worker stalled past its lease and now claimed the run again: the stale execution stops.
+    this.#active.get(run.run_id)?.controller.abort("lease_lost" satisfies StopReason);
     const done = Promise.resolve(this.#deps.logs.open(run.run_id))
+      .catch(() => undefined) // the log opens with the run's first event anyway
       .then(() => executeRun(this.#deps, run, org, controller.signal))
       .catch((err) => this.#log.error("run executor crashed", { run_id: run.run_id, error: String(err) }))
       .finally(() => {
-        this.#active.delete(run.run_id);
+        if (this.#active.get(run.run_id) === entry) this.#active.delete(run.run_id);
         if (controller.signal.reason === "shutdown" || controller.signal.reason === "lease_lost") {
           this.#bus?.wakeWorkers(); // handed back: another worker may take it now
         }
         if (this.#active.size === 0) this.#stopHeartbeat();
         this.nudge();
       });
-    this.#active.set(run.run_id, { controller, done });
+    const entry = { controller, done };
+    this.#active.set(run.run_id, entry);
     this.#startHeartbeat();
   }
 
@@ -174,7 +180,8 @@ export class Dispatcher {
   /** The heartbeat: keeps this worker's leases, and acts on what it learns (lost runs, stop requests). */
   async #renewLeases(): Promise<void> {
     const runIds = [...this.#active.keys()];
-    if (!runIds.length) return;
+    if (!runIds.length || this.#renewing) return;
+    this.#renewing = true;
     try {
       const { lost, stopRequested } = await this.#storage.runs.renewLeases(this.#lease, runIds);
       for (const runId of lost) {
@@ -184,6 +191,8 @@ export class Dispatcher {
       for (const { run_id, action } of stopRequested) void this.stop(run_id, action);
     } catch (err) {
       this.#log.error("renewing run leases failed", { error: (err as Error).message });
+    } finally {
+      this.#renewing = false;
     }
   }
 
@@ -198,6 +207,8 @@ export class Dispatcher {
     } catch (err) {
       this.#log.error("sweeping expired run leases failed", { error: (err as Error).message });
     }
+    // Also the safety net for wake-ups lost on the bus (pub/sub is at most once): a cheap claim attempt.
+    this.nudge();
   }
 
   #settleRecovered(r: Awaited<ReturnType<Storage["runs"]["sweepExpiredLeases"]>>): void {
@@ -210,10 +221,10 @@ export class Dispatcher {
       rolled_back: r.rolledBack.length,
     });
     // Readers of a requeued run keep following its log: the next attempt publishes into it.
-    for (const runId of r.requeued) void this.#deps.logs.open(runId);
+    for (const runId of r.requeued) void Promise.resolve(this.#deps.logs.open(runId)).catch(() => undefined);
     for (const runId of [...r.failed, ...r.interrupted]) this.#deps.logs.end(runId, undefined);
     for (const runId of r.rolledBack) this.#deps.logs.drop(runId);
-    if (r.requeued.length) this.runAdmitted();
+    if (r.requeued.length) this.runsDue();
   }
 
   /** Stops a run executing here; resolves once it has settled. False if it is not executing here. */
@@ -234,21 +245,27 @@ export class Dispatcher {
   /**
    * Stops a running run wherever it executes. `record` writes the request on the run row first, so it
    * holds even if the signal is lost or the worker dies (not possible for a run whose row is being
-   * deleted). Resolves once the run has settled, or after `waitMs` if its worker does not answer.
+   * deleted). With `waitMs`, resolves once the run has settled or that time has passed. False when a
+   * recorded request found the run no longer running (it was settled or requeued meanwhile).
    */
   async stopAnywhere(
     runId: string,
     action: StopAction,
     opts: { record: boolean; waitMs: number },
-  ): Promise<void> {
-    if (await this.stop(runId, action)) return;
-    if (!this.#bus) return; // one process: not executing here means not executing at all
-    if (opts.record && !(await this.#storage.runs.requestStop(runId, action))) return;
+  ): Promise<boolean> {
+    if (await this.stop(runId, action)) return true;
+    if (!this.#bus) return true; // one process: not executing here means not executing at all
+    if (opts.record && !(await this.#storage.runs.requestStop(runId, action))) return false;
+    if (opts.waitMs <= 0) {
+      this.#bus.stopRun(runId, action);
+      return true;
+    }
     const settled = new AbortController();
     const timer = setTimeout(() => settled.abort(), opts.waitMs);
-    const outcome = this.#deps.logs.outcome(runId, settled.signal);
+    const outcome = this.#deps.logs.outcome(runId, settled.signal).catch(() => null);
     this.#bus.stopRun(runId, action);
     await outcome.finally(() => clearTimeout(timer));
+    return true;
   }
 
   /**
@@ -259,7 +276,7 @@ export class Dispatcher {
     this.#stopped = true;
     clearTimeout(this.#timer);
     clearInterval(this.#sweeper);
-    for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
+    // Stop signals stay subscribed (and leases renewed) until the runs in flight are done.
     const all = () => Promise.all([...this.#active.values()].map((a) => a.done));
     const timeout = new Promise<"timeout">((r) => setTimeout(() => r("timeout"), graceMs).unref());
     if ((await Promise.race([all(), timeout])) === "timeout") {
@@ -267,6 +284,7 @@ export class Dispatcher {
       for (const { controller } of this.#active.values()) controller.abort("shutdown" satisfies StopReason);
       await all();
     }
+    for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
     this.#stopHeartbeat();
   }
 }

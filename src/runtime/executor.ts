@@ -123,10 +123,16 @@ export async function executeRun(
 
   if (outcome.status === "error") publish("error", outcome.error);
   try {
-    await retryOnce(() => record(storage, run, outcome));
+    if ((await retryOnce(() => record(storage, run, org, outcome))) === "superseded") {
+      // This worker lost the run (its lease expired and another attempt took over): the readers, the
+      // webhook and the temporary thread belong to the attempt that now holds it.
+      deps.log.warn("a stale attempt of a run ended; its result is discarded", { run_id: run.run_id });
+      return;
+    }
   } catch (err) {
-    // The run stays `running` in storage; the next start recovers it (retried from its checkpoint).
-    deps.log.error("recording the end of a run failed; it will be recovered at the next start", {
+    // The run stays `running` in storage; it is recovered (retried from its checkpoint) at the next
+    // start (embedded) or once its lease expires (shared storage).
+    deps.log.error("recording the end of a run failed; it will be recovered", {
       run_id: run.run_id,
       error: (err as Error).message,
     });
@@ -142,15 +148,32 @@ export async function executeRun(
   if (kwargs.temporary) await storage.runs.deleteTemporaryThread(run.thread_id);
 }
 
-/** Records how the run ended: its status, and the thread's status and state that follow. */
-async function record(storage: Storage, run: Run, outcome: RunOutcome): Promise<void> {
+/**
+ * Records how the run ended: its status, and the thread's status and state that follow. "superseded"
+ * when storage refused because another attempt of the run holds it now (requeued by the sweeper, or
+ * claimed again); a run that was deleted or settled by someone else counts as settled.
+ */
+async function record(
+  storage: Storage,
+  run: Run,
+  org: OrgId,
+  outcome: RunOutcome,
+): Promise<"settled" | "superseded"> {
   if (outcome.status === "rolled_back") {
     await storage.runs.completeRolledBack(run.run_id);
     // Also when the run row went with its thread or assistant: a checkpoint the graph wrote before it
     // saw the stop must not outlive them.
     await storage.checkpointer.deleteRun(run.thread_id, run.run_id);
-  } else if (outcome.status === "handed_back") await storage.runs.requeue(run.run_id, run.attempt);
-  else await storage.runs.complete({ run_id: run.run_id, attempt: run.attempt, ...outcome });
+    return "settled";
+  }
+  if (outcome.status === "handed_back") {
+    await storage.runs.requeue(run.run_id, run.attempt);
+    return "settled";
+  }
+  if (await storage.runs.complete({ run_id: run.run_id, attempt: run.attempt, ...outcome })) return "settled";
+  const now = await storage.runs.get(org, null, run.run_id);
+  const inFlight = now?.status === "pending" || now?.status === "running";
+  return now && (inFlight || now.attempt !== run.attempt) ? "superseded" : "settled";
 }
 
 /** One more try after a short pause, for transient storage errors (SQLITE_BUSY, a dropped connection). */

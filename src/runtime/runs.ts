@@ -29,25 +29,19 @@ export interface RunRequest {
   feedback_keys?: string[] | null;
 }
 
+/** How often a reader of a log written elsewhere checks storage for a run that settled without ending it. */
+const SETTLED_CHECK_MS = 5_000;
+
 /** Request headers that must never reach a graph's config. */
 const PRIVATE_HEADERS = new Set(["x-api-key", "x-tenant-id", "x-service-key"]);
 
 export class RunService {
-  /**
-   * How long a cancel or double text waits for a run executing on another process to settle: past its
-   * lease, the sweeper settles it as asked even if its worker died.
-   */
-  readonly #stopWaitMs: number;
-
   constructor(
     private readonly storage: Storage,
     private readonly graphs: GraphRegistry,
     private readonly dispatcher: Dispatcher,
     private readonly logs: RunLogs,
-    opts: { leaseMs: number },
-  ) {
-    this.#stopWaitMs = 2 * opts.leaseMs + 5_000;
-  }
+  ) {}
 
   /** An assistant by id, or the default assistant of a graph named by its id. */
   async assistant(org: OrgId, idOrGraph: string): Promise<Assistant> {
@@ -116,9 +110,11 @@ export class RunService {
       // interrupt/rollback of a running prior run (admission recorded the request on it): stop it
       // wherever it executes; its end lets this run be claimed.
       const action = strategy === "rollback" ? "rollback" : "interrupt";
-      void this.dispatcher.stopAnywhere(prior.run_id, action, { record: false, waitMs: this.#stopWaitMs });
+      void this.dispatcher
+        .stopAnywhere(prior.run_id, action, { record: false, waitMs: 0 })
+        .catch(() => undefined);
     }
-    this.dispatcher.runAdmitted();
+    this.dispatcher.runsDue();
     return run;
   }
 
@@ -132,7 +128,8 @@ export class RunService {
   async join(org: OrgId, threadId: string | null, runId: string, signal?: AbortSignal): Promise<unknown> {
     const run = await this.get(org, threadId, runId);
     await this.#attach(run);
-    const outcome = await this.logs.outcome(runId, signal);
+    const watch = this.#watchSettled(org, runId, signal);
+    const outcome = await this.logs.outcome(runId, watch.signal).finally(watch.stop);
     if (outcome && outcome.result !== undefined) return outcome.result;
     // A run stopped before it produced a result, or no log here any more (retention passed,
     // restart): answer from storage.
@@ -151,7 +148,44 @@ export class RunService {
     signal: AbortSignal,
   ): Promise<AsyncIterable<RunEvent>> {
     await this.#attach(await this.get(org, threadId, runId));
-    return this.logs.read(runId, lastEventId, signal);
+    const watch = this.#watchSettled(org, runId, signal);
+    const logs = this.logs;
+    return (async function* () {
+      try {
+        yield* logs.read(runId, lastEventId, watch.signal);
+      } finally {
+        watch.stop();
+      }
+    })();
+  }
+
+  /**
+   * For logs another process writes: a signal that also aborts once storage has shown the run settled
+   * on two checks in a row while its log stayed open (its worker died between recording the outcome
+   * and ending the log), so readers fall back to storage instead of waiting forever. The embedded log
+   * is ended by this process, always: there it is just the reader's signal.
+   */
+  #watchSettled(org: OrgId, runId: string, signal?: AbortSignal): { signal?: AbortSignal; stop: () => void } {
+    if (!this.logs.shared) return { signal, stop: () => {} };
+    const controller = new AbortController();
+    const onAbort = () => controller.abort();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    let settledChecks = 0;
+    const timer = setInterval(async () => {
+      const run = await this.storage.runs.get(org, null, runId).catch(() => undefined);
+      if (run === undefined) return; // storage unreachable: no news
+      settledChecks =
+        run === null || (run.status !== "pending" && run.status !== "running") ? settledChecks + 1 : 0;
+      if (settledChecks >= 2) controller.abort();
+    }, SETTLED_CHECK_MS);
+    timer.unref();
+    return {
+      signal: controller.signal,
+      stop: () => {
+        clearInterval(timer);
+        signal?.removeEventListener("abort", onAbort);
+      },
+    };
   }
 
   /**
@@ -187,24 +221,32 @@ export class RunService {
     await this.stopAll(runningRunIds);
   }
 
-  /** Cancels a pending or running run; with `wait`, resolves once it has stopped. */
+  /**
+   * Cancels a pending or running run. A run stopped in this process has settled when this resolves;
+   * one executing elsewhere is signalled (callers that want to wait join it).
+   */
   async cancel(
     org: OrgId,
     threadId: string | null,
     runId: string,
     action: "interrupt" | "rollback",
   ): Promise<void> {
-    const run = await this.get(org, threadId, runId);
-    if (run.status === "pending" && (await this.storage.runs.cancelPending(runId, action))) {
-      if (action === "rollback") this.logs.drop(runId);
-      else this.logs.end(runId, undefined);
-      // A stateless run that never executed leaves no temporary thread behind.
-      if (run.kwargs.temporary) await this.storage.runs.deleteTemporaryThread(run.thread_id);
-      this.dispatcher.nudge();
-      return;
+    // A run may move between pending and running while we act (claimed; handed back by a shutdown or
+    // the sweeper): act on what it is now, a few times at most.
+    for (let tries = 0; tries < 5; tries++) {
+      const run = await this.get(org, threadId, runId);
+      if (run.status === "pending") {
+        if (!(await this.storage.runs.cancelPending(runId, action))) continue; // claimed meanwhile
+        if (action === "rollback") this.logs.drop(runId);
+        else this.logs.end(runId, undefined);
+        // A stateless run that never executed leaves no temporary thread behind.
+        if (run.kwargs.temporary) await this.storage.runs.deleteTemporaryThread(run.thread_id);
+        this.dispatcher.nudge();
+        return;
+      }
+      if (run.status !== "running") return; // already settled
+      if (await this.dispatcher.stopAnywhere(runId, action, { record: true, waitMs: 0 })) return;
     }
-    // Claimed in between, or running: stop it where it executes.
-    await this.dispatcher.stopAnywhere(runId, action, { record: true, waitMs: this.#stopWaitMs });
   }
 
   /**

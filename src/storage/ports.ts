@@ -181,6 +181,9 @@ export interface Lease {
   ms: number;
 }
 
+/** The lease of a run claimed without one (tests, tools): dispatchers always pass their own. */
+export const DEFAULT_LEASE: Lease = Object.freeze({ workerId: "local", ms: 30_000 });
+
 export interface ClaimResult {
   run: Run | null;
   org?: OrgId;

@@ -7,6 +7,11 @@ const IN_FLIGHT_TTL_SECONDS = 24 * 3600;
 const DROPPED_TTL_SECONDS = 5;
 /** Entries read per XRANGE while catching up. */
 const PAGE = 500;
+/**
+ * A follower that heard nothing for this long looks at the stream itself again: pub/sub is at most
+ * once (a subscriber reconnect loses messages), so silence must not be trusted for long.
+ */
+const RECHECK_MS = 3_000;
 const END = "__end__";
 const DROP = "__drop__";
 
@@ -14,7 +19,7 @@ const DROP = "__drop__";
  * Appends one entry with the next id (= the stream's length: entry n has stream id `n+1-0`), unless the
  * log has ended, and announces it on the channel of the same name. Atomic in Redis, so ids stay dense
  * and ordered even when a run's next attempt publishes from another process. Ending entries (END, DROP)
- * mark the log done and set its expiry.
+ * mark the log done and set its retention expiry; other entries push the in-flight expiry forward.
  * KEYS: stream, meta. ARGV: event, data, ttl seconds (0: keep the in-flight ttl), mark ("done", "dropped", "").
  */
 const APPEND = `
@@ -32,9 +37,9 @@ if ARGV[4] ~= '' then
   redis.call('HSET', KEYS[2], 'done', '1', ARGV[4], '1')
   redis.call('EXPIRE', KEYS[1], ARGV[3])
   redis.call('EXPIRE', KEYS[2], ARGV[3])
-elseif n == 0 then
-  redis.call('EXPIRE', KEYS[1], ${IN_FLIGHT_TTL_SECONDS})
+else
   redis.call('HSET', KEYS[2], 'open', '1')
+  redis.call('EXPIRE', KEYS[1], ${IN_FLIGHT_TTL_SECONDS})
   redis.call('EXPIRE', KEYS[2], ${IN_FLIGHT_TTL_SECONDS})
 end
 redis.call('PUBLISH', KEYS[1], n .. '\\n' .. ARGV[1] .. '\\n' .. ARGV[2])
@@ -58,9 +63,13 @@ export class RedisRunLogs implements RunLogs {
   readonly #link: RedisLink;
   readonly #retentionSeconds: number;
 
+  /** Readers are in other processes than the writer: a lost end must be noticed from storage. */
+  readonly shared = true;
+
   constructor(link: RedisLink, opts: { retentionSeconds: number }) {
     this.#link = link;
     this.#retentionSeconds = Math.max(1, opts.retentionSeconds);
+    link.commands.defineCommand("hangarAppend", { numberOfKeys: 2, lua: APPEND });
   }
 
   #keys(runId: string) {
@@ -75,9 +84,9 @@ export class RedisRunLogs implements RunLogs {
 
   #append(runId: string, event: string, data: string, ttlSeconds: number, mark: "" | "done" | "dropped") {
     const { stream, meta } = this.#keys(runId);
-    void this.#link.commands
-      .eval(APPEND, 2, stream, meta, event, data, String(ttlSeconds), mark)
-      .catch(() => undefined);
+    // EVALSHA of the script defined in the constructor (ioredis falls back to EVAL when Redis lacks it).
+    const commands = this.#link.commands as unknown as { hangarAppend(...args: string[]): Promise<number> };
+    void commands.hangarAppend(stream, meta, event, data, String(ttlSeconds), mark).catch(() => undefined);
   }
 
   publish(runId: string, event: string, data: string): void {
@@ -105,7 +114,7 @@ export class RedisRunLogs implements RunLogs {
   async #range(runId: string, after: number): Promise<Entry[]> {
     const raw = (await this.#link.commands.xrange(
       this.#keys(runId).stream,
-      `${after + 2}-0`,
+      `${BigInt(after) + 2n}-0`,
       "+",
       "COUNT",
       PAGE,
@@ -123,11 +132,11 @@ export class RedisRunLogs implements RunLogs {
       inbox.push(parseMessage(m)),
     );
     try {
-      const state = await this.#state(runId);
-      if (!state.known || state.dropped) return;
-      let last = Math.max(-1, after);
+      let last = Math.max(-1, Math.min(Math.floor(after), Number.MAX_SAFE_INTEGER - 2));
       for (;;) {
         // Catch up from the stream itself.
+        const state = await this.#state(runId);
+        if (!state.known || state.dropped) return;
         for (;;) {
           const page = await this.#range(runId, last);
           for (const entry of page) {
@@ -139,13 +148,17 @@ export class RedisRunLogs implements RunLogs {
         }
         // Ended before we looked (a resume past its end marker): nothing more will come.
         if (state.done) return;
-        // Follow the channel until the ids show a gap (then catch up again) or the log ends.
+        // Follow the channel until its ids show a gap or it stays silent (then catch up again), or the end.
         for (;;) {
-          const entry = await inbox.next(signal);
-          if (!entry) return; // the reader went away
+          const entry = await inbox.next(signal, RECHECK_MS);
+          if (entry === "aborted") return; // the reader went away
+          if (entry === "timeout") break;
+          if (entry.event === END || entry.event === DROP) {
+            if (entry.id <= last + 1) return;
+            break; // events before the end are missing here: read them from the stream
+          }
           if (entry.id <= last) continue;
           if (entry.id > last + 1) break;
-          if (entry.event === END || entry.event === DROP) return;
           yield entry;
           last = entry.id;
         }
@@ -162,27 +175,28 @@ export class RedisRunLogs implements RunLogs {
       if (entry.event === END || entry.event === DROP) inbox.push(entry);
     });
     try {
-      const state = await this.#state(runId);
-      if (!state.known || state.dropped) return null;
-      let ending: Entry | undefined;
-      if (state.done) {
-        const last = (await this.#link.commands.xrevrange(
-          this.#keys(runId).stream,
-          "+",
-          "-",
-          "COUNT",
-          1,
-        )) as [string, string[]][];
-        const fields = last[0]?.[1] ?? [];
-        ending = { id: -1, event: fields[fields.indexOf("e") + 1], data: fields[fields.indexOf("d") + 1] };
-      } else {
-        ending = await inbox.next(signal);
+      for (;;) {
+        const state = await this.#state(runId);
+        if (!state.known || state.dropped) return null;
+        const ending = state.done ? await this.#lastEntry(runId) : await inbox.next(signal, RECHECK_MS);
+        if (ending === "aborted") return null;
+        if (ending === "timeout") continue; // silence: look at the log itself again
+        if (ending?.event !== END) return null;
+        return { result: (JSON.parse(ending.data) as { result?: unknown }).result };
       }
-      if (!ending || ending.event !== END) return null;
-      return { result: (JSON.parse(ending.data) as { result?: unknown }).result };
     } finally {
       unsubscribe();
     }
+  }
+
+  async #lastEntry(runId: string): Promise<Entry | undefined> {
+    const last = (await this.#link.commands.xrevrange(this.#keys(runId).stream, "+", "-", "COUNT", 1)) as [
+      string,
+      string[],
+    ][];
+    const fields = last[0]?.[1];
+    if (!fields) return undefined;
+    return { id: -1, event: fields[fields.indexOf("e") + 1], data: fields[fields.indexOf("d") + 1] };
   }
 
   close(): void {
@@ -211,20 +225,22 @@ class Inbox<T> {
     this.#waiter?.();
   }
 
-  /** The next item, or undefined once `signal` aborts. */
-  async next(signal?: AbortSignal): Promise<T | undefined> {
-    while (this.#items.length === 0) {
-      if (signal?.aborted) return undefined;
+  /** The next item; "aborted" once `signal` aborts, "timeout" after `timeoutMs` without one. */
+  async next(signal: AbortSignal | undefined, timeoutMs: number): Promise<T | "aborted" | "timeout"> {
+    if (this.#items.length === 0 && !signal?.aborted) {
       await new Promise<void>((resolve) => {
         const wake = () => {
           this.#waiter = undefined;
+          clearTimeout(timer);
           signal?.removeEventListener("abort", wake);
           resolve();
         };
+        const timer = setTimeout(wake, timeoutMs);
         this.#waiter = wake;
         signal?.addEventListener("abort", wake, { once: true });
       });
     }
-    return this.#items.shift();
+    if (signal?.aborted) return "aborted";
+    return this.#items.shift() ?? "timeout";
   }
 }

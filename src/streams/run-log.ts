@@ -14,6 +14,11 @@ export interface RunEvent {
 }
 
 export interface RunLogs {
+  /**
+   * True when the writer may be another process (Redis): a writer that died between settling a run in
+   * storage and ending its log leaves the log open, so readers also watch storage.
+   */
+  readonly shared?: boolean;
   /** Makes a run's log exist before it starts, so readers can attach to a pending run. */
   open(runId: string): void | Promise<void>;
   /** Appends an event (ignored once the log has ended). Fire-and-forget: order is kept per run. */

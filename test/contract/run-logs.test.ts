@@ -124,6 +124,21 @@ for (const adapter of ADAPTERS) {
     );
 
     test(
+      "a reader resuming past the last event of a live log returns when the log ends",
+      withLogs(async ({ writer, reader }) => {
+        const run = randomUUID();
+        await writer.open(run);
+        writer.publish(run, "values", "0");
+        writer.publish(run, "values", "1");
+        const reading = collect(reader.read(run, 10));
+        await new Promise((r) => setTimeout(r, 50));
+        writer.end(run, null);
+        assert.deepEqual(await reading, []);
+        assert.deepEqual(await collect(reader.read(run, 1e21)), []);
+      }),
+    );
+
+    test(
       "an unknown run has no log; a dropped run releases its readers and is gone",
       withLogs(async ({ writer, reader }) => {
         assert.deepEqual(await collect(reader.read(randomUUID(), -1)), []);

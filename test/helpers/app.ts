@@ -43,7 +43,7 @@ export async function buildApp(
       { graphs, storage, logs, log: silentLogger, localFetch },
       { concurrency: 1, leaseMs: config.leaseSeconds * 1000 },
     );
-    const runs = new RunService(storage, graphs, dispatcher, logs, { leaseMs: config.leaseSeconds * 1000 });
+    const runs = new RunService(storage, graphs, dispatcher, logs);
     const app = createApp({ config, storage, graphs, runs }, silentLogger);
     return {
       app,

@@ -15,6 +15,7 @@ import type {
   StopAction,
   SweepResult,
 } from "../ports.js";
+import { DEFAULT_LEASE } from "../ports.js";
 import { THREAD_BUSY_MESSAGE } from "../sqlite/runs.js";
 import type { PgCheckpointer } from "./checkpointer.js";
 import type { PgDatabase, Queryable } from "./database.js";
@@ -46,8 +47,12 @@ interface RunRow {
   stop_requested: StopAction | null;
 }
 
-/** The lease of a run claimed without one (tests, tools): dispatchers always pass their own. */
-const DEFAULT_LEASE: Lease = { workerId: "local", ms: 30_000 };
+/**
+ * Leases are stamped and compared with the database's clock, not each process's: hosts whose clocks
+ * disagree must not take each other's live runs for dead ones.
+ */
+const DB_NOW_MS = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+const LEASE_EXPIRED = `(lease_expires_at IS NULL OR lease_expires_at < ${DB_NOW_MS})`;
 
 const toRun = (r: RunRow): Run => ({
   run_id: r.run_id,
@@ -345,8 +350,8 @@ export class PgRuns implements RunsRepo {
         const nowIso = new Date(now).toISOString();
         await c.query(
           `UPDATE runs SET status = 'running', attempt = attempt + 1, updated_at = $2, worker_id = $3,
-             lease_expires_at = $4 WHERE run_id = $1`,
-          [row.run_id, nowIso, lease.workerId, now + lease.ms],
+             lease_expires_at = ${DB_NOW_MS} + $4 WHERE run_id = $1`,
+          [row.run_id, nowIso, lease.workerId, lease.ms],
         );
         await c.query("UPDATE threads SET status = 'busy', updated_at = $2 WHERE thread_id = $1", [
           row.thread_id,
@@ -376,10 +381,10 @@ export class PgRuns implements RunsRepo {
   async renewLeases(lease: Lease, runIds: string[]): Promise<LeaseRenewal> {
     if (!runIds.length) return { lost: [], stopRequested: [] };
     const { rows } = await this.#db.query<{ run_id: string; stop_requested: StopAction | null }>(
-      `UPDATE runs SET lease_expires_at = $3
+      `UPDATE runs SET lease_expires_at = ${DB_NOW_MS} + $3
        WHERE run_id = ANY($1) AND status = 'running' AND worker_id = $2
        RETURNING run_id, stop_requested`,
-      [runIds, lease.workerId, Date.now() + lease.ms],
+      [runIds, lease.workerId, lease.ms],
     );
     const held = new Set(rows.map((r) => r.run_id));
     return {
@@ -399,18 +404,19 @@ export class PgRuns implements RunsRepo {
   }
 
   /**
-   * Each expired run is re-read under its thread lock (its worker may have renewed or settled it since
-   * the scan), so concurrent sweepers in several processes recover each run once.
+   * Each expired run is re-read under its thread lock and its own row lock (its worker may have renewed
+   * or settled it since the scan; a renewal waits for the row), so concurrent sweepers in several
+   * processes recover each run once, and never one whose worker just renewed it. A run with no lease
+   * (left running by a version without leases) counts as expired.
    */
   async sweepExpiredLeases(maxAttempts: number): Promise<SweepResult> {
     const { rows } = await this.#db.query<{ run_id: string }>(
-      "SELECT run_id FROM runs WHERE status = 'running' AND lease_expires_at < $1 ORDER BY seq",
-      [Date.now()],
+      `SELECT run_id FROM runs WHERE status = 'running' AND ${LEASE_EXPIRED} ORDER BY seq`,
     );
     return this.#recoverOrphans(
       rows.map((r) => r.run_id),
       maxAttempts,
-      (row) => (row.lease_expires_at ?? 0) < Date.now(),
+      true,
     );
   }
 
@@ -461,21 +467,24 @@ export class PgRuns implements RunsRepo {
     return this.#recoverOrphans(
       rows.map((r) => r.run_id),
       maxAttempts,
-      () => true,
+      false,
     );
   }
 
   /** Runs no live worker executes: settled as a recorded stop request asks, requeued, or failed. */
-  async #recoverOrphans(
-    runIds: string[],
-    maxAttempts: number,
-    stillOrphaned: (row: RunRow) => boolean,
-  ): Promise<SweepResult> {
+  async #recoverOrphans(runIds: string[], maxAttempts: number, onlyExpired: boolean): Promise<SweepResult> {
     const result: SweepResult = { requeued: [], failed: [], interrupted: [], rolledBack: [] };
     for (const runId of runIds) {
       await this.#db.tx(async (c) => {
         const row = await this.#lockRun(c, runId);
-        if (row?.status !== "running" || !stillOrphaned(row)) return;
+        if (row?.status !== "running") return;
+        if (onlyExpired) {
+          const lease = await c.query<{ expired: boolean }>(
+            `SELECT ${LEASE_EXPIRED} AS expired FROM runs WHERE run_id = $1 FOR UPDATE`,
+            [runId],
+          );
+          if (!lease.rows[0]?.expired) return;
+        }
         const now = new Date().toISOString();
         if (row.stop_requested === "rollback") {
           await this.#deleteRun(c, row);

@@ -15,6 +15,7 @@ import type {
   StopAction,
   SweepResult,
 } from "../ports.js";
+import { DEFAULT_LEASE } from "../ports.js";
 import { type Db, prepared, statementCache } from "./database.js";
 import { jsonContains } from "./json-filter.js";
 import { deleteThreadCheckpoints, insertThread, settledStatus, type ThreadRow } from "./threads.js";
@@ -37,9 +38,6 @@ interface RunRow {
   lease_expires_at: number | null;
   stop_requested: StopAction | null;
 }
-
-/** The lease of a run claimed without one (tests, tools): the embedded dispatcher always passes its own. */
-const DEFAULT_LEASE: Lease = { workerId: "local", ms: 30_000 };
 
 const toRun = (r: RunRow): Run => ({
   run_id: r.run_id,
@@ -341,7 +339,7 @@ export class SqliteRuns implements RunsRepo {
   async sweepExpiredLeases(maxAttempts: number): Promise<SweepResult> {
     return this.#db.transaction(() => {
       const rows: RunRow[] = this.#q(
-        "SELECT * FROM runs WHERE status = 'running' AND lease_expires_at < ? ORDER BY seq",
+        "SELECT * FROM runs WHERE status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at < ?) ORDER BY seq",
       ).all(Date.now());
       return this.#recoverOrphans(rows, maxAttempts);
     })();
