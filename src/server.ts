@@ -12,6 +12,8 @@ import { RunService } from "./runtime/runs.js";
 import { HangarStore } from "./runtime/store.js";
 import { loadStoreSettings } from "./runtime/store-config.js";
 import { StoreSweeper } from "./runtime/store-sweeper.js";
+import { upgradeHandler } from "./sandboxes/dataplane.js";
+import { createSandboxRuntime } from "./sandboxes/runtime/index.js";
 import { DEFAULT_ORG, type Storage } from "./storage/ports.js";
 import { openPostgresStorage } from "./storage/postgres/index.js";
 import { openSqliteStorage } from "./storage/sqlite/index.js";
@@ -57,10 +59,16 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const runs = new RunService(storage, graphs, dispatcher, logs);
     const scheduler = new CronScheduler({ crons: storage.crons, runs, log });
     const crons = new CronService(storage, runs, () => scheduler.nudge());
-    const app = createApp({ config, storage, graphs, runs, store, crons }, log);
+    const sandboxRuntime = createSandboxRuntime({ dataDir: config.dataDir, storage, log });
+    const app = createApp({ config, storage, graphs, runs, store, crons, sandboxRuntime }, log);
 
     await dispatcher.recover();
     const server = serve({ fetch: app.fetch, hostname: config.host, port: config.port });
+    // Sandbox data-plane WebSockets (`/execute/ws`): the upgrade goes through the app like any request.
+    server.on(
+      "upgrade",
+      upgradeHandler((request, env) => app.fetch(request, env)),
+    );
     await new Promise<void>((resolve, reject) => {
       server.once("listening", resolve);
       server.once("error", reject);
@@ -68,6 +76,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     dispatcher.start();
     scheduler.start(); // fires crons that came due while no process ran (once each), then follows them
     sweeper.start();
+    await sandboxRuntime.start(); // boots again the sandboxes that ran before a restart, fills pools
 
     const { port } = server.address() as AddressInfo;
     const host = config.host.includes(":") ? `[${config.host}]` : config.host;
@@ -78,6 +87,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         await scheduler.close();
         await sweeper.close();
         await dispatcher.close(SHUTDOWN_GRACE_MS);
+        await sandboxRuntime.close(); // every sandbox process is gone before the process exits
         logs.close();
         if ("closeAllConnections" in server) server.closeAllConnections();
         await storage.close();

@@ -1146,8 +1146,8 @@ for (const adapter of ADAPTERS) {
             ["T-one"],
           );
           assert.equal(page.hasMore, true);
-          assert.equal(await s.sandboxes.deleteTemplate(ORG, "T-one"), true);
-          assert.equal(await s.sandboxes.deleteTemplate(ORG, "T-one"), false);
+          assert.deepEqual(await s.sandboxes.deleteTemplate(ORG, "T-one"), { status: "deleted" });
+          assert.deepEqual(await s.sandboxes.deleteTemplate(ORG, "T-one"), { status: "not_found" });
           assert.equal((await s.sandboxes.deleteVolume(ORG, "data3")).status, "deleted");
           const volumes = await s.sandboxes.listVolumes(ORG, { limit: 10, offset: 0 });
           assert.deepEqual(
