@@ -18,7 +18,7 @@ import type { Logger } from "../cli/logger.js";
 import { badRequest, conflict, HangarError, notFound, timedOut, unavailable } from "../errors.js";
 import type { BoxRecord, OrgId, PoolRecord, SandboxBoxesRepo, SandboxesRepo } from "../storage/ports.js";
 import { type CommandOptions, CommandRegistry, CommandRun } from "./commands.js";
-import type { ExecRequest, SandboxDriver, SandboxSpec } from "./provisioner.js";
+import type { ExecProcess, ExecRequest, SandboxDriver, SandboxSpec } from "./provisioner.js";
 import { toBytes, toMillicores } from "./quantity.js";
 import { ImageNotFound } from "./runtime/images.js";
 
@@ -88,7 +88,10 @@ export class BoxService {
     this.#sweeper.unref();
     for (const box of await this.#boxes.listAllBoxes()) {
       this.#trackExpiry(box);
-      if (box.status === "ready" || box.status === "provisioning") this.#startBoot(box);
+      if (box.status === "ready" || box.status === "provisioning") {
+        // Its processes did not survive the restart: provisioning until the boot says otherwise.
+        this.#startBoot((await this.#boxes.setBoxStatus(box.id, "provisioning", null)) ?? box);
+      }
     }
     for (const pool of await this.#boxes.listAllPools()) this.reconcilePool(pool.id);
   }
@@ -284,6 +287,11 @@ export class BoxService {
     }
     this.#touch(box);
     return box;
+  }
+
+  /** A bare process in the sandbox, for callers that want its raw bytes (file transfers). */
+  spawn(box: BoxRecord, request: ExecRequest): ExecProcess {
+    return this.#driver.exec(box.id, request);
   }
 
   exec(box: BoxRecord, request: ExecRequest, options: CommandOptions, commandId?: string): CommandRun {

@@ -168,11 +168,6 @@ export class CommandRun {
     if (!this.finished) this.#process.stdin.write(data);
   }
 
-  /** Gives the command all of its input at once (file uploads). */
-  writeAndEnd(data: Uint8Array): void {
-    this.#process.stdin.end(data);
-  }
-
   #armIdle(): void {
     if (this.#options.idleTimeoutSeconds <= 0 || this.#listeners.size > 0) return;
     this.#idleTimer = setTimeout(() => this.kill(), this.#options.idleTimeoutSeconds * 1000);

@@ -43,27 +43,29 @@ function stringLocs(err: unknown): unknown {
   return err;
 }
 
-/** Runs a command to its end and collects its output (the data plane's file operations and POST /execute). */
+/** Runs a command to its end and collects its raw output (file transfers). */
 async function collect(
   service: BoxService,
   box: BoxRecord,
-  request: { shell: string; command: string; env: Record<string, string>; cwd: string; timeout: number },
+  command: string,
   input?: Uint8Array,
-): Promise<{ stdout: Buffer; stderr: string; exitCode: number; timedOut: boolean }> {
-  const run = service.exec(
-    box,
-    { shell: request.shell, command: request.command, env: request.env, cwd: request.cwd },
-    { timeoutSeconds: request.timeout, idleTimeoutSeconds: 0, killOnDisconnect: false, keepSeconds: 0 },
-  );
+): Promise<{ stdout: Buffer; stderr: string; exitCode: number }> {
+  const proc = service.spawn(box, { shell: "/bin/sh", command, env: {}, cwd: "/" });
+  const timer = setTimeout(() => proc.kill(), FILE_TIMEOUT_SECONDS * 1000);
   const stdout: Buffer[] = [];
-  let stderr = "";
-  run.attach((event: CommandEvent) => {
-    if (event.type === "stdout") stdout.push(Buffer.from(event.data));
-    else if (event.type === "stderr") stderr += event.data;
-  });
-  if (input) run.writeAndEnd(input);
-  await run.done;
-  return { stdout: Buffer.concat(stdout), stderr, exitCode: run.exitCode ?? -1, timedOut: run.timedOut };
+  const stderr: Buffer[] = [];
+  const ended = (stream: NodeJS.ReadableStream, into: Buffer[]) =>
+    new Promise<void>((resolve) => {
+      stream.on("data", (chunk: Buffer) => into.push(chunk));
+      stream.once("end", resolve);
+      stream.once("error", () => resolve());
+    });
+  const drained = Promise.all([ended(proc.stdout, stdout), ended(proc.stderr, stderr)]);
+  proc.stdin.end(input ?? new Uint8Array());
+  const exitCode = await proc.exited;
+  clearTimeout(timer);
+  await drained;
+  return { stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr).toString("utf8"), exitCode };
 }
 
 function filePath(c: Parameters<typeof query>[0]): { path: string } {
@@ -84,21 +86,22 @@ export function dataplaneRoutes(service: BoxService): Hono<AppEnv> {
       const req = await body(c, S.ExecuteBody).catch((err) => {
         throw stringLocs(err);
       });
-      const result = await collect(service, box, {
-        shell: req.shell,
-        command: req.command,
-        env: req.env ?? {},
-        cwd: req.cwd ?? HOME,
-        timeout: req.timeout,
+      const run = service.exec(
+        box,
+        { shell: req.shell, command: req.command, env: req.env ?? {}, cwd: req.cwd ?? HOME },
+        { timeoutSeconds: req.timeout, idleTimeoutSeconds: 0, killOnDisconnect: false, keepSeconds: 0 },
+      );
+      let stdout = "";
+      let stderr = "";
+      run.attach((event: CommandEvent) => {
+        if (event.type === "stdout") stdout += event.data;
+        else if (event.type === "stderr") stderr += event.data;
       });
-      if (result.timedOut) {
+      await run.done;
+      if (run.timedOut) {
         throw timedOut(`Command timed out after ${req.timeout} seconds and was killed`, "CommandTimeout");
       }
-      return c.json({
-        stdout: result.stdout.toString("utf8"),
-        stderr: result.stderr,
-        exit_code: result.exitCode,
-      });
+      return c.json({ stdout, stderr, exit_code: run.exitCode });
     })
     .get("/dataplane/:id/execute/ws", async (c) => {
       const box = await sandboxOf(c);
@@ -128,13 +131,7 @@ export function dataplaneRoutes(service: BoxService): Hono<AppEnv> {
       const result = await collect(
         service,
         box,
-        {
-          shell: "/bin/sh",
-          command: `d=${p}; d=\${d%/*}; if [ -n "$d" ]; then mkdir -p -- "$d" || exit 1; fi; cat > ${p}`,
-          env: {},
-          cwd: "/",
-          timeout: FILE_TIMEOUT_SECONDS,
-        },
+        `d=${p}; d=\${d%/*}; if [ -n "$d" ]; then mkdir -p -- "$d" || exit 1; fi; cat > ${p}`,
         bytes,
       );
       if (result.exitCode !== 0) {
@@ -149,13 +146,11 @@ export function dataplaneRoutes(service: BoxService): Hono<AppEnv> {
       const box = await sandboxOf(c);
       const { path } = filePath(c);
       const p = shellQuote(path);
-      const result = await collect(service, box, {
-        shell: "/bin/sh",
-        command: `[ -e ${p} ] || exit 44; [ -d ${p} ] && exit 45; exec cat -- ${p}`,
-        env: {},
-        cwd: "/",
-        timeout: FILE_TIMEOUT_SECONDS,
-      });
+      const result = await collect(
+        service,
+        box,
+        `[ -e ${p} ] || exit 44; [ -d ${p} ] && exit 45; exec cat -- ${p}`,
+      );
       if (result.exitCode === 44) throw notFound(`File '${path}' not found`, "FileNotFound");
       if (result.exitCode === 45) throw badRequest(`'${path}' is a directory`, "ReadError");
       if (result.exitCode !== 0) {
