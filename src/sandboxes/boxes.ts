@@ -361,10 +361,14 @@ export class BoxService {
     const filled = this.reconcilePool(pool.id);
     if (input.wait_for_ready !== false) {
       const seconds = input.timeout ?? DEFAULT_WAIT_SECONDS;
+      let timer: NodeJS.Timeout | undefined;
       const ready = await Promise.race([
         filled.then(() => this.#readyCount(pool.id)),
-        new Promise<number>((r) => setTimeout(() => r(-1), seconds * 1000)),
+        new Promise<number>((r) => {
+          timer = setTimeout(() => r(-1), seconds * 1000);
+        }),
       ]);
+      clearTimeout(timer);
       if (ready < pool.replicas) {
         throw new HangarError(
           "gateway_timeout",
