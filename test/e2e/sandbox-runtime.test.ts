@@ -6,7 +6,8 @@
  * Needs root and bubblewrap (scripts/install-test-deps.sh installs it), like the driver itself.
  */
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
   LangSmithCommandTimeoutError,
@@ -204,9 +205,15 @@ describe("sandboxes that run", () => {
     await first.run("echo changed > /etc/hostname-test && rm -f /usr/bin/env");
     assert.equal((await first.run("cat /etc/hostname-test")).stdout, "changed\n");
     assert.ok(readFileSync("/usr/bin/env").length > 0);
-    // No capabilities: mounting is refused even as root.
+    // No capabilities: mounting and setting the clock are refused even as root; kernel knobs are read-only.
     const mount = await first.run("mount -t tmpfs none /mnt");
     assert.notEqual(mount.exit_code, 0);
+    assert.notEqual((await first.run("date -s 2020-01-01")).exit_code, 0);
+    for (const knob of ["/proc/sys/vm/drop_caches", "/proc/sysrq-trigger"]) {
+      const r = await first.run(`echo 1 > ${knob}`);
+      assert.notEqual(r.exit_code, 0, `${knob} is writable`);
+    }
+    assert.equal((await first.run("cat /proc/keys 2>/dev/null | wc -c")).stdout.trim(), "0");
   });
 
   test("one sandbox cannot see another's processes or files", T, async () => {
@@ -259,7 +266,7 @@ describe("sandboxes that run", () => {
     assert.ok((await thrown(c.deleteVolume("shared"))) instanceof LangSmithResourceInUseError);
   });
 
-  test("an image that is not in the image store fails the sandbox (503 ImagePull)", T, async () => {
+  test("an image that is not in the image store, or has no shell, fails the sandbox (503)", T, async () => {
     await c.createTemplate("missing-image", { image: "python:3.12-slim" });
     const err = await thrown(c.createSandbox("missing-image", { name: "broken" }));
     assert.ok(err instanceof LangSmithSandboxCreationError, String(err));
@@ -268,6 +275,15 @@ describe("sandboxes that run", () => {
     assert.equal(status.status, "failed");
     await c.deleteSandbox("broken");
     await c.deleteTemplate("missing-image");
+
+    // An image directory without /bin/sh fails fast, saying so.
+    mkdirSync(join(h.dataDir, "images", "empty"), { recursive: true });
+    await c.createTemplate("empty-image", { image: "empty" });
+    const noShell = await thrown(c.createSandbox("empty-image", { name: "no-shell" }));
+    assert.ok(noShell instanceof LangSmithSandboxCreationError, String(noShell));
+    assert.match(noShell.message, /\/bin\/sh/);
+    await c.deleteSandbox("no-shell");
+    await c.deleteTemplate("empty-image");
   });
 
   test(

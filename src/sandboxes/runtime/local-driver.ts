@@ -20,7 +20,7 @@
  * a `kill` kills.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, openSync } from "node:fs";
+import { closeSync, existsSync, openSync } from "node:fs";
 import { access, mkdir, rm } from "node:fs/promises";
 import path from "node:path";
 import type { ExecProcess, ExecRequest, SandboxDriver, SandboxSpec } from "../provisioner.js";
@@ -34,6 +34,22 @@ exec "$@"`;
 /** Mounts the overlays given as (options, target) pairs before `--`, then runs the rest. */
 const MOUNT_OVERLAYS = `set -e; while [ "$1" != -- ]; do mount -t overlay overlay -o "$1" "$2"; shift 2; done; shift
 exec "$@"`;
+
+/**
+ * Kernel knobs under /proc that root may write by file mode alone (no capability needed): made
+ * read-only. Bound from the host's /proc: the same kernel-wide values (net.* show the host's).
+ */
+const READ_ONLY_PROC = ["sys", "sysrq-trigger", "irq", "bus", "fs"];
+/** /proc files that leak host information: hidden behind /dev/null (those this kernel has). */
+const MASKED_PROC = ["kcore", "keys", "timer_list", "sched_debug", "latency_stats"];
+const procHardening = (): string[] => [
+  ...READ_ONLY_PROC.flatMap((p) => ["--ro-bind-try", `/proc/${p}`, `/proc/${p}`]),
+  ...MASKED_PROC.filter((p) => existsSync(`/proc/${p}`)).flatMap((p) => [
+    "--ro-bind",
+    "/dev/null",
+    `/proc/${p}`,
+  ]),
+];
 
 const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 const REQUIRED_TOOLS = ["bwrap", "unshare", "nsenter", "mount"];
@@ -169,6 +185,7 @@ export class LocalSandboxDriver implements SandboxDriver {
         "/",
         "--proc",
         "/proc",
+        ...procHardening(),
         "--dev",
         "/dev",
         "--clearenv",
@@ -218,8 +235,11 @@ export class LocalSandboxDriver implements SandboxDriver {
     probe.stdout.resume();
     const code = await probe.exited;
     if (code !== 0) {
-      await this.stop(spec.id);
-      throw new Error(`the sandbox started but cannot run commands (exit ${code}): ${probeErr.trim()}`);
+      await this.#halt(spec.id); // not stop(): that waits for this very boot
+      // The init's own complaint (e.g. "execvp /bin/sh: No such file or directory") says more than nsenter's.
+      throw new Error(
+        `the sandbox cannot run commands: ${stderr.trim() || probeErr.trim() || `exit ${code}`}`,
+      );
     }
   }
 
@@ -289,6 +309,7 @@ export class LocalSandboxDriver implements SandboxDriver {
         "/",
         "--proc",
         "/proc",
+        ...procHardening(),
         "--dev",
         "/dev",
         ...spec.mounts.flatMap((m) => ["--bind", this.#opts.volumePath(m.volumeId), m.mountPath]),
@@ -327,6 +348,10 @@ export class LocalSandboxDriver implements SandboxDriver {
 
   async stop(id: string): Promise<void> {
     await this.#booting.get(id)?.catch(() => {});
+    await this.#halt(id);
+  }
+
+  async #halt(id: string): Promise<void> {
     const running = this.#running.get(id);
     if (running) {
       running.stopping = true;
