@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond npm packages: Debian's chromium, which the browser test
-# (test/e2e/docs.test.ts) drives through playwright-core. Idempotent: does nothing when it is there.
+# (test/e2e/docs.test.ts) drives through playwright-core, and bubblewrap (`bwrap`), the local sandbox
+# driver's isolation tool (test/e2e/sandbox-runtime.test.ts). Idempotent: installs only what is missing.
 # Needs apt-get and root (or sudo).
 set -euo pipefail
 
 CHROMIUM=/usr/bin/chromium
+missing=()
+[ -x "$CHROMIUM" ] || missing+=(chromium)
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 
-if [ -x "$CHROMIUM" ]; then
+if [ ${#missing[@]} -eq 0 ]; then
   echo "== chromium present: $("$CHROMIUM" --version 2>/dev/null || echo "$CHROMIUM")"
+  echo "== bubblewrap present: $(bwrap --version)"
   exit 0
 fi
 
 if ! command -v apt-get >/dev/null 2>&1; then
-  echo "install-test-deps: $CHROMIUM is missing and apt-get is not available; install chromium by hand" >&2
+  echo "install-test-deps: ${missing[*]} missing and apt-get is not available; install them by hand" >&2
   exit 1
 fi
 
@@ -21,13 +26,14 @@ if [ "$(id -u)" -ne 0 ]; then
   if command -v sudo >/dev/null 2>&1; then
     SUDO="sudo"
   else
-    echo "install-test-deps: installing chromium needs root (or sudo)" >&2
+    echo "install-test-deps: installing ${missing[*]} needs root (or sudo)" >&2
     exit 1
   fi
 fi
 
-echo "== installing chromium (apt-get)"
+echo "== installing ${missing[*]} (apt-get)"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update
-$SUDO apt-get install -y --no-install-recommends chromium
-echo "== chromium installed: $("$CHROMIUM" --version 2>/dev/null || echo "$CHROMIUM")"
+$SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+echo "== chromium: $("$CHROMIUM" --version 2>/dev/null || echo "$CHROMIUM")"
+echo "== bubblewrap: $(bwrap --version)"

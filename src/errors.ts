@@ -8,7 +8,10 @@ export type ErrorKind =
   | "bad_request" // 400: well-formed request the current state cannot accept
   | "unauthorized" // 401: no valid API key
   | "validation" // 422: the request does not match its schema
-  | "quota"; // 429
+  | "quota" // 429
+  | "timeout" // 408: a wait or a command ran out of time
+  | "unavailable" // 503: a sandbox could not be provisioned
+  | "gateway_timeout"; // 504: a pool did not become ready in time
 
 export interface ValidationIssue {
   loc: (string | number)[];
@@ -32,6 +35,8 @@ export class HangarError extends Error {
 export const notFound = (message: string, type?: string) => new HangarError("not_found", message, type);
 export const conflict = (message: string, type?: string) => new HangarError("conflict", message, type);
 export const unauthorized = (message: string) => new HangarError("unauthorized", message);
+export const timedOut = (message: string, type?: string) => new HangarError("timeout", message, type);
+export const unavailable = (message: string, type?: string) => new HangarError("unavailable", message, type);
 export const badRequest = (message: string, type?: string) => new HangarError("bad_request", message, type);
 export const validationFailed = (issues: ValidationIssue[]) =>
   new HangarError(

@@ -13,6 +13,8 @@ import { RunService } from "./runtime/runs.js";
 import { HangarStore } from "./runtime/store.js";
 import { loadStoreSettings } from "./runtime/store-config.js";
 import { StoreSweeper } from "./runtime/store-sweeper.js";
+import { upgradeHandler } from "./sandboxes/dataplane.js";
+import { createSandboxRuntime } from "./sandboxes/runtime/index.js";
 import { DEFAULT_ORG, type Storage } from "./storage/ports.js";
 import { openPostgresStorage } from "./storage/postgres/index.js";
 import { openSqliteStorage } from "./storage/sqlite/index.js";
@@ -65,13 +67,16 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const runs = new RunService(storage, graphs, dispatcher, logs);
     const scheduler = new CronScheduler({ crons: storage.crons, runs, log });
     const crons = new CronService(storage, runs, () => scheduler.nudge());
-    const app = createApp({ config, storage, graphs, runs, store, crons }, log);
+    const sandboxRuntime = createSandboxRuntime({ dataDir: config.dataDir, storage, log });
+    const app = createApp({ config, storage, graphs, runs, store, crons, sandboxRuntime }, log);
 
     await dispatcher.recover();
     const server = config.mode === "worker" ? undefined : await listen(app.fetch, config);
     await dispatcher.start();
     scheduler.start(); // fires crons that came due while no process ran (once each), then follows them
     sweeper.start();
+    // Boots again the sandboxes that ran before a restart and fills pools; a worker serves no sandboxes.
+    if (server) await sandboxRuntime.start();
 
     let url = "";
     if (server) {
@@ -85,6 +90,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         await scheduler.close();
         await sweeper.close();
         await dispatcher.close(SHUTDOWN_GRACE_MS);
+        await sandboxRuntime.close(); // every sandbox process is gone before the process exits
         await logs.close();
         if (server && "closeAllConnections" in server) server.closeAllConnections();
         await redis?.close();
@@ -98,8 +104,16 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   }
 }
 
-async function listen(fetch: (request: Request) => Response | Promise<Response>, config: Config) {
+async function listen(
+  fetch: (request: Request, env?: unknown) => Response | Promise<Response>,
+  config: Config,
+) {
   const server = serve({ fetch, hostname: config.host, port: config.port });
+  // Sandbox data-plane WebSockets (`/execute/ws`): the upgrade goes through the app like any request.
+  server.on(
+    "upgrade",
+    upgradeHandler((request, env) => fetch(request, env)),
+  );
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);
     server.once("error", reject);

@@ -4,6 +4,7 @@ import type { CronService } from "../runtime/crons.js";
 import type { GraphRegistry } from "../runtime/graphs.js";
 import type { RunService } from "../runtime/runs.js";
 import type { HangarStore } from "../runtime/store.js";
+import type { BoxService } from "../sandboxes/boxes.js";
 import type { OrgId, Storage } from "../storage/ports.js";
 
 /** What the agent-server routes need, passed in when the app is built (no module singletons). */
@@ -17,6 +18,8 @@ export interface AgentDeps {
    * Without it the store routes use a store with default settings (no semantic index).
    */
   store?: HangarStore;
+  /** Running sandboxes and pools (server.ts starts and closes it); without it the routes make their own. */
+  sandboxRuntime?: BoxService;
   /** Cron management wired to the scheduler; without it cron changes do not wake a scheduler. */
   crons?: CronService;
 }

@@ -18,6 +18,12 @@ function statusOf(kind: ErrorKind): ContentfulStatusCode {
       return 422;
     case "quota":
       return 429;
+    case "timeout":
+      return 408;
+    case "unavailable":
+      return 503;
+    case "gateway_timeout":
+      return 504;
     default: {
       const unreachable: never = kind;
       throw new Error(`unmapped error kind ${unreachable}`);

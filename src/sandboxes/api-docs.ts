@@ -27,6 +27,26 @@ const template = (summary: string, rest: Partial<RouteDoc> = {}): RouteDoc => ({
   ...rest,
 });
 
+const box = (summary: string, rest: Partial<RouteDoc> = {}): RouteDoc => ({
+  tag: "Sandboxes",
+  summary,
+  params: S.NamePath,
+  ...rest,
+});
+const pool = (summary: string, rest: Partial<RouteDoc> = {}): RouteDoc => ({
+  tag: "Pools",
+  summary,
+  params: S.NamePath,
+  ...rest,
+});
+const dataplane = (summary: string, rest: Partial<RouteDoc> = {}): RouteDoc => ({
+  tag: "Sandbox data plane",
+  summary,
+  params: S.SandboxIdPath,
+  errors: [400, 404],
+  ...rest,
+});
+
 const routes: Record<string, RouteDoc> = {
   "POST /v2/sandboxes/volumes": {
     tag: "Volumes",
@@ -82,7 +102,109 @@ const routes: Record<string, RouteDoc> = {
     description: "Only the name can change: sending `image`, `resources` or `volume_mounts` is a 422.",
     errors: [409],
   }),
-  "DELETE /v2/sandboxes/templates/{name}": template("Delete a template"),
+  "DELETE /v2/sandboxes/templates/{name}": template("Delete a template", {
+    description: "A template that sandboxes or pools are made from cannot be deleted (409 naming them).",
+    errors: [409],
+  }),
+  "POST /v2/sandboxes/boxes": {
+    tag: "Sandboxes",
+    summary: "Create a sandbox",
+    body: S.BoxCreate,
+    status: 201,
+    response: R.Sandbox,
+    description:
+      "Takes a warm sandbox from a pool of the template when one is ready, else starts one. With " +
+      "`wait_for_ready` (default) it answers once the sandbox is `ready`: 408 past `timeout` seconds " +
+      "(default 30), 503 when it failed to start (`ImagePull`: the image is not in the image store; " +
+      "`SandboxConfig`). Without it, it answers at once with status `provisioning`.",
+    errors: [404, 409],
+    responses: {
+      408: { description: "Not ready within `timeout`" },
+      503: { description: "The sandbox failed to start" },
+    },
+  },
+  "GET /v2/sandboxes/boxes": {
+    tag: "Sandboxes",
+    summary: "List sandboxes",
+    query: S.ListQuery,
+    response: R.SandboxList,
+    description: "In creation order; warm pool members are not listed.",
+  },
+  "GET /v2/sandboxes/boxes/{name}": box("Get a sandbox", { response: R.Sandbox }),
+  "GET /v2/sandboxes/boxes/{name}/status": box("Get a sandbox's status", { response: R.SandboxStatus }),
+  "PATCH /v2/sandboxes/boxes/{name}": box("Rename a sandbox or change its TTLs", {
+    body: S.BoxPatch,
+    response: R.Sandbox,
+    errors: [409],
+  }),
+  "DELETE /v2/sandboxes/boxes/{name}": box("Delete a sandbox", {
+    description: "Kills its processes and deletes its files (not its volumes).",
+  }),
+  "POST /v2/sandboxes/boxes/{name}/stop": box("Stop a sandbox", {
+    description: "Kills its processes; its files stay. Status `stopped`.",
+  }),
+  "POST /v2/sandboxes/boxes/{name}/start": box("Start a stopped sandbox", {
+    status: 202,
+    response: R.Sandbox,
+    description: "Boots it again with its files; poll `/status` for `ready`.",
+  }),
+  "POST /v2/sandboxes/pools": {
+    tag: "Pools",
+    summary: "Create a pool",
+    body: S.PoolCreate,
+    status: 201,
+    response: R.Pool,
+    description:
+      "Starts `replicas` warm sandboxes of a template without volumes (400 `LangSmithValidationError` " +
+      "otherwise; 400 `TemplateNotFound`). With `wait_for_ready` (default) it waits for them: 504 past `timeout`.",
+    errors: [400, 409],
+    responses: { 504: { description: "Not all replicas ready within `timeout`" } },
+  },
+  "GET /v2/sandboxes/pools": {
+    tag: "Pools",
+    summary: "List pools",
+    query: S.ListQuery,
+    response: R.PoolList,
+  },
+  "GET /v2/sandboxes/pools/{name}": pool("Get a pool", { response: R.Pool }),
+  "PATCH /v2/sandboxes/pools/{name}": pool("Rename or resize a pool", {
+    body: S.PoolPatch,
+    response: R.Pool,
+    description: "`replicas: 0` pauses the pool (its warm sandboxes are removed).",
+    errors: [409],
+  }),
+  "DELETE /v2/sandboxes/pools/{name}": pool("Delete a pool", {
+    description: "Deletes its warm sandboxes; sandboxes already claimed from it stay.",
+  }),
+  "POST /v2/sandboxes/dataplane/{id}/execute": dataplane("Run a command", {
+    body: S.ExecuteBody,
+    response: R.ExecuteResult,
+    description:
+      "Runs `shell -c command` in the sandbox (cwd default `/root`) and answers when it exits. A command " +
+      "past `timeout` seconds is killed: 408 `CommandTimeout`. 400 `NotReady` when the sandbox is not ready.",
+    responses: { 408: { description: "The command timed out and was killed" } },
+  }),
+  "GET /v2/sandboxes/dataplane/{id}/execute/ws": dataplane("Run a command over a WebSocket", {
+    status: 426,
+    description:
+      "A WebSocket (send `Upgrade: websocket`). First frame `{type: 'execute', command, timeout_seconds, " +
+      "shell, env?, cwd?, command_id?, idle_timeout_seconds, kill_on_disconnect, ttl_seconds}` or " +
+      "`{type: 'reconnect', command_id, stdout_offset, stderr_offset}`; then `{type: 'kill'}` and " +
+      "`{type: 'input', data}`. The server sends `started` (not on reconnect), `stdout`/`stderr` with " +
+      "byte `offset`s, then `exit` and closes with 1000; failures are `{type: 'error', error_type, error}`. " +
+      "A plain GET is answered 426.",
+  }),
+  "POST /v2/sandboxes/dataplane/{id}/upload": dataplane("Write a file", {
+    query: S.FilePathQuery,
+    response: R.UploadResult,
+    description:
+      "multipart/form-data with one part named `file`; parent directories are created. 400 `WriteError`.",
+  }),
+  "GET /v2/sandboxes/dataplane/{id}/download": dataplane("Read a file", {
+    query: S.FilePathQuery,
+    contentType: "application/octet-stream",
+    description: "The file's bytes. 404 `FileNotFound`; 400 `ReadError` (a directory, unreadable).",
+  }),
 };
 
 /** The sandbox area's metadata for /openapi.json. */
@@ -94,9 +216,23 @@ export const sandboxApiDocs: ApiDocs = {
       description:
         "Named sandbox specifications: image, resources, volume mounts (`/v2/sandboxes/templates`).",
     },
+    {
+      name: "Sandboxes",
+      description: "Isolated execution environments made from templates (`/v2/sandboxes/boxes`).",
+    },
+    { name: "Pools", description: "Warm sandboxes of a template, for a fast start (`/v2/sandboxes/pools`)." },
+    {
+      name: "Sandbox data plane",
+      description:
+        "Commands and files of one sandbox, at its `dataplane_url` (`/v2/sandboxes/dataplane/{id}`).",
+    },
   ],
   routes,
   components: {
+    Sandbox: R.Sandbox,
+    Pool: R.Pool,
+    SandboxCreate: S.BoxCreate,
+    PoolCreate: S.PoolCreate,
     Volume: R.Volume,
     Template: R.Template,
     VolumeCreate: S.VolumeCreate,

@@ -64,3 +64,59 @@ export class LocalProvisioner implements VolumeProvisioner {
     await rm(this.pathOf(volume.id), { recursive: true, force: true });
   }
 }
+
+// ---- sandboxes ---------------------------------------------------------------------------------
+
+/** What a driver needs to run a sandbox: resolved from the box, its template and its volumes. */
+export interface SandboxSpec {
+  id: string;
+  /** The hostname inside (the box's name when it booted). */
+  hostname: string;
+  image: string;
+  cpuMillicores: number;
+  memoryBytes: number;
+  /** The template's volumes, by the volume's id (its backing storage) and where they appear. */
+  mounts: { volumeId: string; mountPath: string }[];
+}
+
+export interface ExecRequest {
+  /** Run as `[shell, "-c", command]`. */
+  shell: string;
+  command: string;
+  env: Record<string, string>;
+  cwd: string;
+}
+
+/** A command running in a sandbox. Its output and input are byte streams. */
+export interface ExecProcess {
+  readonly stdout: NodeJS.ReadableStream;
+  readonly stderr: NodeJS.ReadableStream;
+  readonly stdin: NodeJS.WritableStream;
+  /** Kills the command and every process it started that did not leave its process group. */
+  kill(): void;
+  /** The exit code; 128 + n when killed by signal n. Output may still be draining. */
+  readonly exited: Promise<number>;
+}
+
+/**
+ * The sandbox driver port: runs sandboxes and commands in them. The control plane decides names,
+ * lifecycles, TTLs and pools; a driver only boots, runs, stops and removes.
+ *
+ * - `LocalSandboxDriver` (runtime/local-driver.ts): Linux namespaces through bubblewrap on this machine.
+ * - A Kubernetes driver (docs/sandboxes.md) would boot a pod per sandbox (gVisor runtime class, the
+ *   volumes as PVCs) and exec through the pod's exec API.
+ */
+export interface SandboxDriver {
+  /** Why this driver cannot run sandboxes here, or null when it can. */
+  unavailable(): Promise<string | null>;
+  /** Starts the sandbox (idempotent for a running one); resolves once commands can run. */
+  boot(spec: SandboxSpec): Promise<void>;
+  isRunning(id: string): boolean;
+  exec(id: string, request: ExecRequest): ExecProcess;
+  /** Stops every process of the sandbox; its files stay. Idempotent. */
+  stop(id: string): Promise<void>;
+  /** Stops the sandbox and deletes its files. Idempotent. */
+  remove(id: string): Promise<void>;
+  /** Stops every sandbox (the server is shutting down); files stay. */
+  close(): Promise<void>;
+}

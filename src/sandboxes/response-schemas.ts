@@ -38,3 +38,48 @@ const nextOffset = z.number().int().min(0).describe("Where the next page starts,
 
 export const VolumeList = z.object({ volumes: z.array(Volume), offset: nextOffset });
 export const TemplateList = z.object({ templates: z.array(Template), offset: nextOffset });
+
+export const Sandbox = z
+  .object({
+    id: z.string().describe("UUID; never changes, renames included."),
+    name: z.string().describe("Unique within the organization."),
+    template_name: z.string().describe("The template's current name."),
+    status: z.enum(["provisioning", "ready", "failed", "stopped"]),
+    status_message: z.string().nullable().describe("Why a sandbox failed or stopped."),
+    dataplane_url: z.string().describe("Base URL of `/execute`, `/execute/ws`, `/upload`, `/download`."),
+    ttl_seconds: z.number().int().describe("Deleted this long after creation; 0 = never."),
+    idle_ttl_seconds: z
+      .number()
+      .int()
+      .describe("Deleted this long after the last data-plane call; 0 = never."),
+    expires_at: timestamp.nullable().describe("When the TTLs delete it, or null."),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .describe("An isolated execution environment made from a template.");
+
+export const SandboxStatus = z.object({
+  status: z.enum(["provisioning", "ready", "failed", "stopped"]),
+  status_message: z.string().nullable(),
+});
+
+export const Pool = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    template_name: z.string(),
+    replicas: z.number().int().describe("Warm sandboxes kept ready; 0 = paused."),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .describe("Warm sandboxes of a template without volumes, claimed by sandbox creates.");
+
+export const SandboxList = z.object({ sandboxes: z.array(Sandbox), offset: nextOffset });
+export const PoolList = z.object({ pools: z.array(Pool), offset: nextOffset });
+
+export const ExecuteResult = z.object({
+  stdout: z.string(),
+  stderr: z.string(),
+  exit_code: z.number().int(),
+});
+export const UploadResult = z.object({ path: z.string(), written: z.number().int() });

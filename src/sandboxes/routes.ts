@@ -1,6 +1,7 @@
 /**
  * The sandbox control plane's HTTP API, mounted at `/v2/sandboxes` (the "gen-1" API that the
- * `langsmith` 0.5.x `SandboxClient` speaks): volumes and templates, addressed by name.
+ * `langsmith` 0.5.x `SandboxClient` speaks): volumes and templates, addressed by name, plus the
+ * sandbox and pool routes (box-routes.ts) and each sandbox's data plane (dataplane.ts).
  *
  * Statuses: 201 create, 200 get/list/patch, 204 delete; 400 ResizeError / VolumeNotFound, 404
  * NotFound, 409 Conflict, 422 validation, 429 storage quota. See docs/sandboxes.md.
@@ -9,18 +10,25 @@ import path from "node:path";
 import { Hono } from "hono";
 import type { z } from "zod";
 import { type AppEnv, orgOf } from "../agents/context.js";
+import { silentLogger } from "../cli/logger.js";
 import type { Config } from "../config/index.js";
 import { HangarError, validationFailed } from "../errors.js";
 import { body, params, query } from "../http/validation.js";
 import type { SandboxPage, Storage, TemplateRecord, VolumeRecord } from "../storage/ports.js";
+import { boxRoutes } from "./box-routes.js";
+import type { BoxService } from "./boxes.js";
+import { dataplaneRoutes } from "./dataplane.js";
 import { LocalProvisioner, type VolumeProvisioner } from "./provisioner.js";
 import { sandboxStorageQuotaFromEnv } from "./quota.js";
+import { createSandboxRuntime } from "./runtime/index.js";
 import * as S from "./schemas.js";
 import { SandboxService } from "./service.js";
 
 export interface SandboxDeps {
   config: Pick<Config, "dataDir">;
-  storage: Pick<Storage, "sandboxes">;
+  storage: Pick<Storage, "sandboxes" | "sandboxBoxes">;
+  /** Sandboxes, pools and their driver; server.ts starts and closes it. Default: one made here, not started. */
+  sandboxRuntime?: BoxService;
   /** Default: the local driver, one directory per volume under `<dataDir>/volumes`. */
   provisioner?: VolumeProvisioner;
   /** Default: HANGAR_SANDBOX_STORAGE_QUOTA, else 500Gi. */
@@ -89,8 +97,14 @@ export function sandboxRoutes(deps: SandboxDeps): Hono<AppEnv> {
     defaultQuotaBytes: deps.defaultQuotaBytes ?? sandboxStorageQuotaFromEnv(),
   });
 
+  const boxes =
+    deps.sandboxRuntime ??
+    createSandboxRuntime({ dataDir: deps.config.dataDir, storage: deps.storage, log: silentLogger });
+
   return (
     new Hono<AppEnv>()
+      .route("/", boxRoutes(boxes))
+      .route("/", dataplaneRoutes(boxes))
       // ---- volumes
       .post("/volumes", async (c) => {
         const b = await bodyOf(c, S.VolumeCreate);

@@ -119,3 +119,96 @@ export const ListQuery = z.object({
 
 /** Path names are not validated: a name that cannot exist is simply not found (404). */
 export const NamePath = z.object({ name: z.string() });
+
+// ---- sandboxes (boxes) and pools -------------------------------------------------------------
+
+/** 0 disables; the official client itself only sends multiples of 60. */
+const TtlSeconds = z
+  .number()
+  .int()
+  .min(0)
+  .max(30 * 24 * 3600);
+
+export const BoxCreate = z.object({
+  template_name: str().min(1, "Field required"),
+  name: Name.nullish(),
+  wait_for_ready: z.boolean().nullish(),
+  /** Seconds to wait for `ready` when `wait_for_ready` (default 30, like the client). */
+  timeout: z.number().int().min(1).max(600).nullish(),
+  ttl_seconds: TtlSeconds.nullish(),
+  idle_ttl_seconds: TtlSeconds.nullish(),
+});
+
+export const BoxPatch = z.object({
+  name: Name.nullish(),
+  ttl_seconds: TtlSeconds.nullish(),
+  idle_ttl_seconds: TtlSeconds.nullish(),
+  template_name: fixed("template_name"),
+});
+
+export const PoolCreate = z.object({
+  name: Name,
+  template_name: str().min(1, "Field required"),
+  replicas: z.number().int().min(1).max(100),
+  wait_for_ready: z.boolean().nullish(),
+  timeout: z.number().int().min(1).max(600).nullish(),
+});
+
+export const PoolPatch = z.object({
+  name: Name.nullish(),
+  /** 0 pauses the pool (its warm sandboxes are removed). */
+  replicas: z.number().int().min(0).max(100).nullish(),
+  template_name: fixed("template_name"),
+});
+
+// ---- data plane ------------------------------------------------------------------------------
+
+export const SandboxIdPath = z.object({ id: z.string() });
+
+const Env = z.record(z.string(), z.string());
+
+export const ExecuteBody = z.object({
+  command: str().min(1, "command must not be empty"),
+  /** Seconds; the command is killed when it runs longer. */
+  timeout: z
+    .number()
+    .positive()
+    .max(24 * 3600)
+    .default(60),
+  shell: str().min(1).default("/bin/bash"),
+  env: Env.nullish(),
+  cwd: str().min(1).nullish(),
+});
+
+/** The first frame of `/execute/ws`: a new command, or a reconnect to a running one. */
+export const WsExecute = z.object({
+  type: z.literal("execute"),
+  command: str().min(1, "command must not be empty"),
+  timeout_seconds: z
+    .number()
+    .positive()
+    .max(24 * 3600)
+    .default(60),
+  shell: str().min(1).default("/bin/bash"),
+  env: Env.nullish(),
+  cwd: str().min(1).nullish(),
+  command_id: z.string().min(1).max(128).nullish(),
+  idle_timeout_seconds: z.number().min(0).default(300),
+  kill_on_disconnect: z.boolean().default(false),
+  ttl_seconds: z.number().min(0).default(600),
+  pty: z.boolean().nullish(),
+});
+
+export const WsReconnect = z.object({
+  type: z.literal("reconnect"),
+  command_id: z.string().min(1),
+  stdout_offset: z.number().int().min(0).default(0),
+  stderr_offset: z.number().int().min(0).default(0),
+});
+
+export const FilePathQuery = z.object({
+  path: str().superRefine((p, ctx) => {
+    if (!p.startsWith("/")) ctx.addIssue({ code: "custom", message: "path must be absolute" });
+    if (p.includes("\0")) ctx.addIssue({ code: "custom", message: "path must not contain NUL" });
+  }),
+});

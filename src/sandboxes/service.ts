@@ -206,6 +206,20 @@ export class SandboxService {
   }
 
   async deleteTemplate(org: OrgId, name: string): Promise<void> {
-    if (!(await this.#repo.deleteTemplate(org, name))) throw templateNotFound(name);
+    const result = await this.#repo.deleteTemplate(org, name);
+    switch (result.status) {
+      case "not_found":
+        throw templateNotFound(name);
+      case "in_use": {
+        const users = [
+          result.sandboxes.length ? `sandboxes: ${result.sandboxes.join(", ")}` : "",
+          result.pools.length ? `pools: ${result.pools.join(", ")}` : "",
+        ].filter(Boolean);
+        throw conflict(
+          `Template '${name}' is in use by ${users.join("; ")}. Delete the dependent resources first.`,
+          "Conflict",
+        );
+      }
+    }
   }
 }

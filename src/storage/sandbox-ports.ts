@@ -114,6 +114,12 @@ export type CreateTemplateResult =
   /** Mounted volume names that no volume of the organization has, in request order. */
   | { status: "missing_volumes"; names: string[] };
 
+export type DeleteTemplateResult =
+  | { status: "deleted" }
+  | { status: "not_found" }
+  /** Names of the sandboxes and pools made from it, sorted. */
+  | { status: "in_use"; sandboxes: string[]; pools: string[] };
+
 export type RenameTemplateResult =
   | { status: "updated"; template: TemplateRecord }
   | { status: "not_found" }
@@ -146,5 +152,6 @@ export interface SandboxesRepo {
   getTemplate(org: OrgId, name: string): Promise<TemplateRecord | null>;
   listTemplates(org: OrgId, query: SandboxListQuery): Promise<SandboxPage<TemplateRecord>>;
   renameTemplate(org: OrgId, name: string, newName: string): Promise<RenameTemplateResult>;
-  deleteTemplate(org: OrgId, name: string): Promise<boolean>;
+  /** Refused (`in_use`) while a sandbox or a pool is made from it. */
+  deleteTemplate(org: OrgId, name: string): Promise<DeleteTemplateResult>;
 }

@@ -1161,8 +1161,8 @@ for (const adapter of ADAPTERS) {
             ["T-one"],
           );
           assert.equal(page.hasMore, true);
-          assert.equal(await s.sandboxes.deleteTemplate(ORG, "T-one"), true);
-          assert.equal(await s.sandboxes.deleteTemplate(ORG, "T-one"), false);
+          assert.deepEqual(await s.sandboxes.deleteTemplate(ORG, "T-one"), { status: "deleted" });
+          assert.deepEqual(await s.sandboxes.deleteTemplate(ORG, "T-one"), { status: "not_found" });
           assert.equal((await s.sandboxes.deleteVolume(ORG, "data3")).status, "deleted");
           const volumes = await s.sandboxes.listVolumes(ORG, { limit: 10, offset: 0 });
           assert.deepEqual(
@@ -1192,6 +1192,147 @@ for (const adapter of ADAPTERS) {
           );
           assert.equal(results.filter((r) => r.status === "created").length, 3);
           assert.deepEqual(await s.sandboxes.storageUsage(ORG), { quota_bytes: 3 * GI, usage_bytes: 3 * GI });
+        }),
+      );
+
+      test(
+        "boxes and pools: names, warm claims, template in use, TTL fields, pool deletion",
+        withStorage(async (s) => {
+          const tpl = (name: string, mounts: { volume_name: string; mount_path: string }[] = []) => ({
+            id: randomUUID(),
+            name,
+            image: "hangar/host",
+            resources: { cpu: "500m", memory: "512Mi" },
+            volume_mounts: mounts,
+          });
+          await s.sandboxes.ensureStorageQuota(ORG, 1024 ** 4);
+          await s.sandboxes.createTemplate(ORG, tpl("plain"));
+          await s.sandboxes.createVolume(ORG, {
+            id: randomUUID(),
+            name: "vol",
+            size: "1Gi",
+            size_bytes: 1024 ** 3,
+            storage_class: "standard",
+          });
+          await s.sandboxes.createTemplate(
+            ORG,
+            tpl("stateful", [{ volume_name: "vol", mount_path: "/data" }]),
+          );
+          const box = (name: string, template_name = "plain", pool_id: string | null = null) => ({
+            id: randomUUID(),
+            name,
+            template_name,
+            pool_id,
+            ttl_seconds: 0,
+            idle_ttl_seconds: 0,
+            expires_at: null,
+          });
+
+          const b1 = await s.sandboxBoxes.createBox(ORG, box("b1"));
+          assert.equal(b1.status, "created");
+          if (b1.status !== "created") return;
+          assert.equal(b1.box.status, "provisioning");
+          assert.equal(b1.box.template_name, "plain");
+          assert.equal((await s.sandboxBoxes.createBox(ORG, box("b1"))).status, "name_taken");
+          assert.equal(
+            (await s.sandboxBoxes.createBox(ORG, box("b2", "ghost"))).status,
+            "template_not_found",
+          );
+          assert.equal((await s.sandboxBoxes.createBox("org-b", box("b1"))).status, "template_not_found");
+
+          assert.equal((await s.sandboxBoxes.setBoxStatus(b1.box.id, "ready", null))?.status, "ready");
+          const renamed = await s.sandboxBoxes.updateBox(ORG, "b1", {
+            name: "b-one",
+            ttl_seconds: 60,
+            expires_at: "x",
+          });
+          assert.equal(renamed.status, "updated");
+          if (renamed.status === "updated") {
+            assert.equal(renamed.box.id, b1.box.id);
+            assert.equal(renamed.box.ttl_seconds, 60);
+          }
+          await s.sandboxBoxes.touchBox(b1.box.id, "2030-01-01T00:00:00.000Z", null);
+          assert.equal(
+            (await s.sandboxBoxes.getBoxById(b1.box.id))?.last_active_at,
+            "2030-01-01T00:00:00.000Z",
+          );
+          // Templates follow renames; a template in use cannot be deleted.
+          await s.sandboxes.renameTemplate(ORG, "plain", "plain2");
+          assert.equal((await s.sandboxBoxes.getBox(ORG, "b-one"))?.template_name, "plain2");
+          assert.deepEqual(await s.sandboxes.deleteTemplate(ORG, "plain2"), {
+            status: "in_use",
+            sandboxes: ["b-one"],
+            pools: [],
+          });
+
+          // Pools: stateless templates only; warm boxes are hidden and claimed once.
+          const mkPool = (name: string, template_name: string) => ({
+            id: randomUUID(),
+            name,
+            template_name,
+            replicas: 1,
+          });
+          assert.equal(
+            (await s.sandboxBoxes.createPool(ORG, mkPool("p", "stateful"))).status,
+            "template_has_volumes",
+          );
+          assert.equal(
+            (await s.sandboxBoxes.createPool(ORG, mkPool("p", "ghost"))).status,
+            "template_not_found",
+          );
+          const pool = await s.sandboxBoxes.createPool(ORG, mkPool("p", "plain2"));
+          assert.equal(pool.status, "created");
+          if (pool.status !== "created") return;
+          assert.equal((await s.sandboxBoxes.createPool(ORG, mkPool("p", "plain2"))).status, "name_taken");
+          const warm = await s.sandboxBoxes.createBox(ORG, box("p-warm", "plain2", pool.pool.id));
+          assert.equal(warm.status, "created");
+          if (warm.status !== "created") return;
+          const claim = {
+            ttl_seconds: 0,
+            idle_ttl_seconds: 0,
+            expires_at: null,
+            now: new Date().toISOString(),
+          };
+          assert.equal(
+            (await s.sandboxBoxes.claimWarmBox(ORG, "plain2", claim)).status,
+            "none",
+            "not ready yet",
+          );
+          await s.sandboxBoxes.setBoxStatus(warm.box.id, "ready", null);
+          assert.deepEqual(
+            (await s.sandboxBoxes.listBoxes(ORG, { limit: 10, offset: 0 })).items.map((b) => b.name),
+            ["b-one"],
+          );
+          assert.equal(
+            (await s.sandboxBoxes.claimWarmBox(ORG, "plain2", { ...claim, name: "b-one" })).status,
+            "name_taken",
+          );
+          const claimed = await s.sandboxBoxes.claimWarmBox(ORG, "plain2", { ...claim, name: "mine" });
+          assert.equal(claimed.status, "claimed");
+          if (claimed.status === "claimed") {
+            assert.equal(claimed.box.id, warm.box.id);
+            assert.equal(claimed.box.pool_id, null);
+          }
+          assert.equal((await s.sandboxBoxes.claimWarmBox(ORG, "plain2", claim)).status, "none");
+          assert.deepEqual(await s.sandboxes.deleteTemplate(ORG, "plain2"), {
+            status: "in_use",
+            sandboxes: ["b-one", "mine"],
+            pools: ["p"],
+          });
+
+          const again = await s.sandboxBoxes.createBox(ORG, box("p-warm2", "plain2", pool.pool.id));
+          assert.equal(again.status, "created");
+          assert.equal((await s.sandboxBoxes.updatePool(ORG, "p", { replicas: 0 })).status, "updated");
+          assert.equal((await s.sandboxBoxes.getPool(ORG, "p"))?.replicas, 0);
+          const deleted = await s.sandboxBoxes.deletePool(ORG, "p");
+          assert.deepEqual(
+            deleted?.boxes.map((b) => b.name),
+            ["p-warm2"],
+          );
+          assert.equal(await s.sandboxBoxes.deletePool(ORG, "p"), null);
+          for (const b of await s.sandboxBoxes.listAllBoxes()) await s.sandboxBoxes.deleteBox(b.id);
+          assert.equal(await s.sandboxBoxes.deleteBox(b1.box.id), null);
+          assert.deepEqual(await s.sandboxes.deleteTemplate(ORG, "plain2"), { status: "deleted" });
         }),
       );
     });

@@ -650,7 +650,7 @@ describe("sandboxes: volumes and templates", () => {
   });
 
   test("unknown sandbox routes are JSON 404s", T, async () => {
-    const res = await api(h, "GET", "/pools");
+    const res = await api(h, "GET", "/snapshots");
     assert.equal(res.status, 404);
     assert.equal(typeof res.body.detail, "string");
   });

@@ -366,6 +366,41 @@ const MIGRATIONS: string[] = [
   ALTER TABLE runs ADD COLUMN stop_requested TEXT;
   CREATE INDEX runs_running_lease ON runs (lease_expires_at) WHERE status = 'running';
   `,
+  // 5: running sandboxes ("boxes") and pools of warm ones (postgres/sandbox-boxes.ts).
+  `
+  CREATE TABLE sandbox_pools (
+    seq BIGSERIAL PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    org_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    template_id TEXT NOT NULL REFERENCES sandbox_templates (id),
+    replicas INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    UNIQUE (org_id, name)
+  );
+  CREATE INDEX sandbox_pools_template ON sandbox_pools (template_id);
+  CREATE TABLE sandbox_boxes (
+    seq BIGSERIAL PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    org_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    template_id TEXT NOT NULL REFERENCES sandbox_templates (id),
+    pool_id TEXT REFERENCES sandbox_pools (id) ON DELETE SET NULL,
+    status TEXT NOT NULL,
+    status_message TEXT,
+    ttl_seconds INTEGER NOT NULL,
+    idle_ttl_seconds INTEGER NOT NULL,
+    expires_at TEXT,
+    last_active_at TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    UNIQUE (org_id, name)
+  );
+  CREATE INDEX sandbox_boxes_org ON sandbox_boxes (org_id, seq);
+  CREATE INDEX sandbox_boxes_template ON sandbox_boxes (template_id);
+  CREATE INDEX sandbox_boxes_pool ON sandbox_boxes (pool_id);
+  `,
 ];
 
 export const MIGRATION_COUNT = MIGRATIONS.length;

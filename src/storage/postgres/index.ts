@@ -5,6 +5,7 @@ import { PgCheckpointer } from "./checkpointer.js";
 import { PgCrons } from "./crons.js";
 import { openDatabase } from "./database.js";
 import { PgRuns } from "./runs.js";
+import { PgSandboxBoxes } from "./sandbox-boxes.js";
 import { PgSandboxes } from "./sandboxes.js";
 import { PgStore } from "./store.js";
 import { PgThreads } from "./threads.js";
@@ -28,6 +29,7 @@ export async function openPostgresStorage(opts: {
     threads: new PgThreads(db, checkpointer),
     runs: new PgRuns(db, checkpointer),
     sandboxes: new PgSandboxes(db),
+    sandboxBoxes: new PgSandboxBoxes(db),
     checkpointer,
     auth: new PgAuth(db),
     crons: new PgCrons(db),

@@ -1,6 +1,7 @@
 import type {
   CreateTemplateResult,
   CreateVolumeResult,
+  DeleteTemplateResult,
   DeleteVolumeResult,
   RenameTemplateResult,
   SandboxesRepo,
@@ -334,14 +335,24 @@ export class PgSandboxes implements SandboxesRepo {
     });
   }
 
-  async deleteTemplate(org: string, name: string): Promise<boolean> {
-    return this.#db.tx(async (c) => {
+  async deleteTemplate(org: string, name: string): Promise<DeleteTemplateResult> {
+    return this.#db.tx(async (c): Promise<DeleteTemplateResult> => {
       await lockOrg(c, org);
       const row = await this.#templateRow(c, org, name);
-      if (!row) return false;
+      if (!row) return { status: "not_found" };
+      const names = async (table: string, where = "") =>
+        (
+          await c.query<{ name: string }>(
+            `SELECT name FROM ${table} WHERE template_id = $1 ${where} ORDER BY name`,
+            [row.id],
+          )
+        ).rows.map((r) => r.name);
+      const sandboxes = await names("sandbox_boxes", "AND pool_id IS NULL"); // warm pool members count as their pool
+      const pools = await names("sandbox_pools");
+      if (sandboxes.length > 0 || pools.length > 0) return { status: "in_use", sandboxes, pools };
       await c.query("DELETE FROM sandbox_template_mounts WHERE template_id = $1", [row.id]);
       await c.query("DELETE FROM sandbox_templates WHERE id = $1", [row.id]);
-      return true;
+      return { status: "deleted" };
     });
   }
 }

@@ -5,6 +5,7 @@ import { SqliteCheckpointer } from "./checkpointer.js";
 import { SqliteCrons } from "./crons.js";
 import { openDatabase } from "./database.js";
 import { SqliteRuns } from "./runs.js";
+import { SqliteSandboxBoxes } from "./sandbox-boxes.js";
 import { SqliteSandboxes } from "./sandboxes.js";
 import { SqliteStore } from "./store.js";
 import { SqliteThreads } from "./threads.js";
@@ -19,6 +20,7 @@ export function openSqliteStorage(opts: { dataDir: string; synchronous: "normal"
     threads: new SqliteThreads(db, checkpointer),
     runs: new SqliteRuns(db, checkpointer),
     sandboxes: new SqliteSandboxes(db),
+    sandboxBoxes: new SqliteSandboxBoxes(db),
     checkpointer,
     auth: new SqliteAuth(db),
     crons: new SqliteCrons(db),

@@ -2,6 +2,7 @@ import type { Statement } from "better-sqlite3";
 import type {
   CreateTemplateResult,
   CreateVolumeResult,
+  DeleteTemplateResult,
   DeleteVolumeResult,
   RenameTemplateResult,
   SandboxesRepo,
@@ -304,13 +305,22 @@ export class SqliteSandboxes implements SandboxesRepo {
     })();
   }
 
-  async deleteTemplate(org: string, name: string): Promise<boolean> {
-    return this.#db.transaction((): boolean => {
+  async deleteTemplate(org: string, name: string): Promise<DeleteTemplateResult> {
+    return this.#db.transaction((): DeleteTemplateResult => {
       const row = this.#templateRow(org, name);
-      if (!row) return false;
+      if (!row) return { status: "not_found" };
+      const names = (table: string, where = "") =>
+        (
+          this.#sql(`SELECT name FROM ${table} WHERE template_id = ? ${where} ORDER BY name`).all(row.id) as {
+            name: string;
+          }[]
+        ).map((r) => r.name);
+      const sandboxes = names("sandbox_boxes", "AND pool_id IS NULL"); // warm pool members count as their pool
+      const pools = names("sandbox_pools");
+      if (sandboxes.length > 0 || pools.length > 0) return { status: "in_use", sandboxes, pools };
       this.#sql("DELETE FROM sandbox_template_mounts WHERE template_id = ?").run(row.id);
       this.#sql("DELETE FROM sandbox_templates WHERE id = ?").run(row.id);
-      return true;
+      return { status: "deleted" };
     })();
   }
 }

@@ -1,0 +1,129 @@
+/**
+ * The sandbox ("boxes") and pool routes of the control plane, mounted under `/v2/sandboxes` beside
+ * volumes and templates (routes.ts). Boxes and pools are addressed by name; a box's data plane is at
+ * its `dataplane_url` (dataplane.ts), addressed by id so a rename does not move it.
+ *
+ * Statuses: 201 create, 200 get/list/patch, 204 delete. Box create: 404 unknown template, 409 name in
+ * use, 408 not ready within `timeout`, 503 the sandbox failed to start (`ImagePull`, `SandboxConfig`).
+ * Pool create: 400 `TemplateNotFound` / `LangSmithValidationError` (template with volumes), 409, 504.
+ */
+import { type Context, Hono } from "hono";
+import { type AppEnv, orgOf } from "../agents/context.js";
+import { HangarError, validationFailed } from "../errors.js";
+import { body, params, query } from "../http/validation.js";
+import type { BoxRecord, PoolRecord } from "../storage/ports.js";
+import type { BoxService } from "./boxes.js";
+import * as S from "./schemas.js";
+
+/** Where a box's data plane is, from the origin the client used to reach this server. */
+export const dataplaneUrl = (c: Context<AppEnv>, box: BoxRecord) =>
+  `${new URL(c.req.url).origin}/v2/sandboxes/dataplane/${box.id}`;
+
+const boxOut = (c: Context<AppEnv>, b: BoxRecord) => ({
+  id: b.id,
+  name: b.name,
+  template_name: b.template_name,
+  status: b.status,
+  status_message: b.status_message,
+  dataplane_url: dataplaneUrl(c, b),
+  ttl_seconds: b.ttl_seconds,
+  idle_ttl_seconds: b.idle_ttl_seconds,
+  expires_at: b.expires_at,
+  created_at: b.created_at,
+  updated_at: b.updated_at,
+});
+
+const poolOut = (p: PoolRecord) => ({
+  id: p.id,
+  name: p.name,
+  template_name: p.template_name,
+  replicas: p.replicas,
+  created_at: p.created_at,
+  updated_at: p.updated_at,
+});
+
+function stringLocs(err: unknown): unknown {
+  if (err instanceof HangarError && err.kind === "validation" && err.issues) {
+    return validationFailed(err.issues.map((i) => ({ ...i, loc: i.loc.map(String) })));
+  }
+  return err;
+}
+
+const bodyOf = <T extends Parameters<typeof body>[1]>(c: Context<AppEnv>, schema: T) =>
+  body(c, schema).catch((err) => {
+    throw stringLocs(err);
+  });
+
+function listQuery(c: Context<AppEnv>) {
+  try {
+    return query(c, S.ListQuery);
+  } catch (err) {
+    throw stringLocs(err);
+  }
+}
+
+const nameOf = (c: Context<AppEnv>): string => params(c, S.NamePath).name;
+const nextOffset = (hasMore: boolean, offset: number, count: number) => (hasMore ? offset + count : 0);
+
+export function boxRoutes(service: BoxService): Hono<AppEnv> {
+  return (
+    new Hono<AppEnv>()
+      // ---- boxes
+      .post("/boxes", async (c) => {
+        const b = await bodyOf(c, S.BoxCreate);
+        return c.json(boxOut(c, await service.create(orgOf(c), b)), 201);
+      })
+      .get("/boxes", async (c) => {
+        const q = listQuery(c);
+        const page = await service.list(orgOf(c), q);
+        return c.json({
+          sandboxes: page.items.map((b) => boxOut(c, b)),
+          offset: nextOffset(page.hasMore, q.offset, page.items.length),
+        });
+      })
+      .get("/boxes/:name", async (c) => c.json(boxOut(c, await service.get(orgOf(c), nameOf(c)))))
+      .get("/boxes/:name/status", async (c) => {
+        const box = await service.get(orgOf(c), nameOf(c));
+        return c.json({ status: box.status, status_message: box.status_message });
+      })
+      .patch("/boxes/:name", async (c) => {
+        const name = nameOf(c);
+        const b = await bodyOf(c, S.BoxPatch);
+        return c.json(boxOut(c, await service.update(orgOf(c), name, b)));
+      })
+      .delete("/boxes/:name", async (c) => {
+        await service.delete(orgOf(c), nameOf(c));
+        return c.body(null, 204);
+      })
+      .post("/boxes/:name/stop", async (c) => {
+        await service.stopBox(orgOf(c), nameOf(c));
+        return c.body(null, 204);
+      })
+      .post("/boxes/:name/start", async (c) =>
+        c.json(boxOut(c, await service.startBox(orgOf(c), nameOf(c))), 202),
+      )
+      // ---- pools
+      .post("/pools", async (c) => {
+        const b = await bodyOf(c, S.PoolCreate);
+        return c.json(poolOut(await service.createPool(orgOf(c), b)), 201);
+      })
+      .get("/pools", async (c) => {
+        const q = listQuery(c);
+        const page = await service.listPools(orgOf(c), q);
+        return c.json({
+          pools: page.items.map(poolOut),
+          offset: nextOffset(page.hasMore, q.offset, page.items.length),
+        });
+      })
+      .get("/pools/:name", async (c) => c.json(poolOut(await service.getPool(orgOf(c), nameOf(c)))))
+      .patch("/pools/:name", async (c) => {
+        const name = nameOf(c);
+        const b = await bodyOf(c, S.PoolPatch);
+        return c.json(poolOut(await service.updatePool(orgOf(c), name, b)));
+      })
+      .delete("/pools/:name", async (c) => {
+        await service.deletePool(orgOf(c), nameOf(c));
+        return c.body(null, 204);
+      })
+  );
+}

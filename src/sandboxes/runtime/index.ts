@@ -1,0 +1,54 @@
+/**
+ * Builds the sandbox runtime of one server process: the local driver (bubblewrap) with its image
+ * store, and the BoxService over it. Settings (environment):
+ *
+ * - `HANGAR_SANDBOX_IMAGES`: the image store, a directory per image name (default `<dataDir>/images`).
+ * - `HANGAR_SANDBOX_PIDS_MAX`: most processes per sandbox (default 1024).
+ *
+ * A sandbox's own files live in `<dataDir>/sandboxes/<id>/`; volumes in `<dataDir>/volumes/<id>/`.
+ */
+import path from "node:path";
+import type { Logger } from "../../cli/logger.js";
+import type { Storage } from "../../storage/ports.js";
+import { BoxService } from "../boxes.js";
+import { LocalProvisioner } from "../provisioner.js";
+import { ImageStore } from "./images.js";
+import { LocalSandboxDriver } from "./local-driver.js";
+
+export const SANDBOX_IMAGES_ENV = "HANGAR_SANDBOX_IMAGES";
+export const SANDBOX_PIDS_MAX_ENV = "HANGAR_SANDBOX_PIDS_MAX";
+
+export function createSandboxRuntime(opts: {
+  dataDir: string;
+  storage: Pick<Storage, "sandboxes" | "sandboxBoxes">;
+  log: Logger;
+  env?: NodeJS.ProcessEnv;
+}): BoxService {
+  const env = opts.env ?? process.env;
+  const stateDir = path.join(opts.dataDir, "sandboxes");
+  const volumes = new LocalProvisioner(path.join(opts.dataDir, "volumes"));
+  const pidsMax = Number(env[SANDBOX_PIDS_MAX_ENV] ?? 1024);
+  if (!Number.isInteger(pidsMax) || pidsMax < 8) {
+    throw new Error(
+      `${SANDBOX_PIDS_MAX_ENV} must be an integer of at least 8, got '${env[SANDBOX_PIDS_MAX_ENV]}'`,
+    );
+  }
+  let service: BoxService | null = null;
+  const driver = new LocalSandboxDriver({
+    stateDir,
+    images: new ImageStore(
+      path.resolve(env[SANDBOX_IMAGES_ENV] ?? path.join(opts.dataDir, "images")),
+      stateDir,
+    ),
+    volumePath: (id) => volumes.pathOf(id),
+    pidsMax,
+    onExit: (id, reason) => service?.onSandboxExit(id, reason),
+  });
+  service = new BoxService({
+    boxes: opts.storage.sandboxBoxes,
+    sandboxes: opts.storage.sandboxes,
+    driver,
+    log: opts.log,
+  });
+  return service;
+}
