@@ -8,6 +8,7 @@ import { createApp } from "./http/app.js";
 import { CronScheduler } from "./runtime/cron-scheduler.js";
 import { CronService } from "./runtime/crons.js";
 import { Dispatcher } from "./runtime/dispatcher.js";
+import { ExecutorThreads } from "./runtime/executor-threads.js";
 import { defaultAssistantId, GraphRegistry } from "./runtime/graphs.js";
 import { RunService } from "./runtime/runs.js";
 import { HangarStore } from "./runtime/store.js";
@@ -43,8 +44,11 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     ? await openPostgresStorage({ uri: config.postgresUri })
     : openSqliteStorage({ dataDir: config.dataDir, synchronous: config.sqliteSynchronous });
   let redis: RedisLink | undefined;
+  let threads: ExecutorThreads | undefined;
   try {
     if (config.redisUri) redis = await RedisLink.connect(config.redisUri, config.redisPrefix, log);
+    // Executor threads load their graphs while this thread loads its own (storage is migrated by now).
+    if (config.executorThreads > 0) threads = new ExecutorThreads(config, log);
     const keysConfigured =
       Object.keys(config.apiKeys).length > 0 || (await storage.auth.countActiveKeys()) > 0;
     if (config.mode !== "worker") guardNetworkExposure(config, keysConfigured, log); // a worker does not listen
@@ -60,9 +64,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const logs: RunLogs = redis ? new RedisRunLogs(redis, retention) : new MemoryRunLogs(retention);
     const localFetch = (request: Request) => Promise.resolve(app.fetch(request));
     const leaseMs = config.leaseSeconds * 1000;
+    // With executor threads, this thread's dispatcher executes nothing: it wakes and signals them.
     const dispatcher = new Dispatcher(
       { graphs, storage, logs, log, localFetch, store },
-      { concurrency: config.workers, leaseMs, bus: redis && new ClusterBus(redis) },
+      { concurrency: threads ? 0 : config.workers, leaseMs, bus: redis ? new ClusterBus(redis) : threads },
     );
     const runs = new RunService(storage, graphs, dispatcher, logs);
     const scheduler = new CronScheduler({ crons: storage.crons, runs, log });
@@ -71,7 +76,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const app = createApp({ config, storage, graphs, runs, store, crons, sandboxRuntime }, log);
 
     await dispatcher.recover();
+    await threads?.ready();
     const server = config.mode === "worker" ? undefined : await listen(app.fetch, config);
+    threads?.start({ logs, localFetch, onStoreExpiry: (at) => sweeper.expiresAt(at) });
     await dispatcher.start();
     scheduler.start(); // fires crons that came due while no process ran (once each), then follows them
     sweeper.start();
@@ -90,6 +97,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         await scheduler.close();
         await sweeper.close();
         await dispatcher.close(SHUTDOWN_GRACE_MS);
+        await threads?.close(SHUTDOWN_GRACE_MS);
         await sandboxRuntime.close(); // every sandbox process is gone before the process exits
         await logs.close();
         if (server && "closeAllConnections" in server) server.closeAllConnections();
@@ -98,6 +106,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       },
     };
   } catch (err) {
+    await threads?.terminate();
     await redis?.close();
     await storage.close();
     throw err;

@@ -30,6 +30,7 @@ const OPTIONS = {
   port: { type: "string", short: "p" },
   "data-dir": { type: "string" },
   workers: { type: "string" },
+  "executor-threads": { type: "string" },
   "sqlite-synchronous": { type: "string" },
   "postgres-uri": { type: "string" },
   "redis-uri": { type: "string" },
@@ -46,6 +47,8 @@ const OPTIONS_HELP = `Options:
   -p, --port <port>           Port to listen on; 0 picks a free port        [HANGAR_PORT]    (2024)
       --data-dir <path>       Where the SQLite database lives               [HANGAR_DATA_DIR] (<config dir>/.hangar)
       --workers <n>           Runs executing at once in this process        [HANGAR_WORKERS] (32)
+      --executor-threads <n>  Threads executing runs beside the API's; 0 = in the API's thread
+                                               [HANGAR_EXECUTOR_THREADS] (cores - 1, at most 4; 0 with Redis)
       --sqlite-synchronous <normal|full>                                    [HANGAR_SQLITE_SYNCHRONOUS] (normal)
       --postgres-uri <uri>    Store everything in Postgres, not SQLite      [POSTGRES_URI]
       --redis-uri <uri>       Share run streams and signals between processes [REDIS_URI]
@@ -56,7 +59,7 @@ const OPTIONS_HELP = `Options:
       --version               Show the version
 
 Flags win over HANGAR_* variables, which win over the "hangar" section of langgraph.json
-({"hangar": {"host", "port", "data_dir", "workers"}}). Also read from the environment:
+({"hangar": {"host", "port", "data_dir", "workers", "executor_threads"}}). Also read from the environment:
 HANGAR_STREAM_RETENTION_SECONDS (300), LANGGRAPH_CONFIG (default assistant configs by graph id),
 HANGAR_API_KEYS (key:organization,… — with any key configured, every request needs X-Api-Key),
 HANGAR_LEASE_SECONDS (30: a dead worker's runs are recovered after this), HANGAR_REDIS_PREFIX (hangar:).
@@ -117,6 +120,7 @@ export async function main(argv: string[] = process.argv.slice(2)): Promise<void
         port: values.port,
         dataDir: values["data-dir"],
         workers: values.workers,
+        executorThreads: values["executor-threads"],
         sqliteSynchronous: values["sqlite-synchronous"],
         postgresUri: values["postgres-uri"],
         redisUri: values["redis-uri"],
@@ -156,6 +160,7 @@ async function run(config: Config, log: Logger): Promise<void> {
       graphs: config.graphs.map((g) => g.id).join(","),
       data_dir: config.dataDir,
       workers: config.workers,
+      executor_threads: config.executorThreads,
     });
   }
 

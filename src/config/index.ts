@@ -8,6 +8,7 @@
  * (the server applies `env`), nothing is created on disk.
  */
 import { statSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import path from "node:path";
 import { ConfigError } from "./errors.js";
 import { readProjectFile, resolveEnv, resolveGraphs } from "./project-file.js";
@@ -65,6 +66,12 @@ export interface Config {
   http: HttpConfig;
   /** Runs executing concurrently per process; 0 (`--no-workers`) = an API process that executes none. */
   workers: number;
+  /**
+   * Worker threads that execute the runs (they share `workers` between them), so graphs use other cores
+   * than the HTTP API; 0 = runs execute on the API's own thread. Only without Redis: scaled out, add
+   * `hangar worker` processes instead.
+   */
+  executorThreads: number;
   sqliteSynchronous: SqliteSynchronous;
   /** How long a finished run's event log stays joinable. */
   streamRetentionSeconds: number;
@@ -94,6 +101,7 @@ export interface ConfigFlags {
   port: number | string;
   dataDir: string;
   workers: number | string;
+  executorThreads: number | string;
   sqliteSynchronous: string;
   logLevel: string;
   allowUnauthenticated: boolean;
@@ -115,6 +123,8 @@ export const DEFAULTS = Object.freeze({
   port: 2024,
   dataDirName: ".hangar",
   workers: 32,
+  /** Executor threads: one per core beyond the first (the API's), at most this many. */
+  maxExecutorThreads: 4,
   sqliteSynchronous: "normal" as SqliteSynchronous,
   streamRetentionSeconds: 300,
   logLevel: "info" as LogLevel,
@@ -152,6 +162,11 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     ["HANGAR_WORKERS", env.HANGAR_WORKERS],
     [inFile("workers"), file.hangar.workers],
   );
+  const threads = first(
+    ["--executor-threads", flags.executorThreads],
+    ["HANGAR_EXECUTOR_THREADS", env.HANGAR_EXECUTOR_THREADS],
+    [inFile("executor_threads"), file.hangar.executor_threads],
+  );
   const sync = first(
     ["--sqlite-synchronous", flags.sqliteSynchronous],
     ["HANGAR_SQLITE_SYNCHRONOUS", env.HANGAR_SQLITE_SYNCHRONOUS],
@@ -182,6 +197,19 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       `${noWorkers ? "--no-workers" : "hangar worker"}: API and worker processes find each other through Redis; set --redis-uri (REDIS_URI) and --postgres-uri (POSTGRES_URI)`,
     );
   }
+  const workerCount = noWorkers
+    ? 0
+    : workers
+      ? integer(workers, 1, Number.MAX_SAFE_INTEGER)
+      : DEFAULTS.workers;
+  const executorThreads = threads
+    ? integer(threads, 0, 64)
+    : Math.min(DEFAULTS.maxExecutorThreads, Math.max(0, availableParallelism() - 1));
+  if (threads && executorThreads > 0 && redis) {
+    throw new ConfigError(
+      `${threads[0]}: executor threads serve one process without Redis; scaled out, start more \`hangar worker\` processes`,
+    );
+  }
 
   const dataDir =
     firstPath(cwd, flags.dataDir, env.HANGAR_DATA_DIR) ??
@@ -208,7 +236,9 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     graphs,
     env: fileEnv,
     http: file.http as HttpConfig,
-    workers: noWorkers ? 0 : workers ? integer(workers, 1, Number.MAX_SAFE_INTEGER) : DEFAULTS.workers,
+    workers: workerCount,
+    // More threads than runs at once would idle; with Redis, runs execute in this thread (or in workers).
+    executorThreads: redis ? 0 : Math.min(executorThreads, workerCount),
     sqliteSynchronous: sync ? oneOf(sync, SQLITE_SYNCHRONOUS) : DEFAULTS.sqliteSynchronous,
     streamRetentionSeconds: retention
       ? integer(retention, 0, Number.MAX_SAFE_INTEGER)

@@ -62,6 +62,7 @@ const HangarSectionSchema = z.strictObject(
     port: z.number({ error: "must be a number" }).optional(),
     data_dir: z.string({ error: "must be a string" }).min(1, { error: "must not be empty" }).optional(),
     workers: z.number({ error: "must be a number" }).optional(),
+    executor_threads: z.number({ error: "must be a number" }).optional(),
   },
   { error: "must be an object" },
 );

@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Logger } from "../cli/logger.js";
-import type { ClusterBus } from "../cluster/redis.js";
 import {
   DEFAULT_ORG,
   type Lease,
@@ -15,13 +14,27 @@ import { type ExecutorDeps, executeRun, type StopReason } from "./executor.js";
 /** A run that a dead process left `running` is retried this many times in all, then failed. */
 export const MAX_ATTEMPTS = 3;
 
+/**
+ * Signals between the places runs are admitted and executed: wake-ups for idle workers and stop requests
+ * for a running run. `ClusterBus` (Redis) carries them between processes, `ExecutorThreads` between the
+ * API thread and its executor threads.
+ */
+export interface WorkerBus {
+  wakeWorkers(): void;
+  onWake(handler: () => void): Promise<() => void>;
+  stopRun(runId: string, action: StopAction): void;
+  onStop(handler: (runId: string, action: StopAction) => void): Promise<() => void>;
+  /** Calls `handler` when signals may have been lost (a reconnect); returns its unsubscribe. */
+  onReconnect(handler: () => void): () => void;
+}
+
 export interface DispatcherOptions {
   /** Runs executed at once by this process; 0 = an API-only process that executes nothing. */
   concurrency: number;
   /** How long a claimed run stays this worker's without a heartbeat (renewed every third of it). */
   leaseMs: number;
-  /** Signals to and from other processes (scale-out); absent in the embedded mode. */
-  bus?: ClusterBus;
+  /** Signals to and from other workers (processes or threads); absent when this one executes everything. */
+  bus?: WorkerBus;
 }
 
 /**
@@ -36,7 +49,7 @@ export class Dispatcher {
   readonly #log: Logger;
   readonly #concurrency: number;
   readonly #lease: Lease;
-  readonly #bus?: ClusterBus;
+  readonly #bus?: WorkerBus;
   readonly #active = new Map<string, { controller: AbortController; done: Promise<void> }>();
   readonly #unsubscribe: (() => void)[] = [];
   #pumping = false;

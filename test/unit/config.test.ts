@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 import { type Config, ConfigError, loadConfig } from "../../src/config/index.js";
@@ -66,6 +66,8 @@ describe("defaults", () => {
       env: {},
       http: {},
       workers: 32,
+      // One thread per core beyond the API's, at most 4.
+      executorThreads: Math.min(4, availableParallelism() - 1),
       sqliteSynchronous: "normal",
       streamRetentionSeconds: 300,
       logLevel: "info",
@@ -465,6 +467,32 @@ describe("ConfigError", () => {
     );
     const typeDir = project(minimal({ hangar: { port: "2024" } }));
     rejects(() => load(typeDir), "hangar.port: must be a number");
+  });
+
+  test("executor threads: flag > env > file, bounded by workers, none with Redis", () => {
+    const dir = project(minimal({ hangar: { executor_threads: 3 } }));
+    assert.equal(load(dir).executorThreads, 3);
+    assert.equal(load(dir, { env: { HANGAR_EXECUTOR_THREADS: "2" } }).executorThreads, 2);
+    assert.equal(
+      load(dir, { flags: { executorThreads: "0" }, env: { HANGAR_EXECUTOR_THREADS: "2" } }).executorThreads,
+      0,
+    );
+    // More threads than runs at once would idle.
+    assert.equal(load(dir, { flags: { workers: "2" } }).executorThreads, 2);
+    rejects(
+      () => load(dir, { flags: { executorThreads: "-1" } }),
+      '--executor-threads: must be an integer from 0 to 64, got "-1"',
+    );
+    rejects(
+      () => load(project(minimal({ hangar: { executor_threads: "2" } }))),
+      "hangar.executor_threads: must be a number",
+    );
+    const scaled = { POSTGRES_URI: "postgres://db/hangar", REDIS_URI: "redis://cache" };
+    assert.equal(load(project(minimal()), { env: scaled }).executorThreads, 0);
+    rejects(
+      () => load(project(minimal()), { flags: { executorThreads: "2" }, env: scaled }),
+      "--executor-threads: executor threads serve one process without Redis",
+    );
   });
 
   test("workers < 1", () => {

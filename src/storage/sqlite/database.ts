@@ -226,8 +226,21 @@ export function openDatabase(dataDir: string, synchronous: "normal" | "full"): D
   db.pragma(`synchronous = ${synchronous === "full" ? "FULL" : "NORMAL"}`);
   db.pragma("foreign_keys = ON");
   db.pragma("busy_timeout = 5000");
+  beginImmediate(db);
   migrate(db);
   return db;
+}
+
+/**
+ * Makes every transaction of this connection begin IMMEDIATE (nested ones stay savepoints). Several
+ * connections write to the file (the executor threads, `hangar keys` while the server runs): a deferred
+ * transaction that reads and then writes fails at once with SQLITE_BUSY when another connection
+ * committed in between, whereas one that takes the write lock first waits for it (busy_timeout) and
+ * then reads the latest data, so each check-then-write stays atomic across connections.
+ */
+function beginImmediate(db: Db): void {
+  const transaction = db.transaction.bind(db);
+  db.transaction = ((fn: (...args: any[]) => unknown) => transaction(fn).immediate) as Db["transaction"];
 }
 
 function migrate(db: Db): void {

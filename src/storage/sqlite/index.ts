@@ -10,8 +10,16 @@ import { SqliteSandboxes } from "./sandboxes.js";
 import { SqliteStore } from "./store.js";
 import { SqliteThreads } from "./threads.js";
 
-/** Embedded storage: one SQLite file (`<dataDir>/hangar.sqlite`) holding everything, checkpoints included. */
-export function openSqliteStorage(opts: { dataDir: string; synchronous: "normal" | "full" }): Storage {
+/**
+ * Embedded storage: one SQLite file (`<dataDir>/hangar.sqlite`) holding everything, checkpoints included.
+ * `secondary`: another connection of the process that owns the file (an executor thread); it leaves
+ * folding the WAL back at close to the owner.
+ */
+export function openSqliteStorage(opts: {
+  dataDir: string;
+  synchronous: "normal" | "full";
+  secondary?: boolean;
+}): Storage {
   const db = openDatabase(opts.dataDir, opts.synchronous);
   const checkpointer = new SqliteCheckpointer(db);
   return {
@@ -27,7 +35,7 @@ export function openSqliteStorage(opts: { dataDir: string; synchronous: "normal"
     store: new SqliteStore(db),
     async close() {
       // Fold the WAL back into the main file so the data dir is one self-contained file at rest.
-      db.pragma("wal_checkpoint(TRUNCATE)");
+      if (!opts.secondary) db.pragma("wal_checkpoint(TRUNCATE)");
       db.close();
     },
   };

@@ -1,0 +1,221 @@
+/**
+ * Executor threads: runs execute in worker threads, so graphs (LangGraph's step machinery, checkpoint
+ * serialization and writes) use other cores than the HTTP API. This module is the API thread's side;
+ * `executor-thread.ts` is the thread's.
+ *
+ * Each thread is a worker of its own, as a `hangar worker` process is when scaled out: its own storage
+ * connection, graphs, store view and dispatcher, claiming runs from the database queue. What the
+ * processes send each other over Redis, the threads send over their message ports: wake-ups and stop
+ * requests (this class is the API dispatcher's `WorkerBus`), and every run-log operation, applied to the
+ * API thread's `RunLogs`, where the readers are. Webhooks to paths of this server come back here too.
+ *
+ * A thread that dies (an uncaught error thrown by graph code) takes the process down, as that error
+ * would without threads; the next start recovers its runs.
+ */
+import { Worker } from "node:worker_threads";
+import type { Logger } from "../cli/logger.js";
+import type { Config } from "../config/index.js";
+import type { StopAction } from "../storage/ports.js";
+import type { RunLogs } from "../streams/run-log.js";
+import type { WorkerBus } from "./dispatcher.js";
+import { GraphLoadError } from "./graphs.js";
+
+/** A run-log operation of a thread, applied to the API thread's logs in order. */
+export type LogOp =
+  | { op: "open"; runId: string }
+  | { op: "publish"; runId: string; event: string; data: string }
+  | { op: "end"; runId: string; result: unknown }
+  | { op: "drop"; runId: string };
+
+/** A request a thread's webhook sends to this server's own app. */
+export interface LocalRequest {
+  id: number;
+  method: string;
+  url: string;
+  headers: [string, string][];
+  body: string | null;
+}
+
+export type ThreadMessage =
+  | { type: "ready" }
+  | { type: "failed"; message: string }
+  | { type: "logs"; ops: LogOp[] }
+  | { type: "fetch"; request: LocalRequest }
+  | { type: "wake" }
+  | { type: "store-expiry"; at: number }
+  | { type: "closed" };
+
+export type ParentMessage =
+  | { type: "start" }
+  | { type: "wake" }
+  | { type: "stop"; runId: string; action: StopAction }
+  | { type: "fetched"; id: number; status: number }
+  | { type: "close"; graceMs: number };
+
+export interface ThreadData {
+  config: Config;
+  /** Runs this thread executes at once. */
+  slots: number;
+}
+
+export interface ThreadServices {
+  logs: RunLogs;
+  localFetch: (request: Request) => Promise<Response>;
+  /** A thread's store write set a TTL: the sweeper should look then. */
+  onStoreExpiry: (at: number) => void;
+}
+
+/** The thread's entry: registers the TypeScript loader (threads do not inherit it), then loads the thread. */
+const ENTRY = new URL("../../bin/executor-thread.js", import.meta.url);
+
+interface Thread {
+  worker: Worker;
+  ready: Promise<void>;
+  closed: Promise<void>;
+}
+
+export class ExecutorThreads implements WorkerBus {
+  readonly #log: Logger;
+  readonly #threads: Thread[] = [];
+  #services?: ThreadServices;
+  #closing = false;
+
+  /**
+   * Spawns `config.executorThreads` threads sharing `config.workers` slots. They load their graphs at
+   * once (while the API thread loads its own), and claim nothing until `start`.
+   */
+  constructor(config: Config, log: Logger) {
+    this.#log = log;
+    const count = config.executorThreads;
+    for (let i = 0; i < count; i++) {
+      // The slots are shared out evenly, the first threads taking the remainder.
+      const slots = Math.floor(config.workers / count) + (i < config.workers % count ? 1 : 0);
+      this.#threads.push(this.#spawn({ config, slots }));
+    }
+  }
+
+  #spawn(data: ThreadData): Thread {
+    const worker = new Worker(ENTRY, { workerData: data });
+    let markReady!: () => void;
+    let fail!: (err: Error) => void;
+    const ready = new Promise<void>((resolve, reject) => {
+      markReady = resolve;
+      fail = reject;
+    });
+    ready.catch(() => undefined); // observed by `ready()`; a failure before then must not be unhandled
+    let markClosed!: () => void;
+    const closed = new Promise<void>((resolve) => {
+      markClosed = resolve;
+    });
+    worker.on("message", (message: ThreadMessage) => {
+      switch (message.type) {
+        case "ready":
+          return markReady();
+        case "failed":
+          return fail(new GraphLoadError(message.message));
+        case "logs":
+          return this.#applyLogs(message.ops);
+        case "fetch":
+          return void this.#fetch(worker, message.request);
+        case "wake":
+          return this.wakeWorkers();
+        case "store-expiry":
+          return this.#services?.onStoreExpiry(message.at);
+        case "closed":
+          markClosed();
+          return void worker.terminate();
+      }
+    });
+    worker.on("error", (err) => {
+      this.#log.error("an executor thread failed", { error: err.message, stack: err.stack });
+      fail(err);
+    });
+    worker.on("exit", (code) => {
+      markClosed();
+      fail(new Error(`an executor thread exited (code ${code}) while loading`));
+      if (this.#closing) return;
+      // Its runs are `running` in storage with nobody executing them: only a restart recovers them.
+      this.#log.error("an executor thread died; stopping so that a restart recovers its runs", { code });
+      process.exit(1);
+    });
+    return { worker, ready, closed };
+  }
+
+  /** Resolves once every thread has loaded its graphs; rejects (GraphLoadError) if one could not. */
+  async ready(): Promise<void> {
+    await Promise.all(this.#threads.map((t) => t.ready));
+  }
+
+  /** Lets the threads claim runs, reading and writing through `services`. */
+  start(services: ThreadServices): void {
+    this.#services = services;
+    this.#post({ type: "start" });
+  }
+
+  #applyLogs(ops: LogOp[]): void {
+    const logs = this.#services?.logs;
+    if (!logs) return;
+    for (const op of ops) {
+      if (op.op === "publish") logs.publish(op.runId, op.event, op.data);
+      else if (op.op === "end") logs.end(op.runId, op.result);
+      else if (op.op === "open") void Promise.resolve(logs.open(op.runId)).catch(() => undefined);
+      else logs.drop(op.runId);
+    }
+  }
+
+  async #fetch(worker: Worker, request: LocalRequest): Promise<void> {
+    let status = 502;
+    try {
+      const { method, url, headers, body } = request;
+      const response = await this.#services!.localFetch(new Request(url, { method, headers, body }));
+      status = response.status;
+      await response.body?.cancel();
+    } catch (err) {
+      this.#log.warn("a webhook to this server failed", { error: (err as Error).message });
+    }
+    worker.postMessage({ type: "fetched", id: request.id, status } satisfies ParentMessage);
+  }
+
+  #post(message: ParentMessage): void {
+    for (const { worker } of this.#threads) worker.postMessage(message);
+  }
+
+  // WorkerBus, for the API thread's dispatcher: it executes nothing itself, so it only sends.
+
+  wakeWorkers(): void {
+    this.#post({ type: "wake" });
+  }
+
+  stopRun(runId: string, action: StopAction): void {
+    // Every thread hears it; the one executing the run stops it.
+    this.#post({ type: "stop", runId, action });
+  }
+
+  async onWake(): Promise<() => void> {
+    return () => undefined;
+  }
+
+  async onStop(): Promise<() => void> {
+    return () => undefined;
+  }
+
+  onReconnect(): () => void {
+    return () => undefined; // messages between threads are never lost
+  }
+
+  /**
+   * Graceful shutdown of every thread: they stop claiming, let runs in flight finish for up to
+   * `graceMs`, hand the rest back, and close their storage. Their last log operations are applied first.
+   */
+  async close(graceMs: number): Promise<void> {
+    this.#closing = true;
+    this.#post({ type: "close", graceMs });
+    await Promise.all(this.#threads.map((t) => t.closed));
+  }
+
+  /** Stops the threads at once (start-up failed). */
+  async terminate(): Promise<void> {
+    this.#closing = true;
+    await Promise.all(this.#threads.map((t) => t.worker.terminate()));
+  }
+}
