@@ -16,9 +16,8 @@ import { loadStoreSettings } from "./runtime/store-config.js";
 import { StoreSweeper } from "./runtime/store-sweeper.js";
 import { upgradeHandler } from "./sandboxes/dataplane.js";
 import { createSandboxRuntime } from "./sandboxes/runtime/index.js";
+import { openStorage } from "./storage/open.js";
 import { DEFAULT_ORG, type Storage } from "./storage/ports.js";
-import { openPostgresStorage } from "./storage/postgres/index.js";
-import { openSqliteStorage } from "./storage/sqlite/index.js";
 import { RedisRunLogs } from "./streams/redis-run-logs.js";
 import { MemoryRunLogs, type RunLogs } from "./streams/run-log.js";
 
@@ -40,9 +39,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   // Graph code reads its settings from process.env; langgraph.json `env` never overrides the real environment.
   for (const [key, value] of Object.entries(config.env)) process.env[key] ??= value;
 
-  const storage = config.postgresUri
-    ? await openPostgresStorage({ uri: config.postgresUri })
-    : openSqliteStorage({ dataDir: config.dataDir, synchronous: config.sqliteSynchronous });
+  const storage = await openStorage(config);
   let redis: RedisLink | undefined;
   let threads: ExecutorThreads | undefined;
   try {

@@ -5,9 +5,8 @@
  */
 import { type MessagePort, parentPort, workerData } from "node:worker_threads";
 import { createLogger } from "../cli/logger.js";
+import { openStorage } from "../storage/open.js";
 import { DEFAULT_ORG, type StopAction, type Storage } from "../storage/ports.js";
-import { openPostgresStorage } from "../storage/postgres/index.js";
-import { openSqliteStorage } from "../storage/sqlite/index.js";
 import type { RunEvent, RunLogs } from "../streams/run-log.js";
 import { Dispatcher, type WorkerBus } from "./dispatcher.js";
 import type { LogOp, ParentMessage, ThreadData, ThreadMessage } from "./executor-threads.js";
@@ -122,13 +121,7 @@ async function main(): Promise<void> {
   const bus = new ParentBus();
   const local = new LocalFetch();
   try {
-    storage = config.postgresUri
-      ? await openPostgresStorage({ uri: config.postgresUri })
-      : openSqliteStorage({
-          dataDir: config.dataDir,
-          synchronous: config.sqliteSynchronous,
-          secondary: true,
-        });
+    storage = await openStorage(config, { secondary: true });
     const { settings } = await loadStoreSettings(config);
     const store = new HangarStore(storage.store, DEFAULT_ORG, settings);
     store.onExpiry = (at) => send({ type: "store-expiry", at });

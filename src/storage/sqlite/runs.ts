@@ -56,9 +56,10 @@ export const THREAD_BUSY_MESSAGE =
   "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.";
 
 /**
- * The run queue. better-sqlite3 is synchronous and the process has one connection, so each
- * `db.transaction` below runs without interleaving: admission and claiming are atomic per thread
- * without row locks. The Postgres adapter gets the same guarantees from SELECT … FOR UPDATE.
+ * The run queue. Every `db.transaction` below begins IMMEDIATE (database.ts): it holds the file's write
+ * lock from its first read, so admission and claiming are atomic per thread without row locks, also
+ * between the API thread's and the executor threads' connections. The Postgres adapter gets the same
+ * guarantees from SELECT … FOR UPDATE.
  */
 export class SqliteRuns implements RunsRepo {
   readonly #db: Db;

@@ -17,8 +17,8 @@ import type {
 import { type Db, statementCache } from "./database.js";
 
 /**
- * Boxes and pools on SQLite. Each check-then-write runs in one `db.transaction` (a single synchronous
- * connection: nothing interleaves); UNIQUE (org_id, name) is the backstop.
+ * Boxes and pools on SQLite. Each check-then-write runs in one `db.transaction` (IMMEDIATE: it holds the
+ * write lock from its first read, so nothing interleaves); UNIQUE (org_id, name) is the backstop.
  */
 
 const BOX = `SELECT b.*, t.name AS template_name FROM sandbox_boxes b JOIN sandbox_templates t ON t.id = b.template_id`;

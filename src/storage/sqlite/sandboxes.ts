@@ -21,8 +21,9 @@ import { type Db, statementCache } from "./database.js";
 /**
  * The sandbox area on SQLite. Every rule that must hold under concurrency (unique names, grow-only
  * sizes, the storage quota, no deleting a mounted volume) is checked and written inside one
- * `db.transaction`: better-sqlite3 is synchronous on a single connection, so no other request can
- * interleave between the check and the write. UNIQUE (org_id, name) is the backstop.
+ * `db.transaction`, which begins IMMEDIATE (database.ts): it holds the write lock from its first read,
+ * so no other request or connection can interleave between the check and the write. UNIQUE (org_id, name)
+ * is the backstop.
  */
 
 interface VolumeRow extends VolumeRecord {
