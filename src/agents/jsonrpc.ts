@@ -2,6 +2,7 @@
  * JSON-RPC 2.0 framing shared by the A2A (`/a2a/{assistant_id}`) and MCP (`/mcp`) endpoints. Pure:
  * no HTTP here; each endpoint decides which envelope problems become which HTTP status.
  */
+import { parseJson } from "../http/json-limits.js";
 
 export type RpcId = string | number | null;
 
@@ -46,12 +47,14 @@ const isObject = (x: unknown): x is Record<string, unknown> =>
  * when it is not a string, -32600 when absent from something that is not a response either).
  */
 export function parseEnvelope(text: string): Envelope {
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    return invalid(null, RPC.PARSE_ERROR, "Parse error: the request body is not valid JSON");
+  const parsed = parseJson(text);
+  if ("problem" in parsed) {
+    const { loc, msg, type } = parsed.problem;
+    if (type === "json_invalid")
+      return invalid(null, RPC.PARSE_ERROR, "Parse error: the request body is not valid JSON");
+    return invalid(null, RPC.INVALID_REQUEST, `Invalid Request: ${loc.join(".")} ${msg}`);
   }
+  const body = parsed.value;
   if (Array.isArray(body)) {
     return invalid(null, RPC.INVALID_REQUEST, "Invalid Request: batch requests are not supported");
   }

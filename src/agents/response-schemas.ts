@@ -195,7 +195,9 @@ export const Cron = z
     on_run_completed: z.enum(["delete", "keep"]).nullable(),
     payload: obj.describe("The run request each firing makes."),
     metadata: obj,
-    next_run_date: timestamp.nullable().describe("When it fires next; null when disabled or past its end."),
+    next_run_date: timestamp
+      .nullable()
+      .describe("When it fires next (disabled: when it would, if enabled); null past its end."),
     created_at: timestamp,
     updated_at: timestamp,
   })

@@ -28,7 +28,7 @@ export function runRoutes({ runs, storage }: AgentDeps) {
     return sseResponse(
       (signal) => ({
         async *[Symbol.asyncIterator]() {
-          yield* await runs.stream(org, stateless ? null : run.thread_id, run.run_id, after, signal);
+          yield* await runs.streamRun(org, run, after, signal);
         },
       }),
       {
@@ -45,7 +45,7 @@ export function runRoutes({ runs, storage }: AgentDeps) {
   };
 
   /** Waits for the run; the client going away cancels it when asked to. */
-  const wait = async (c: C, run: Run, stateless: boolean, cancelOnDisconnect: boolean) => {
+  const wait = async (c: C, run: Run, cancelOnDisconnect: boolean) => {
     const signal = c.req.raw.signal;
     const org = orgOf(c);
     if (cancelOnDisconnect) {
@@ -57,7 +57,7 @@ export function runRoutes({ runs, storage }: AgentDeps) {
         },
       );
     }
-    return c.json((await runs.join(org, stateless ? null : run.thread_id, run.run_id, signal)) as any);
+    return c.json((await runs.joinRun(org, run, signal)) as any);
   };
 
   return (
@@ -75,7 +75,7 @@ export function runRoutes({ runs, storage }: AgentDeps) {
       .post("/threads/:thread_id/runs/wait", async (c) => {
         const { thread_id } = params(c, S.ThreadPath);
         const { run, cancelOnDisconnect } = await create(c, thread_id);
-        return wait(c, run, false, cancelOnDisconnect);
+        return wait(c, run, cancelOnDisconnect);
       })
       .get("/threads/:thread_id/runs", async (c) => {
         const { thread_id } = params(c, S.ThreadPath);
@@ -120,7 +120,7 @@ export function runRoutes({ runs, storage }: AgentDeps) {
       })
       .post("/runs/wait", async (c) => {
         const { run, cancelOnDisconnect } = await create(c, null);
-        return wait(c, run, true, cancelOnDisconnect);
+        return wait(c, run, cancelOnDisconnect);
       })
       .post("/runs/batch", async (c) => {
         const items = await body(c, S.RunBatch);

@@ -31,7 +31,9 @@ export const ThreadPath = z.object({ thread_id: uuid });
 export const RunPath = z.object({ thread_id: uuid, run_id: uuid });
 export const StatelessRunPath = z.object({ run_id: uuid });
 export const AssistantPath = z.object({ assistant_id: z.string().min(1) });
-export const CheckpointPath = z.object({ thread_id: uuid, checkpoint_id: uuid });
+/** Checkpoint ids are LangGraph's opaque strings (uuid6-like, and not always valid UUIDs): never parsed here. */
+const checkpointId = z.string().min(1, { message: "must not be empty" });
+export const CheckpointPath = z.object({ thread_id: uuid, checkpoint_id: checkpointId });
 
 const flag = z
   .enum(["true", "false", "1", "0", "yes", "no"])

@@ -92,6 +92,8 @@ export interface Config {
   redisPrefix: string;
   /** How long a worker holds a claimed run without a heartbeat before the sweeper recovers it. */
   leaseSeconds: number;
+  /** Largest request body accepted (`HANGAR_MAX_BODY_MB`); larger ones get 413. */
+  maxBodyBytes: number;
 }
 
 export interface ConfigFlags {
@@ -130,6 +132,7 @@ export const DEFAULTS = Object.freeze({
   logLevel: "info" as LogLevel,
   redisPrefix: "hangar:",
   leaseSeconds: 30,
+  maxBodyMb: 32,
 });
 
 const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
@@ -187,6 +190,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     );
   }
   const lease = first(["HANGAR_LEASE_SECONDS", env.HANGAR_LEASE_SECONDS]);
+  const maxBody = first(["HANGAR_MAX_BODY_MB", env.HANGAR_MAX_BODY_MB]);
   const noWorkers = flags.noWorkers === true;
   if (noWorkers && opts.mode === "worker")
     throw new ConfigError("--no-workers: a worker process executes runs");
@@ -253,6 +257,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     ...(redis && { redisUri: String(redis[1]) }),
     redisPrefix: env.HANGAR_REDIS_PREFIX || DEFAULTS.redisPrefix,
     leaseSeconds: lease ? integer(lease, 1, 86_400) : DEFAULTS.leaseSeconds,
+    maxBodyBytes: (maxBody ? integer(maxBody, 1, 4096) : DEFAULTS.maxBodyMb) * 1024 * 1024,
   };
   return deepFreeze(config);
 }

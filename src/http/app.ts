@@ -1,5 +1,7 @@
 import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
+import { createMiddleware } from "hono/factory";
 import { a2aRoutes } from "../agents/a2a/routes.js";
 import { assistantRoutes } from "../agents/assistants.js";
 import type { AgentDeps, AppEnv } from "../agents/context.js";
@@ -36,11 +38,29 @@ function corsMiddleware(config: CorsConfig | undefined) {
   });
 }
 
+/**
+ * Bodies larger than the limit get 413 before anything reads them. File uploads to a sandbox are
+ * files, not requests to store, and keep no limit here.
+ */
+function requestBodyLimit(maxBytes: number) {
+  const limit = bodyLimit({
+    maxSize: maxBytes,
+    onError: (c) =>
+      c.json(
+        { detail: `Request body larger than ${maxBytes / 1024 / 1024} MiB (the limit, HANGAR_MAX_BODY_MB)` },
+        413,
+      ),
+  });
+  return createMiddleware((c, next) => (UPLOAD_PATH.test(c.req.path) ? next() : limit(c, next)));
+}
+const UPLOAD_PATH = /^\/v2\/sandboxes\/dataplane\/[^/]+\/upload$/;
+
 /** The HTTP application: middleware, then one route module per group; errors mapped in one place. */
 export function createApp(deps: AgentDeps, log: Logger): Hono<AppEnv> {
   const http = deps.config.http;
   const app = new Hono<AppEnv>();
   app.use(corsMiddleware(http.cors));
+  app.use(requestBodyLimit(deps.config.maxBodyBytes));
   // Every row belongs to an organization: the API key's, or the default one when no keys are configured.
   app.use(apiKeyAuth({ envKeys: deps.config.apiKeys, repo: deps.storage.auth }));
   if (!http.disable_meta) app.route("/", systemRoutes());

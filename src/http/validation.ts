@@ -1,8 +1,8 @@
 import type { Context } from "hono";
 import type { z } from "zod";
 import { type ValidationIssue, validationFailed } from "../errors.js";
-
-type Where = "body" | "query" | "path";
+import type { Where } from "./json-limits.js";
+import { parseJson, storableProblem } from "./json-limits.js";
 
 function issuesOf(where: Where, error: z.ZodError): ValidationIssue[] {
   return error.issues.map((issue) => ({
@@ -13,6 +13,13 @@ function issuesOf(where: Where, error: z.ZodError): ValidationIssue[] {
 }
 
 export function parse<S extends z.ZodType>(where: Where, schema: S, value: unknown): z.output<S> {
+  const problem = storableProblem(where, value);
+  if (problem) throw validationFailed([problem]);
+  return validate(where, schema, value);
+}
+
+/** `value` against `schema` alone (it passed `storableProblem` already). */
+function validate<S extends z.ZodType>(where: Where, schema: S, value: unknown): z.output<S> {
   const result = schema.safeParse(value);
   if (!result.success) throw validationFailed(issuesOf(where, result.error));
   return result.data;
@@ -24,21 +31,10 @@ export function parse<S extends z.ZodType>(where: Where, schema: S, value: unkno
  */
 export async function body<S extends z.ZodType>(c: Context, schema: S): Promise<z.output<S>> {
   const text = await c.req.text();
-  let value: unknown = {};
-  if (text.trim() !== "") {
-    try {
-      value = JSON.parse(text);
-    } catch (err) {
-      throw validationFailed([
-        {
-          loc: ["body"],
-          msg: `Malformed JSON in request body: ${(err as Error).message}`,
-          type: "json_invalid",
-        },
-      ]);
-    }
-  }
-  return parse("body", schema, value);
+  if (text.trim() === "") return parse("body", schema, {});
+  const parsed = parseJson(text);
+  if ("problem" in parsed) throw validationFailed([parsed.problem]);
+  return validate("body", schema, parsed.value);
 }
 
 export const query = <S extends z.ZodType>(c: Context, schema: S): z.output<S> =>

@@ -88,16 +88,31 @@ export class CronService {
       on_run_completed: threadId === null ? (req.on_run_completed ?? "delete") : null,
       payload: payloadOf(req),
       metadata: req.metadata ?? {},
-      next_run_at: enabled ? nextRunAt(schedule, timezone, this.clock(), epoch(end_time)) : null,
+      next_run_at: nextRunAt(schedule, timezone, this.clock(), epoch(end_time)),
     });
     this.onChange();
-    return cron;
+    return this.#present(cron);
   }
 
   async get(org: OrgId, cronId: string): Promise<Cron> {
+    return this.#present(await this.#stored(org, cronId));
+  }
+
+  async #stored(org: OrgId, cronId: string): Promise<Cron> {
     const cron = await this.storage.crons.get(org, cronId);
     if (!cron) throw notFound(`Cron ${cronId} not found`);
     return cron;
+  }
+
+  /**
+   * A disabled cron never fires (the scheduler only claims enabled ones), but its `next_run_date` still
+   * says when it would: the next tick of its current schedule from now, so it never shows a stale past
+   * tick. Enabling it stores that tick again from then.
+   */
+  #present(cron: Cron): Cron {
+    if (cron.enabled) return cron;
+    const next = nextRunAt(cron.schedule, cron.timezone, this.clock(), epoch(cron.end_time));
+    return { ...cron, next_run_date: next === null ? null : new Date(next).toISOString() };
   }
 
   /**
@@ -106,7 +121,7 @@ export class CronService {
    * metadata is merged, as for threads and assistants.
    */
   async update(org: OrgId, cronId: string, req: CronUpdateRequest): Promise<Cron> {
-    const current = await this.get(org, cronId);
+    const current = await this.#stored(org, cronId);
     const schedule = req.schedule?.trim() ?? current.schedule;
     const timezone = req.timezone !== undefined ? req.timezone : current.timezone;
     const end_time =
@@ -125,13 +140,11 @@ export class CronService {
       ...(current.thread_id === null && req.on_run_completed && { on_run_completed: req.on_run_completed }),
       payload: payloadOf(req, current.payload),
       metadata: { ...current.metadata, ...(req.metadata ?? {}) },
-      ...(timing && {
-        next_run_at: enabled ? nextRunAt(schedule, timezone, this.clock(), epoch(end_time)) : null,
-      }),
+      ...(timing && { next_run_at: nextRunAt(schedule, timezone, this.clock(), epoch(end_time)) }),
     });
     if (!updated) throw notFound(`Cron ${cronId} not found`);
     this.onChange();
-    return updated;
+    return this.#present(updated);
   }
 
   async delete(org: OrgId, cronId: string): Promise<void> {
@@ -140,7 +153,8 @@ export class CronService {
   }
 
   async search(org: OrgId, query: CronQuery): Promise<{ items: Cron[]; total: number }> {
-    return this.storage.crons.search(org, query);
+    const { items, total } = await this.storage.crons.search(org, query);
+    return { items: items.map((cron) => this.#present(cron)), total };
   }
 
   async count(org: OrgId, query: Pick<CronQuery, "assistant_id" | "thread_id" | "enabled" | "metadata">) {

@@ -74,7 +74,6 @@ export async function executeRun(
   publish("metadata", { run_id: run.run_id, thread_id: run.thread_id, attempt: run.attempt });
 
   let graph: CompiledGraph | undefined;
-  let lastValues: unknown;
   let outcome: RunOutcome;
   try {
     graph = await deps.graphs.get(graphId, config, { durable: !kwargs.temporary });
@@ -84,7 +83,6 @@ export async function executeRun(
       const [ns, mode, data] = kwargs.stream_subgraphs
         ? (chunk as [string[], string, unknown])
         : [[] as string[], ...(chunk as [string, unknown])];
-      if (mode === "values" && ns.length === 0) lastValues = data;
       emit(mode, ns, data);
     };
     const graphModes = [
@@ -111,12 +109,11 @@ export async function executeRun(
     } else {
       for await (const chunk of await graph.stream(input, options)) onChunk(chunk);
     }
-    const state = kwargs.temporary
-      ? null
-      : await graph.getState({ configurable: { thread_id: run.thread_id } });
-    const interrupts = state ? interruptsByTask(state) : {};
-    const values = toPlain(state ? state.values : lastValues);
-    outcome = { status: "success", values, interrupts, hasNext: state ? state.next.length > 0 : false };
+    // Temporary threads checkpoint in memory (graphs.get), so their final state is there to read too.
+    const state = await graph.getState({ configurable: { thread_id: run.thread_id } });
+    const interrupts = interruptsByTask(state);
+    const values = toPlain(state.values);
+    outcome = { status: "success", values, interrupts, hasNext: state.next.length > 0 };
   } catch (err) {
     outcome = await settleFailure(deps, run, graph, signal, err);
   }
@@ -216,12 +213,12 @@ async function settleFailure(
     if (reason === "rollback") return { status: "rolled_back" };
     if (reason === "shutdown" || reason === "lease_lost") return { status: "handed_back" };
     // interrupt: the run stops where it is and keeps its progress; the thread shows that state.
-    const state = graph && !run.kwargs.temporary ? await readState(graph, run.thread_id) : null;
+    const state = graph ? await readState(graph, run.thread_id) : null;
     return { status: "interrupted", values: plainOrUndefined(state?.values), interrupts: {}, hasNext: false };
   }
   const e = err instanceof Error ? err : new Error(String(err));
   deps.log.warn("run failed", { run_id: run.run_id, error: e.name, message: e.message });
-  const state = graph && !run.kwargs.temporary ? await readState(graph, run.thread_id) : null;
+  const state = graph ? await readState(graph, run.thread_id) : null;
   return {
     status: "error",
     error: { error: e.name, message: e.message },

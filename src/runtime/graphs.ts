@@ -6,7 +6,7 @@ import {
   getOutputTypeSchema,
   getStateTypeSchema,
 } from "@langchain/langgraph/zod/schema";
-import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkpoint";
+import { type BaseCheckpointSaver, type BaseStore, MemorySaver } from "@langchain/langgraph-checkpoint";
 import type { GraphSpec } from "../config/index.js";
 
 /** The compiled-graph surface the server uses (a LangGraph `Pregel`). */
@@ -27,7 +27,7 @@ export type CompiledGraph = {
 };
 
 type GraphSource =
-  | { kind: "static"; durable: CompiledGraph; ephemeral: CompiledGraph }
+  | { kind: "static"; graph: CompiledGraph; durable: CompiledGraph }
   | { kind: "factory"; make: (config: Record<string, unknown>) => unknown };
 
 export class GraphLoadError extends Error {
@@ -66,7 +66,7 @@ function asCompiled(x: any): CompiledGraph | null {
  */
 function withCheckpointer(
   graph: CompiledGraph,
-  checkpointer: BaseCheckpointSaver | false,
+  checkpointer: BaseCheckpointSaver,
   store?: BaseStore,
 ): CompiledGraph {
   return Object.assign(
@@ -121,8 +121,8 @@ export class GraphRegistry {
       }
       registry.#sources.set(spec.id, {
         kind: "static",
+        graph,
         durable: withCheckpointer(graph, checkpointer, store),
-        ephemeral: withCheckpointer(graph, false, store),
       });
     }
     return registry;
@@ -136,7 +136,11 @@ export class GraphRegistry {
     return this.#sources.has(graphId);
   }
 
-  /** The graph to run or inspect; factories are called with the run's (or assistant's) config. */
+  /**
+   * The graph to run or inspect; factories are called with the run's (or assistant's) config.
+   * `durable: false` (a stateless run's temporary thread) checkpoints in memory, for this run only:
+   * nothing reaches the database, yet `interrupt()` and reading the final state work as on a thread.
+   */
   async get(
     graphId: string,
     config: Record<string, unknown>,
@@ -145,10 +149,10 @@ export class GraphRegistry {
     const source = this.#sources.get(graphId);
     if (!source) throw new GraphLoadError(`Graph "${graphId}" is not registered`);
     const durable = opts.durable ?? true;
-    if (source.kind === "static") return durable ? source.durable : source.ephemeral;
-    const graph = asCompiled(await source.make(config));
+    if (source.kind === "static" && durable) return source.durable;
+    const graph = source.kind === "static" ? source.graph : asCompiled(await source.make(config));
     if (!graph) throw new GraphLoadError(`The factory of graph "${graphId}" did not return a graph`);
-    return withCheckpointer(graph, durable ? this.#checkpointer : false, this.#store);
+    return withCheckpointer(graph, durable ? this.#checkpointer : new MemorySaver(), this.#store);
   }
 
   /** JSON Schemas of a registered graph (see `channelSchemas`). */

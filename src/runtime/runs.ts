@@ -126,7 +126,15 @@ export class RunService {
 
   /** Waits for the run to end and returns its result (final values, or `{__error__}`). */
   async join(org: OrgId, threadId: string | null, runId: string, signal?: AbortSignal): Promise<unknown> {
-    const run = await this.get(org, threadId, runId);
+    return this.joinRun(org, await this.get(org, threadId, runId), signal);
+  }
+
+  /**
+   * `join` of a run the caller already holds — the one it just created. It must not be looked up
+   * again: a stateless run may have finished and taken its temporary thread (and its row) with it.
+   */
+  async joinRun(org: OrgId, run: Run, signal?: AbortSignal): Promise<unknown> {
+    const runId = run.run_id;
     await this.#attach(run);
     const watch = this.#watchSettled(org, runId, signal);
     const outcome = await this.logs.outcome(runId, watch.signal).finally(watch.stop);
@@ -134,7 +142,7 @@ export class RunService {
     // A run stopped before it produced a result, or no log here any more (retention passed,
     // restart): answer from storage.
     const thread = await this.storage.threads.get(org, run.thread_id);
-    const latest = await this.storage.runs.get(org, threadId, runId);
+    const latest = await this.storage.runs.get(org, null, runId);
     if (latest?.status === "error" && thread?.error) return { __error__: thread.error };
     return thread?.values ?? null;
   }
@@ -147,7 +155,18 @@ export class RunService {
     lastEventId: number,
     signal: AbortSignal,
   ): Promise<AsyncIterable<RunEvent>> {
-    await this.#attach(await this.get(org, threadId, runId));
+    return this.streamRun(org, await this.get(org, threadId, runId), lastEventId, signal);
+  }
+
+  /** `stream` of a run the caller already holds (see `joinRun`). */
+  async streamRun(
+    org: OrgId,
+    run: Run,
+    lastEventId: number,
+    signal: AbortSignal,
+  ): Promise<AsyncIterable<RunEvent>> {
+    const runId = run.run_id;
+    await this.#attach(run);
     const watch = this.#watchSettled(org, runId, signal);
     const logs = this.logs;
     return (async function* () {

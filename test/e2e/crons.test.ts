@@ -105,15 +105,26 @@ describe("crons", () => {
       what: "first run",
     });
 
+    // A disabled cron shows when it would fire (issue 15: it showed null, also after a schedule change).
     const disabled = await c.crons.update(cron.cron_id, { enabled: false });
     assert.equal((disabled as any).enabled, false);
-    assert.equal(disabled.next_run_date, null);
+    assert.ok(disabled.next_run_date, "a disabled cron still shows its next tick");
+    const hourly = await c.crons.update(cron.cron_id, { schedule: "0 * * * *" });
+    assert.equal(new Date(hourly.next_run_date!).getUTCMinutes(), 0, "the new schedule's next tick");
+    assert.ok(Date.parse(hourly.next_run_date!) > Date.now());
+    const searched = await c.crons.search({ threadId: thread.thread_id });
+    assert.equal(searched[0]!.next_run_date, hourly.next_run_date);
+    await c.crons.update(cron.cron_id, { schedule: EVERY_SECOND });
     const atDisable = (await runsOf(c, thread.thread_id)).length;
     await sleep(1500);
     assert.equal((await runsOf(c, thread.thread_id)).length, atDisable, "no runs while disabled");
 
     const enabled = await c.crons.update(cron.cron_id, { enabled: true });
     assert.ok(enabled.next_run_date);
+    assert.ok(
+      Date.parse(enabled.next_run_date!) - Date.now() <= 1500,
+      "the next tick of the current schedule",
+    );
     await waitFor(async () => (await runsOf(c, thread.thread_id)).length > atDisable, {
       timeoutMs: 5000,
       what: "runs again once enabled",

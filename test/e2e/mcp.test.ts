@@ -88,6 +88,17 @@ describe("MCP", () => {
       assert.deepEqual(JSON.parse(text), { item: "apple", count: 1, items: ["apple"] });
     });
 
+    test(
+      "a tool whose graph calls interrupt() answers its state with __interrupt__ (issue 15)",
+      T,
+      async () => {
+        const res = await mcp.callTool({ name: "interrupt", arguments: { messages: "approve?" } });
+        assert.notEqual(res.isError, true, JSON.stringify(res));
+        const output = JSON.parse((res.content as { text: string }[])[0]!.text);
+        assert.deepEqual(output.__interrupt__[0].value, { question: "approve?" });
+      },
+    );
+
     test("a tool call is a stateless run: it leaves no thread behind", T, async () => {
       const before = (await lg.threads.search({ limit: 1000 })).length;
       await mcp.callTool({ name: "agent", arguments: { messages: "no trace" } });

@@ -720,6 +720,74 @@ describe("runs", () => {
     assert.match(err.message, /CustomError/);
   });
 
+  // Regression (issue 15): a stateless run's temporary thread went with it as it ended, and the
+  // handler that looked the run up again to wait on it answered 404 (about 1 call in 40).
+  test("stateless wait and stream always answer the finished run: sequential and 16 at once", {
+    timeout: 90_000,
+  }, async () => {
+    const failures: string[] = [];
+    const waitOnce = async (i: number) => {
+      try {
+        const out = await c.runs.wait(null, "agent", { input: human(`n${i}`) });
+        if (contents(out).at(-1) !== `echo: n${i}`) failures.push(`wait ${i}: ${JSON.stringify(out)}`);
+      } catch (err) {
+        failures.push(`wait ${i}: ${(err as Error).message}`);
+      }
+    };
+    for (let i = 0; i < 200; i++) await waitOnce(i);
+    let next = 200;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (next < 500) await waitOnce(next++);
+      }),
+    );
+    for (let i = 0; i < 100; i++) {
+      const res = await postStream("/runs/stream", { assistant_id: "agent", input: human(`s${i}`) });
+      const events = await readSSE(res);
+      const last = events.filter((e) => e.event === "values").at(-1);
+      if (res.status !== 200 || !last || contents(last.data).at(-1) !== `echo: s${i}`)
+        failures.push(`stream ${i}: ${res.status} ${JSON.stringify(events.slice(0, 2))}`);
+    }
+    assert.deepEqual(failures, []);
+  });
+
+  // Regression (issue 15): stateless runs executed without a checkpointer, so interrupt() failed them
+  // with "No checkpointer set"; the official server runs them on a temporary thread.
+  test(
+    "a stateless run of a graph that calls interrupt() ends with __interrupt__, not an error",
+    T,
+    async () => {
+      const out = (await c.runs.wait(null, "interrupt", { input: human("approve?") })) as any;
+      assert.equal(out.__error__, undefined, JSON.stringify(out));
+      assert.deepEqual(contents(out), ["approve?"]);
+      assert.deepEqual(
+        out.__interrupt__.map((i: { value: unknown }) => i.value),
+        [{ question: "approve?" }],
+      );
+
+      const parts = await collect(
+        c.runs.stream(null, "interrupt", { input: human("stream me"), streamMode: ["updates"] }),
+      );
+      assert.ok(!parts.some((p) => p.event === "error"), JSON.stringify(parts));
+      const update = parts.find((p) => p.event === "updates" && p.data.__interrupt__);
+      assert.ok(update, `an __interrupt__ update: ${JSON.stringify(parts)}`);
+
+      // Kept (on_completion keep), the thread is a real one: interrupted, and it can be resumed.
+      const kept = await http(h.url, "POST", "/runs", {
+        assistant_id: "interrupt",
+        input: human("keep me"),
+        on_completion: "keep",
+      });
+      assert.equal(kept.status, 200);
+      const joined = (await c.runs.join(kept.body.thread_id, kept.body.run_id)) as any;
+      assert.equal(joined.__interrupt__.length, 1);
+      const thread = await c.threads.get(kept.body.thread_id);
+      assert.equal(thread.status, "interrupted");
+      const resumed = await c.runs.wait(thread.thread_id, "interrupt", { command: { resume: "yes" } });
+      assert.deepEqual(contents(resumed), ["keep me", "approved: yes"]);
+    },
+  );
+
   test("stateless on_completion keep leaves the thread; /runs/batch keep vs delete", T, async () => {
     const kept = await http(h.url, "POST", "/runs", {
       assistant_id: "agent",

@@ -334,6 +334,14 @@ describe("threads", () => {
     assert.deepEqual(atBody.values, afterFirst.values);
     assert.deepEqual(atBody.checkpoint.checkpoint_id, afterFirst.checkpoint.checkpoint_id);
 
+    // Regression (issue 15): checkpoint ids are LangGraph's opaque strings; the first one of a thread
+    // (`…-ffff-…`) is not a valid UUID and was refused with 422 by path.
+    const first = history.at(-1)!.checkpoint.checkpoint_id!;
+    const atFirst = await http(h.url, "GET", `/threads/${t.thread_id}/state/${first}`);
+    assert.equal(atFirst.status, 200, atFirst.text);
+    assert.equal(atFirst.body.checkpoint.checkpoint_id, first);
+    assert.deepEqual(atFirst.body.next, ["__start__"]);
+
     // Guess: LangGraph itself returns an empty snapshot for an unknown checkpoint id; a user expects a 404.
     assertDetail(
       await http(h.url, "GET", `/threads/${t.thread_id}/state/${randomUUID()}`),
@@ -462,6 +470,70 @@ describe("threads", () => {
     assert.deepEqual((out as any).log, ["s1", "s2", "three"]);
   });
 
+  // Regression (issue 15): metadata nested past SQLite's JSON depth was stored, and every search with a
+  // metadata filter of the organization failed with 500 from then on. Refused at the door now.
+  test(
+    "JSON deeper than 100 levels, or with NUL or lone surrogates, is refused with 422 naming the field",
+    T,
+    async () => {
+      const nest = (levels: number) => {
+        let v = "1";
+        for (let i = 0; i < levels; i++) v = `{"a":${v}}`;
+        return v;
+      };
+      const post = (path: string, text: string) =>
+        fetch(`${h.url}${path}`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: text,
+        });
+      const deep = await post("/threads", `{"metadata":${nest(1100)}}`);
+      assert.equal(deep.status, 422);
+      const detail = (await deep.json()).detail;
+      assert.deepEqual(detail[0].loc, ["body", "metadata", "a"]);
+      assert.match(detail[0].msg, /deeper than 100 levels/);
+      assert.equal((await post("/threads", `{"metadata":${nest(90)}}`)).status, 200, "90 levels are fine");
+
+      const t = await c.threads.create();
+      const deepState = await post(`/threads/${t.thread_id}/state`, `{"values":${nest(200)}}`);
+      assert.equal(deepState.status, 422);
+      const deepInput = await post(
+        `/threads/${t.thread_id}/runs`,
+        `{"assistant_id":"agent","input":${nest(200)}}`,
+      );
+      assert.equal(deepInput.status, 422);
+      assert.deepEqual((await deepInput.json()).detail[0].loc, ["body", "input", "a"]);
+      const deepStore = await fetch(`${h.url}/store/items`, {
+        method: "PUT",
+        headers: { "content-type": "application/json" },
+        body: `{"namespace":["n"],"key":"k","value":${nest(200)}}`,
+      });
+      assert.equal(deepStore.status, 422);
+      const deepCron = await post(
+        "/runs/crons",
+        `{"assistant_id":"agent","schedule":"* * * * *","input":${nest(200)}}`,
+      );
+      assert.equal(deepCron.status, 422);
+
+      const nul = await http(h.url, "POST", "/threads", { metadata: { name: "a\u0000b" } });
+      assert.equal(nul.status, 422);
+      assert.deepEqual(nul.body.detail[0].loc, ["body", "metadata", "name"]);
+      assert.match(nul.body.detail[0].msg, /NUL/);
+      const surrogate = await post("/threads", '{"metadata":{"s":"\\ud800"}}');
+      assert.equal(surrogate.status, 422);
+      assert.equal((await http(h.url, "GET", "/assistants/a%00b")).status, 422);
+
+      // Bodies over the limit (32 MiB by default) are refused before they are read.
+      const huge = await post("/threads", JSON.stringify({ metadata: { s: "x".repeat(33 * 1024 * 1024) } }));
+      assert.equal(huge.status, 413);
+      assert.match((await huge.json()).detail, /32 MiB/);
+
+      // Searches of the organization still work, with any filter.
+      assert.equal((await http(h.url, "POST", "/threads/search", { metadata: { x: 1 } })).status, 200);
+      assert.equal((await http(h.url, "POST", "/threads/count", { metadata: { a: { a: 1 } } })).status, 200);
+    },
+  );
+
   test("bad inputs: 422 for wrong types and bad ids, 404 for unknown threads", T, async () => {
     const t = await c.threads.create();
     const id = t.thread_id;
@@ -505,7 +577,6 @@ describe("threads", () => {
       ["PATCH", "/threads/not-a-uuid"],
       ["DELETE", "/threads/not-a-uuid"],
       ["GET", "/threads/not-a-uuid/state"],
-      ["GET", `/threads/${id}/state/not-a-uuid`],
       ["GET", `/threads/${id}/history?limit=abc`],
       ["GET", `/threads/${id}/history?limit=-1`],
       ["GET", `/threads/${id}/state?subgraphs=perhaps`],

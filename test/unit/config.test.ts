@@ -77,6 +77,7 @@ describe("defaults", () => {
       warnings: [],
       redisPrefix: "hangar:",
       leaseSeconds: 30,
+      maxBodyBytes: 32 * 1024 * 1024,
     });
   });
 
@@ -189,6 +190,16 @@ describe("precedence: flag > HANGAR_* env > langgraph.json hangar section > defa
     const dir = project(minimal());
     assert.equal(load(dir, { env: { HANGAR_STREAM_RETENTION_SECONDS: "60" } }).streamRetentionSeconds, 60);
     assert.equal(load(dir, { env: { HANGAR_STREAM_RETENTION_SECONDS: "0" } }).streamRetentionSeconds, 0);
+  });
+
+  test("HANGAR_MAX_BODY_MB sets the request body limit (MiB); 0 or a non-integer is refused", () => {
+    const dir = project(minimal());
+    assert.equal(load(dir, { env: { HANGAR_MAX_BODY_MB: "2" } }).maxBodyBytes, 2 * 1024 * 1024);
+    assert.throws(
+      () => load(dir, { env: { HANGAR_MAX_BODY_MB: "0" } }),
+      /HANGAR_MAX_BODY_MB: must be an integer/,
+    );
+    assert.throws(() => load(dir, { env: { HANGAR_MAX_BODY_MB: "1.5" } }), /HANGAR_MAX_BODY_MB/);
   });
 
   test("--postgres-uri beats POSTGRES_URI; unset means SQLite; a URI of another scheme is refused", () => {

@@ -77,7 +77,7 @@ export class A2AService {
     if (config.blocking === false) {
       return task(ids, { state: "submitted", timestamp: timestamp() }, { history: [stamped(incoming, ids)] });
     }
-    const result = await this.deps.runs.join(org, ids.contextId, run.run_id, signal);
+    const result = await this.deps.runs.joinRun(org, run, signal);
     const status = (await this.deps.storage.runs.get(org, ids.contextId, run.run_id))?.status;
     const outcome = outcomeOf(result, ids, assistant.assistant_id, status);
     const values =
@@ -106,7 +106,7 @@ export class A2AService {
     yield task(ids, { state: "submitted", timestamp: timestamp() }, { history: [stamped(incoming, ids)] });
     const sent = new Map<string, string>();
     let working = false;
-    for await (const event of await this.deps.runs.stream(org, ids.contextId, run.run_id, -1, signal)) {
+    for await (const event of await this.deps.runs.streamRun(org, run, -1, signal)) {
       if (event.event === "metadata" && !working) {
         working = true;
         yield statusUpdate(ids, { state: "working", timestamp: timestamp() }, false);
@@ -138,7 +138,7 @@ export class A2AService {
     assistant: Assistant,
     signal: AbortSignal,
   ): Promise<Outcome> {
-    const result = await this.deps.runs.join(org, ids.contextId, run.run_id, signal);
+    const result = await this.deps.runs.joinRun(org, run, signal);
     const status = (await this.deps.storage.runs.get(org, ids.contextId, run.run_id))?.status;
     return outcomeOf(result, ids, assistant.assistant_id, status);
   }

@@ -107,7 +107,7 @@ export function mcpRoutes(deps: AgentDeps, log: Logger) {
       // A caller that gives up does not leave the tool running.
       const cancel = () => void runs.cancel(org, null, run.run_id, "interrupt").catch(() => {});
       signal.addEventListener("abort", cancel, { once: true });
-      const result = await runs.join(org, null, run.run_id, signal);
+      const result = await runs.joinRun(org, run, signal);
       signal.removeEventListener("abort", cancel);
       if (isJsonObject(result) && "__error__" in result) {
         return { isError: true, content: [{ type: "text", text: errorText(result.__error__) }] };
