@@ -196,11 +196,12 @@ export class Dispatcher {
     if (!runIds.length || this.#renewing) return;
     this.#renewing = true;
     try {
-      const { lost, stopRequested } = await this.#storage.runs.renewLeases(this.#lease, runIds);
-      for (const runId of lost) {
+      const { lost, recovered, stopRequested } = await this.#storage.runs.renewLeases(this.#lease, runIds);
+      // A run that has ended (usually: its executor recorded the end and is releasing its readers) is
+      // not news; one in flight again elsewhere means this worker stalled past its lease.
+      for (const runId of recovered)
         this.#log.warn("lost the lease of a run; another worker recovers it", { run_id: runId });
-        this.#active.get(runId)?.controller.abort("lease_lost" satisfies StopReason);
-      }
+      for (const runId of lost) this.#active.get(runId)?.controller.abort("lease_lost" satisfies StopReason);
       for (const { run_id, action } of stopRequested) void this.stop(run_id, action);
     } catch (err) {
       this.#log.error("renewing run leases failed", { error: (err as Error).message });

@@ -122,7 +122,7 @@ export async function executeRun(
   try {
     if ((await retryOnce(() => record(storage, run, org, outcome))) === "superseded") {
       // This worker lost the run (its lease expired and another attempt took over): the readers, the
-      // webhook and the temporary thread belong to the attempt that now holds it.
+      // webhook belong to the attempt that now holds it.
       deps.log.warn("a stale attempt of a run ended; its result is discarded", { run_id: run.run_id });
       return;
     }
@@ -142,7 +142,6 @@ export async function executeRun(
   logs.end(run.run_id, joinResult(outcome));
   // Delivered in the background: a slow receiver must not hold a worker slot.
   if (kwargs.webhook) void sendWebhook(deps, run, outcome);
-  if (kwargs.temporary) await storage.runs.deleteTemporaryThread(run.thread_id);
 }
 
 /**

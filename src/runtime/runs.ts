@@ -258,8 +258,6 @@ export class RunService {
         if (!(await this.storage.runs.cancelPending(runId, action))) continue; // claimed meanwhile
         if (action === "rollback") this.logs.drop(runId);
         else this.logs.end(runId, undefined);
-        // A stateless run that never executed leaves no temporary thread behind.
-        if (run.kwargs.temporary) await this.storage.runs.deleteTemporaryThread(run.thread_id);
         this.dispatcher.nudge();
         return;
       }

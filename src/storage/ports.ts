@@ -197,6 +197,11 @@ export interface ClaimResult {
 export interface LeaseRenewal {
   /** Runs this worker no longer holds (swept as expired, or settled elsewhere): stop executing them. */
   lost: string[];
+  /**
+   * Those of `lost` that are in flight again without this worker (requeued by a sweep, or claimed by
+   * another worker): the others have ended (often just now, by this worker) or are gone.
+   */
+  recovered: string[];
   /** Runs asked to stop (recorded by `requestStop`), in case the signal did not reach this worker. */
   stopRequested: { run_id: string; action: StopAction }[];
 }
@@ -298,7 +303,11 @@ export interface RunsRepo {
    * requeued, or failed once they have used `maxAttempts`. Safe with any number of processes.
    */
   sweepExpiredLeases(maxAttempts: number): Promise<SweepResult>;
-  /** Final status of an executed run, and the thread status/values that follow from it. */
+  /**
+   * Final status of an executed run, and the thread status/values that follow from it. Every operation
+   * that ends a run (this, `completeRolledBack`, `cancelPending`, the sweeps) deletes a temporary
+   * thread (`kwargs.temporary`: a stateless run's) with its run, in the same transaction.
+   */
   complete(completion: RunCompletion): Promise<Run | null>;
   /** A running run stopped by `rollback`: delete it and its checkpoints, settle the thread. */
   completeRolledBack(runId: string): Promise<void>;
@@ -309,8 +318,6 @@ export interface RunsRepo {
    * a dead process's, recovered at once as `sweepExpiredLeases` would once its lease ran out.
    */
   recoverInterrupted(maxAttempts: number): Promise<SweepResult>;
-  /** Stateless runs with on_completion=delete: drop the thread and its runs afterwards. */
-  deleteTemporaryThread(threadId: string): Promise<void>;
 }
 
 /** The checkpointer plus the few extra operations the server needs on checkpoints. */

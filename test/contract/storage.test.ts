@@ -8,7 +8,7 @@ import { describe, test } from "node:test";
 import { type Checkpoint, emptyCheckpoint } from "@langchain/langgraph-checkpoint";
 import pg from "pg";
 import { HangarError } from "../../src/errors.js";
-import type { Assistant, RunAdmission, Storage } from "../../src/storage/ports.js";
+import type { Assistant, Run, RunAdmission, Storage } from "../../src/storage/ports.js";
 import { MIGRATION_COUNT } from "../../src/storage/postgres/database.js";
 import { openPostgresStorage } from "../../src/storage/postgres/index.js";
 import { ADAPTERS, type Fixture, PG_URI } from "../helpers/adapters.js";
@@ -515,7 +515,11 @@ for (const adapter of ADAPTERS) {
           const w2 = { workerId: "w2", ms: 60_000 };
           assert.equal((await s.runs.claimNext(w1)).run?.run_id, r.run.run_id);
           // Renewed in time: nothing to sweep.
-          assert.deepEqual(await s.runs.renewLeases(w1, [r.run.run_id]), { lost: [], stopRequested: [] });
+          assert.deepEqual(await s.runs.renewLeases(w1, [r.run.run_id]), {
+            lost: [],
+            recovered: [],
+            stopRequested: [],
+          });
           assert.deepEqual((await s.runs.sweepExpiredLeases(3)).requeued, []);
           // Another worker cannot renew what it does not hold.
           assert.deepEqual((await s.runs.renewLeases(w2, [r.run.run_id])).lost, [r.run.run_id]);
@@ -526,8 +530,13 @@ for (const adapter of ADAPTERS) {
             interrupted: [],
             rolledBack: [],
           });
-          // The dead worker's heartbeat now learns it lost the run; its late settlement is refused.
-          assert.deepEqual((await s.runs.renewLeases(w1, [r.run.run_id])).lost, [r.run.run_id]);
+          // The dead worker's heartbeat now learns it lost the run, which is in flight again without it;
+          // its late settlement is refused.
+          assert.deepEqual(await s.runs.renewLeases(w1, [r.run.run_id]), {
+            lost: [r.run.run_id],
+            recovered: [r.run.run_id],
+            stopRequested: [],
+          });
           const again = await s.runs.claimNext(w2);
           assert.equal(again.run?.attempt, 2);
           assert.equal(
@@ -544,6 +553,12 @@ for (const adapter of ADAPTERS) {
           await new Promise((resolve) => setTimeout(resolve, 20));
           assert.deepEqual((await s.runs.sweepExpiredLeases(3)).failed, [r.run.run_id]);
           assert.equal((await s.threads.get(ORG, t))?.status, "error");
+          // A run that ended is lost to its heartbeat, but not in flight elsewhere: nothing to warn about.
+          assert.deepEqual(await s.runs.renewLeases(w3, [r.run.run_id]), {
+            lost: [r.run.run_id],
+            recovered: [],
+            stopRequested: [],
+          });
         }),
       );
 
@@ -600,10 +615,37 @@ for (const adapter of ADAPTERS) {
             0,
           );
           await s.runs.claimNext();
-          await s.runs.complete({ run_id: r.run.run_id, status: "success", hasNext: false });
-          await s.runs.deleteTemporaryThread(t);
+          // Ending the run deletes its temporary thread in the same transaction (issue 15: a crash
+          // between the two left it behind).
+          assert.equal(
+            (await s.runs.complete({ run_id: r.run.run_id, status: "success", hasNext: false }))?.status,
+            "success",
+          );
           assert.equal(await s.threads.get(ORG, t), null);
           assert.equal(await s.runs.get(ORG, null, r.run.run_id), null);
+
+          // So does every other way a run ends: cancel while pending, rollback, abandoned by recovery.
+          const admitTemp = async () => {
+            const b = admission(a, randomUUID(), { stateless: true, if_not_exists: "reject" });
+            return (await s.runs.admit(ORG, { ...b, kwargs: { ...b.kwargs, temporary: true } })).run;
+          };
+          const endings: Record<string, (run: Run) => Promise<unknown>> = {
+            "cancel while pending": (run) => s.runs.cancelPending(run.run_id, "interrupt"),
+            rollback: async (run) => {
+              await s.runs.claimNext();
+              await s.runs.completeRolledBack(run.run_id);
+            },
+            "abandoned by recovery": async () => {
+              await s.runs.claimNext();
+              await s.runs.recoverInterrupted(1); // its first attempt was the last allowed: RunAbandoned
+            },
+          };
+          for (const [how, end] of Object.entries(endings)) {
+            const run = await admitTemp();
+            await end(run);
+            assert.equal(await s.threads.get(ORG, run.thread_id), null, `${how}: thread gone`);
+            assert.equal(await s.runs.get(ORG, null, run.run_id), null, `${how}: run gone`);
+          }
         }),
       );
     });

@@ -106,6 +106,11 @@ export class PgRuns implements RunsRepo {
   }
 
   /** Settles the thread's status once no run of it is executing (see `settledStatus`). */
+  /**
+   * The thread's status and state once a run on it ended. A temporary thread (a stateless run's) goes
+   * instead, with its run and checkpoints, in the same transaction that ends its run: no crash can leave
+   * it behind.
+   */
   async #settleThread(
     c: Queryable,
     threadId: string,
@@ -114,6 +119,12 @@ export class PgRuns implements RunsRepo {
     const { rows } = await c.query<ThreadRow>("SELECT * FROM threads WHERE thread_id = $1", [threadId]);
     const thread = rows[0];
     if (!thread) return;
+    if (thread.temporary) {
+      await c.query("DELETE FROM runs WHERE thread_id = $1", [threadId]);
+      await deleteThreadCheckpoints(c, threadId);
+      await c.query("DELETE FROM threads WHERE thread_id = $1", [threadId]);
+      return;
+    }
     const interrupts = patch.interrupts !== undefined ? patch.interrupts : thread.interrupts;
     const hasNext = patch.hasNext ?? Object.keys(interrupts as object).length > 0;
     const now = new Date().toISOString();
@@ -379,7 +390,7 @@ export class PgRuns implements RunsRepo {
    * re-claimed by another worker, settled) is not renewed and comes back as lost.
    */
   async renewLeases(lease: Lease, runIds: string[]): Promise<LeaseRenewal> {
-    if (!runIds.length) return { lost: [], stopRequested: [] };
+    if (!runIds.length) return { lost: [], recovered: [], stopRequested: [] };
     const { rows } = await this.#db.query<{ run_id: string; stop_requested: StopAction | null }>(
       `UPDATE runs SET lease_expires_at = ${DB_NOW_MS} + $3
        WHERE run_id = ANY($1) AND status = 'running' AND worker_id = $2
@@ -387,8 +398,16 @@ export class PgRuns implements RunsRepo {
       [runIds, lease.workerId, lease.ms],
     );
     const held = new Set(rows.map((r) => r.run_id));
+    const lost = runIds.filter((id) => !held.has(id));
+    const recovered = lost.length
+      ? await this.#db.query<{ run_id: string }>(
+          "SELECT run_id FROM runs WHERE run_id = ANY($1) AND status IN ('pending', 'running')",
+          [lost],
+        )
+      : { rows: [] };
     return {
-      lost: runIds.filter((id) => !held.has(id)),
+      lost,
+      recovered: recovered.rows.map((r) => r.run_id),
       stopRequested: rows
         .filter((r) => r.stop_requested)
         .map((r) => ({ run_id: r.run_id, action: r.stop_requested as StopAction })),
@@ -518,14 +537,5 @@ export class PgRuns implements RunsRepo {
       });
     }
     return result;
-  }
-
-  async deleteTemporaryThread(threadId: string): Promise<void> {
-    await this.#db.tx(async (c) => {
-      if (!(await lockThread(c, threadId))?.temporary) return;
-      await c.query("DELETE FROM runs WHERE thread_id = $1", [threadId]);
-      await deleteThreadCheckpoints(c, threadId);
-      await c.query("DELETE FROM threads WHERE thread_id = $1 AND temporary", [threadId]);
-    });
   }
 }

@@ -77,12 +77,23 @@ export class SqliteRuns implements RunsRepo {
   }
 
   /** Settles the thread's status once no run of it is executing (see `settledStatus`). */
+  /**
+   * The thread's status and state once a run on it ended. A temporary thread (a stateless run's) goes
+   * instead, with its run and checkpoints, in the same transaction that ends its run: no crash can leave
+   * it behind.
+   */
   #settleThread(
     threadId: string,
     patch: { values?: unknown; interrupts?: unknown; hasNext?: boolean; error?: unknown },
   ) {
     const thread = this.#thread(threadId);
     if (!thread) return;
+    if (thread.temporary) {
+      this.#q("DELETE FROM runs WHERE thread_id = ?").run(threadId);
+      deleteThreadCheckpoints(this.#db, threadId);
+      this.#q("DELETE FROM threads WHERE thread_id = ?").run(threadId);
+      return;
+    }
     const interrupts = patch.interrupts !== undefined ? JSON.stringify(patch.interrupts) : thread.interrupts;
     const hasNext = patch.hasNext ?? interrupts !== "{}";
     const now = new Date().toISOString();
@@ -316,6 +327,7 @@ export class SqliteRuns implements RunsRepo {
   async renewLeases(lease: Lease, runIds: string[]): Promise<LeaseRenewal> {
     return this.#db.transaction(() => {
       const lost: string[] = [];
+      const recovered: string[] = [];
       const stopRequested: LeaseRenewal["stopRequested"] = [];
       const until = Date.now() + lease.ms;
       for (const runId of runIds) {
@@ -323,10 +335,15 @@ export class SqliteRuns implements RunsRepo {
           `UPDATE runs SET lease_expires_at = ? WHERE run_id = ? AND status = 'running' AND worker_id = ?
            RETURNING stop_requested`,
         ).get(until, runId, lease.workerId);
-        if (!row) lost.push(runId);
-        else if (row.stop_requested) stopRequested.push({ run_id: runId, action: row.stop_requested });
+        if (row?.stop_requested) stopRequested.push({ run_id: runId, action: row.stop_requested });
+        if (row) continue;
+        lost.push(runId);
+        const now: Pick<RunRow, "status"> | undefined = this.#q(
+          "SELECT status FROM runs WHERE run_id = ?",
+        ).get(runId);
+        if (now?.status === "pending" || now?.status === "running") recovered.push(runId);
       }
-      return { lost, stopRequested };
+      return { lost, recovered, stopRequested };
     })();
   }
 
@@ -420,14 +437,5 @@ export class SqliteRuns implements RunsRepo {
       }
     }
     return result;
-  }
-
-  async deleteTemporaryThread(threadId: string): Promise<void> {
-    this.#db.transaction(() => {
-      if (!this.#thread(threadId)?.temporary) return;
-      this.#q("DELETE FROM runs WHERE thread_id = ?").run(threadId);
-      deleteThreadCheckpoints(this.#db, threadId);
-      this.#q("DELETE FROM threads WHERE thread_id = ? AND temporary = 1").run(threadId);
-    })();
   }
 }
