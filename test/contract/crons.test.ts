@@ -112,7 +112,8 @@ for (const adapter of ADAPTERS) {
         assert.equal(cron.on_run_completed, "delete");
         assert.deepEqual(cron.payload, { input: { x: 1 }, stream_mode: ["values"] });
         assert.deepEqual(cron.metadata, { team: "a" });
-        assert.equal((await create({ enabled: false })).next_run_date, null);
+        // Disabled, it does not fire, but says when it would (issue 15).
+        assert.equal((await create({ enabled: false })).next_run_date, "2026-01-01T00:01:00.000Z");
         assert.equal((await create({ end_time: "2026-01-01T00:00:59Z" })).next_run_date, null);
         const zoned = await create({ schedule: "0 9 * * *", timezone: "Asia/Tokyo" });
         assert.equal(zoned.next_run_date, "2026-01-02T00:00:00.000Z"); // 09:00 JST
@@ -151,7 +152,11 @@ for (const adapter of ADAPTERS) {
         assert.equal(payloadOnly.next_run_date, cron.next_run_date, "no timing change: next run kept");
         const rescheduled = await service.update(ORG, cron.cron_id, { schedule: "*/15 * * * *" });
         assert.equal(rescheduled.next_run_date, "2026-01-01T05:15:00.000Z");
-        assert.equal((await service.update(ORG, cron.cron_id, { enabled: false })).next_run_date, null);
+        assert.equal(
+          (await service.update(ORG, cron.cron_id, { enabled: false })).next_run_date,
+          rescheduled.next_run_date,
+          "disabled: the tick it would fire at",
+        );
         const ended = await service.update(ORG, cron.cron_id, {
           enabled: true,
           end_time: "2026-01-01T05:10:00Z",
@@ -178,9 +183,9 @@ for (const adapter of ADAPTERS) {
         const ids = (r: { items: { cron_id: string }[] }) => r.items.map((i) => i.cron_id);
         assert.deepEqual(ids(await storage.crons.search(ORG, base)), [a.cron_id, b.cron_id, c.cron_id]);
         assert.deepEqual(ids(await storage.crons.search(ORG, { ...base, sort_by: "next_run_date" })), [
-          c.cron_id,
-          a.cron_id,
-          b.cron_id, // disabled: no next run, last
+          c.cron_id, // 00:01
+          b.cron_id, // 00:05: disabled, sorted by the tick it would fire at
+          a.cron_id, // 01:00
         ]);
         assert.deepEqual(ids(await storage.crons.search(ORG, { ...base, thread_id: thread.thread_id })), [
           b.cron_id,
