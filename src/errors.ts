@@ -6,7 +6,8 @@ export type ErrorKind =
   | "not_found" // 404
   | "conflict" // 409
   | "bad_request" // 400: well-formed request the current state cannot accept
-  | "unauthorized" // 401: no valid API key
+  | "unauthorized" // 401: no valid API key, or the auth handler refused the request
+  | "forbidden" // 403: an authorization handler refused the action
   | "validation" // 422: the request does not match its schema
   | "quota" // 429
   | "timeout" // 408: a wait or a command ran out of time

@@ -1,5 +1,6 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
+import { CustomAuth } from "./auth/custom.js";
 import { guardNetworkExposure } from "./cli/exposure.js";
 import type { Logger } from "./cli/logger.js";
 import { ClusterBus, RedisLink } from "./cluster/redis.js";
@@ -33,7 +34,8 @@ export interface RunningServer {
 /**
  * Wires the server together: storage (+ Redis when scaled out) → graphs → default assistants →
  * dispatcher → HTTP. A `worker` process is the same without the listening socket. Throws
- * GraphLoadError for a graph that does not load and the listen error (EADDRINUSE) as is.
+ * GraphLoadError for a graph that does not load, AuthLoadError for an auth file that does not, and the
+ * listen error (EADDRINUSE) as is.
  */
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
   // Graph code reads its settings from process.env; langgraph.json `env` never overrides the real environment.
@@ -46,9 +48,13 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     if (config.redisUri) redis = await RedisLink.connect(config.redisUri, config.redisPrefix, log);
     // Executor threads load their graphs while this thread loads its own (storage is migrated by now).
     if (config.executorThreads > 0) threads = new ExecutorThreads(config, log);
-    const keysConfigured =
-      Object.keys(config.apiKeys).length > 0 || (await storage.auth.countActiveKeys()) > 0;
-    if (config.mode !== "worker") guardNetworkExposure(config, keysConfigured, log); // a worker does not listen
+    // The project's auth handlers (langgraph.json `auth`); a worker serves no requests.
+    const auth = config.auth && config.mode !== "worker" ? await CustomAuth.load(config.auth) : undefined;
+    const authenticated =
+      Object.keys(config.apiKeys).length > 0 ||
+      auth?.authenticates === true ||
+      (await storage.auth.countActiveKeys()) > 0;
+    if (config.mode !== "worker") guardNetworkExposure(config, authenticated, log); // a worker does not listen
     // The long-term memory store (langgraph.json `store`), shared by the /store routes and the graphs.
     const { settings: storeSettings, sweepIntervalMs } = await loadStoreSettings(config);
     const store = new HangarStore(storage.store, DEFAULT_ORG, storeSettings);
@@ -70,7 +76,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const scheduler = new CronScheduler({ crons: storage.crons, runs, log });
     const crons = new CronService(storage, runs, () => scheduler.nudge());
     const sandboxRuntime = createSandboxRuntime({ dataDir: config.dataDir, storage, log });
-    const app = createApp({ config, storage, graphs, runs, store, crons, sandboxRuntime }, log);
+    const app = createApp({ config, storage, graphs, runs, store, crons, sandboxRuntime, auth }, log);
 
     await dispatcher.recover();
     await threads?.ready();

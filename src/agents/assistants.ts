@@ -1,40 +1,49 @@
 import { randomUUID } from "node:crypto";
 import { Hono } from "hono";
-import { notFound } from "../errors.js";
+import type { AuthAction } from "../auth/custom.js";
+import { matchesFilter } from "../auth/filter.js";
+import { conflict, notFound } from "../errors.js";
 import { body, params, query } from "../http/validation.js";
 import { channelSchemas } from "../runtime/graphs.js";
 import type { Assistant } from "../storage/ports.js";
+import { authorize, visibleAssistant } from "./authz.js";
 import { type AgentDeps, type AppEnv, orgOf, pick } from "./context.js";
 import * as S from "./schemas.js";
 
-export function assistantRoutes({ storage, graphs, runs }: AgentDeps) {
-  /** The assistant named by the path (an assistant id, or a graph id for its default assistant). */
-  const load = async (c: Parameters<typeof orgOf>[0]): Promise<Assistant> => {
+export function assistantRoutes(deps: AgentDeps) {
+  const { storage, graphs, runs } = deps;
+  /**
+   * The assistant named by the path (an assistant id, or a graph id for its default assistant), if this
+   * user may `action` it (404 otherwise).
+   */
+  const load = async (c: Parameters<typeof orgOf>[0], action: AuthAction = "read"): Promise<Assistant> =>
+    (await loadFor(c, action, {})).assistant;
+  /** `load`, and what the request would change as the handler left it. */
+  const loadFor = async <V extends object>(c: Parameters<typeof orgOf>[0], action: AuthAction, value: V) => {
     const { assistant_id } = params(c, S.AssistantPath);
-    try {
-      return await runs.assistant(orgOf(c), assistant_id);
-    } catch {
-      throw notFound(`Assistant ${assistant_id} not found`);
-    }
+    const found = await runs.assistant(orgOf(c), assistant_id).catch(() => null);
+    return visibleAssistant(deps, c, found, assistant_id, action, value);
   };
 
   return new Hono<AppEnv>()
     .post("/assistants", async (c) => {
       const b = await body(c, S.AssistantCreate);
       if (!graphs.has(b.graph_id)) throw notFound(`Graph "${b.graph_id}" not found`);
-      const assistant = await storage.assistants.create(
-        orgOf(c),
-        {
-          assistant_id: b.assistant_id ?? randomUUID(),
-          graph_id: b.graph_id,
-          name: b.name ?? "Untitled",
-          description: b.description ?? null,
-          config: b.config ?? {},
-          context: b.context ?? {},
-          metadata: b.metadata ?? {},
-        },
-        b.if_exists ?? "raise",
-      );
+      // The handler may stamp the metadata; an existing assistant it may not see is a conflict.
+      const { filter, value } = await authorize(deps, c, "assistants", "create", {
+        assistant_id: b.assistant_id ?? randomUUID(),
+        graph_id: b.graph_id,
+        name: b.name ?? "Untitled",
+        description: b.description ?? null,
+        config: b.config ?? {},
+        context: b.context ?? {},
+        metadata: b.metadata ?? {},
+        if_exists: b.if_exists ?? "raise",
+      });
+      const { if_exists, ...input } = value;
+      const assistant = await storage.assistants.create(orgOf(c), input, if_exists);
+      if (!matchesFilter(assistant.metadata, filter))
+        throw conflict(`Assistant ${input.assistant_id} already exists`);
       return c.json(assistant);
     })
     .post("/assistants/search", async (c) => {
@@ -44,6 +53,7 @@ export function assistantRoutes({ storage, graphs, runs }: AgentDeps) {
         graph_id: b.graph_id ?? undefined,
         name: b.name ?? undefined,
         metadata: b.metadata ?? undefined,
+        auth: (await authorize(deps, c, "assistants", "search", b)).filter,
       };
       const { items, total } = await storage.assistants.search(orgOf(c), q);
       c.header("X-Pagination-Total", String(total));
@@ -54,6 +64,7 @@ export function assistantRoutes({ storage, graphs, runs }: AgentDeps) {
       const b = await body(c, S.AssistantCount);
       return c.json(
         await storage.assistants.count(orgOf(c), {
+          auth: (await authorize(deps, c, "assistants", "search", b)).filter,
           graph_id: b.graph_id ?? undefined,
           name: b.name ?? undefined,
           metadata: b.metadata ?? undefined,
@@ -62,22 +73,26 @@ export function assistantRoutes({ storage, graphs, runs }: AgentDeps) {
     })
     .get("/assistants/:assistant_id", async (c) => c.json(await load(c)))
     .patch("/assistants/:assistant_id", async (c) => {
-      const { assistant_id } = (await load(c)) as Assistant;
       const b = await body(c, S.AssistantPatch);
-      if (b.graph_id && !graphs.has(b.graph_id)) throw notFound(`Graph "${b.graph_id}" not found`);
-      const updated = await storage.assistants.update(orgOf(c), assistant_id, {
+      const patch = {
         graph_id: b.graph_id ?? undefined,
         name: b.name ?? undefined,
         description: b.description,
         config: b.config ?? undefined,
         context: b.context ?? undefined,
         metadata: b.metadata ?? undefined,
-      });
+      };
+      // The handler sees the patch and may change it (its metadata, say).
+      const { assistant, value } = await loadFor(c, "update", patch);
+      const { assistant_id } = assistant;
+      if (value.graph_id && !graphs.has(value.graph_id))
+        throw notFound(`Graph "${value.graph_id}" not found`);
+      const updated = await storage.assistants.update(orgOf(c), assistant_id, value);
       if (!updated) throw notFound(`Assistant ${assistant_id} not found`);
       return c.json(updated);
     })
     .delete("/assistants/:assistant_id", async (c) => {
-      const { assistant_id } = await load(c);
+      const { assistant_id } = await load(c, "delete");
       const { delete_threads } = query(c, S.AssistantDeleteQuery);
       await runs.deleteAssistant(orgOf(c), assistant_id, delete_threads);
       return c.json([assistant_id]);
@@ -94,8 +109,8 @@ export function assistantRoutes({ storage, graphs, runs }: AgentDeps) {
       );
     })
     .post("/assistants/:assistant_id/latest", async (c) => {
-      const { assistant_id } = await load(c);
       const { version } = await body(c, S.AssistantLatest);
+      const { assistant_id } = (await loadFor(c, "update", { version })).assistant;
       const updated = await storage.assistants.setLatest(orgOf(c), assistant_id, version);
       if (!updated) throw notFound(`Assistant ${assistant_id} has no version ${version}`);
       return c.json(updated);

@@ -1,4 +1,5 @@
 import type { Context } from "hono";
+import type { AuthContext, CustomAuth } from "../auth/custom.js";
 import type { Config } from "../config/index.js";
 import type { CronService } from "../runtime/crons.js";
 import type { GraphRegistry } from "../runtime/graphs.js";
@@ -22,10 +23,15 @@ export interface AgentDeps {
   sandboxRuntime?: BoxService;
   /** Cron management wired to the scheduler; without it cron changes do not wake a scheduler. */
   crons?: CronService;
+  /** The project's custom auth (langgraph.json `auth`), when it has one. */
+  auth?: CustomAuth;
 }
 
-/** Hono environment: `org` is set once per request (by auth, or to the default organization). */
-export type AppEnv = { Variables: { org: OrgId } };
+/**
+ * Hono environment: `org` is set once per request (by the API key, or to the default organization);
+ * `auth` is the user the project's auth handler authenticated, when langgraph.json has `auth`.
+ */
+export type AppEnv = { Variables: { org: OrgId; auth?: AuthContext } };
 
 export const orgOf = (c: Context<AppEnv>): OrgId => c.get("org");
 

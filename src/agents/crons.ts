@@ -1,9 +1,18 @@
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { z } from "zod";
+import type { AuthAction } from "../auth/custom.js";
 import { body, params } from "../http/validation.js";
 import { isTimeZone, scheduleError } from "../runtime/cron-schedule.js";
-import { type CronCreateRequest, CronService, type CronUpdateRequest } from "../runtime/crons.js";
+import {
+  CRON_PAYLOAD_FIELDS,
+  type CronCreateRequest,
+  CronService,
+  type CronUpdateRequest,
+} from "../runtime/crons.js";
 import { defaultAssistantId } from "../runtime/graphs.js";
+import { authConfigurable } from "../runtime/runs.js";
+import type { JsonObject } from "../storage/ports.js";
+import { authorize, visibleCron, visibleThread } from "./authz.js";
 import { type AgentDeps, type AppEnv, orgOf, pick } from "./context.js";
 import { RunCreate, ThreadPath } from "./schemas.js";
 
@@ -96,6 +105,34 @@ export const CronCount = z.object(cronFilters);
 export function cronRoutes(deps: AgentDeps) {
   const { graphs } = deps;
   const crons = deps.crons ?? new CronService(deps.storage, deps.runs);
+  /** The path's cron, if this user may `action` it (404 otherwise). */
+  const load = async (c: Context<AppEnv>, action: AuthAction) => {
+    const { cron_id } = params(c, CronPath);
+    const cron = await crons.get(orgOf(c), cron_id).catch(() => null);
+    return visibleCron(deps, c, cron, cron_id, action);
+  };
+  /**
+   * `crons:create`: the handler may stamp the metadata; the creating user is kept with the cron, and
+   * its runs act as that user (`configurable.langgraph_auth_*`), as runs created by a request do.
+   */
+  const create = async (c: Context<AppEnv>, threadId: string | null, b: CronCreateRequest) => {
+    if (threadId !== null) await visibleThread(deps, c, threadId, "create_run");
+    const { value } = await authorize(deps, c, "crons", "create", {
+      thread_id: threadId,
+      schedule: b.schedule,
+      end_time: b.end_time ?? null,
+      metadata: b.metadata ?? {},
+      payload: Object.fromEntries(CRON_PAYLOAD_FIELDS.map((f) => [f, b[f]])),
+    });
+    const user = c.get("auth");
+    const request = { ...b, metadata: value.metadata };
+    if (user) {
+      const config = (b.config as JsonObject | undefined) ?? {};
+      const configurable = { ...((config.configurable as JsonObject) ?? {}), ...authConfigurable(user) };
+      request.config = { ...config, configurable };
+    }
+    return crons.create(orgOf(c), threadId, request, user?.user.identity);
+  };
   /** Filters as stored: a graph id stands for its default assistant, as everywhere else. */
   const filters = (b: z.output<typeof CronCount>) => ({
     assistant_id: b.assistant_id
@@ -111,17 +148,19 @@ export function cronRoutes(deps: AgentDeps) {
   return new Hono<AppEnv>()
     .post("/runs/crons", async (c) => {
       const b = await body(c, CronCreate);
-      return c.json(await crons.create(orgOf(c), null, b as CronCreateRequest));
+      return c.json(await create(c, null, b as CronCreateRequest));
     })
     .post("/threads/:thread_id/runs/crons", async (c) => {
       const { thread_id } = params(c, ThreadPath);
       const b = await body(c, CronCreate);
-      return c.json(await crons.create(orgOf(c), thread_id, b as CronCreateRequest));
+      return c.json(await create(c, thread_id, b as CronCreateRequest));
     })
     .post("/runs/crons/search", async (c) => {
       const b = await body(c, CronSearch);
+      const { filter } = await authorize(deps, c, "crons", "search", b);
       const { items, total } = await crons.search(orgOf(c), {
         ...filters(b),
+        auth: filter,
         limit: b.limit,
         offset: b.offset,
         sort_by: b.sort_by,
@@ -133,15 +172,25 @@ export function cronRoutes(deps: AgentDeps) {
     })
     .post("/runs/crons/count", async (c) => {
       const b = await body(c, CronCount);
-      return c.json(await crons.count(orgOf(c), filters(b)));
+      const { filter } = await authorize(deps, c, "crons", "search", b);
+      return c.json(await crons.count(orgOf(c), { ...filters(b), auth: filter }));
     })
     .patch("/runs/crons/:cron_id", async (c) => {
-      const { cron_id } = params(c, CronPath);
-      const b = await body(c, CronPatch);
-      return c.json(await crons.update(orgOf(c), cron_id, b as CronUpdateRequest));
+      const b = (await body(c, CronPatch)) as CronUpdateRequest;
+      const { cron_id } = await load(c, "update");
+      // A new config must not drop or forge the user the cron's runs act as: the updater's, then.
+      const user = c.get("auth");
+      if (user && b.config) {
+        const config = b.config as JsonObject;
+        b.config = {
+          ...config,
+          configurable: { ...((config.configurable as JsonObject) ?? {}), ...authConfigurable(user) },
+        };
+      }
+      return c.json(await crons.update(orgOf(c), cron_id, b));
     })
     .delete("/runs/crons/:cron_id", async (c) => {
-      const { cron_id } = params(c, CronPath);
+      const { cron_id } = await load(c, "delete");
       await crons.delete(orgOf(c), cron_id);
       return c.body(null, 204);
     });

@@ -1,9 +1,12 @@
 import { type Context, Hono } from "hono";
+import type { AuthAction } from "../auth/custom.js";
+import { matchesFilter } from "../auth/filter.js";
 import { notFound } from "../errors.js";
 import { lastEventId, sseResponse } from "../http/sse.js";
 import { body, params, query } from "../http/validation.js";
 import type { RunRequest } from "../runtime/runs.js";
 import type { Run } from "../storage/ports.js";
+import { authorize, visibleThread } from "./authz.js";
 import { type AgentDeps, type AppEnv, orgOf } from "./context.js";
 import * as S from "./schemas.js";
 
@@ -12,13 +15,62 @@ type C = Context<AppEnv>;
 const runPath = (run: Run, stateless: boolean) =>
   stateless ? `/runs/${run.run_id}` : `/threads/${run.thread_id}/runs/${run.run_id}`;
 
-export function runRoutes({ runs, storage }: AgentDeps) {
+export function runRoutes(deps: AgentDeps) {
+  const { runs, storage } = deps;
+
+  /**
+   * Admits a run as this user may (`threads:create_run`): the thread, when it exists, must be visible
+   * to them, the handler may stamp the run's metadata (a thread the run creates gets it too), and the
+   * user goes into the run's config for the graph.
+   */
+  const admit = async (c: C, threadId: string | null, b: RunRequest) => {
+    const { filter, value } = await authorize(deps, c, "threads", "create_run", {
+      thread_id: threadId,
+      assistant_id: b.assistant_id,
+      status: "pending",
+      metadata: b.metadata ?? {},
+      kwargs: { input: b.input, command: b.command, config: b.config, context: b.context },
+      multitask_strategy: b.multitask_strategy ?? null,
+      if_not_exists: b.if_not_exists ?? null,
+      after_seconds: b.after_seconds ?? null,
+    });
+    if (threadId !== null && filter) {
+      const thread = await storage.threads.get(orgOf(c), threadId);
+      if (thread && !matchesFilter(thread.metadata, filter)) throw notFound(`Thread ${threadId} not found`);
+    }
+    return runs.create(
+      orgOf(c),
+      threadId,
+      { ...b, metadata: value.metadata },
+      c.req.raw.headers,
+      c.get("auth"),
+    );
+  };
+
   /** Creates a run from the request body; `threadId` null = stateless. */
   const create = async (c: C, threadId: string | null) => {
     const b = (await body(c, S.RunCreate)) as RunRequest & { on_disconnect?: string | null };
-    const run = await runs.create(orgOf(c), threadId, b, c.req.raw.headers);
+    const run = await admit(c, threadId, b);
     c.header("Content-Location", runPath(run, threadId === null));
     return { run, cancelOnDisconnect: b.on_disconnect === "cancel" };
+  };
+
+  /** The thread of a thread-scoped run route, if this user may `action` it (404 otherwise). */
+  const thread = (c: C, threadId: string, action: AuthAction, value: Record<string, unknown> = {}) =>
+    visibleThread(deps, c, threadId, action, value);
+
+  /** A run found by its id alone (stateless routes): its thread must be readable by this user. */
+  const runById = async (c: C, runId: string, action: AuthAction) => {
+    const run = await runs.get(orgOf(c), null, runId);
+    if (deps.auth) {
+      const { filter } = await authorize(deps, c, "threads", action, {
+        thread_id: run.thread_id,
+        run_id: runId,
+      });
+      const t = filter ? await storage.threads.get(orgOf(c), run.thread_id) : null;
+      if (filter && (!t || !matchesFilter(t.metadata, filter))) throw notFound(`Run ${runId} not found`);
+    }
+    return run;
   };
 
   /** SSE of a run's events from `after`; a stream that can be resumed carries ids and a Location. */
@@ -80,32 +132,36 @@ export function runRoutes({ runs, storage }: AgentDeps) {
       .get("/threads/:thread_id/runs", async (c) => {
         const { thread_id } = params(c, S.ThreadPath);
         const q = query(c, S.RunListQuery);
-        if (!(await storage.threads.get(orgOf(c), thread_id)))
-          throw notFound(`Thread ${thread_id} not found`);
+        await thread(c, thread_id, "read");
         return c.json(await storage.runs.list(orgOf(c), thread_id, q));
       })
       .get("/threads/:thread_id/runs/:run_id", async (c) => {
         const { thread_id, run_id } = params(c, S.RunPath);
+        await thread(c, thread_id, "read", { run_id });
         return c.json(await runs.get(orgOf(c), thread_id, run_id));
       })
       .delete("/threads/:thread_id/runs/:run_id", async (c) => {
         const { thread_id, run_id } = params(c, S.RunPath);
+        await thread(c, thread_id, "delete", { run_id });
         await runs.deleteRun(orgOf(c), thread_id, run_id);
         return c.body(null, 204);
       })
       .get("/threads/:thread_id/runs/:run_id/join", async (c) => {
         const { thread_id, run_id } = params(c, S.RunPath);
+        await thread(c, thread_id, "read", { run_id });
         return c.json((await runs.join(orgOf(c), thread_id, run_id, c.req.raw.signal)) as any);
       })
       .get("/threads/:thread_id/runs/:run_id/stream", async (c) => {
         const { thread_id, run_id } = params(c, S.RunPath);
         const { cancel_on_disconnect } = query(c, S.JoinStreamQuery);
+        await thread(c, thread_id, "read", { run_id });
         const run = await runs.get(orgOf(c), thread_id, run_id);
         return stream(c, run, false, lastEventId(c.req.header("last-event-id")), cancel_on_disconnect);
       })
       .post("/threads/:thread_id/runs/:run_id/cancel", async (c) => {
         const { thread_id, run_id } = params(c, S.RunPath);
         const { wait: shouldWait, action } = query(c, S.CancelQuery);
+        await thread(c, thread_id, "update", { run_id, action });
         const org = orgOf(c);
         await runs.cancel(org, thread_id, run_id, action);
         if (!shouldWait) return c.body(null, 202);
@@ -124,10 +180,8 @@ export function runRoutes({ runs, storage }: AgentDeps) {
       })
       .post("/runs/batch", async (c) => {
         const items = await body(c, S.RunBatch);
-        const org = orgOf(c);
         const created: Run[] = [];
-        for (const item of items)
-          created.push(await runs.create(org, null, item as RunRequest, c.req.raw.headers));
+        for (const item of items) created.push(await admit(c, null, item as RunRequest));
         return c.json(created);
       })
       .post("/runs/cancel", async (c) => {
@@ -135,6 +189,7 @@ export function runRoutes({ runs, storage }: AgentDeps) {
         const { action } = query(c, S.BulkCancelQuery);
         const org = orgOf(c);
         const ids = new Set(b.run_ids ?? []);
+        if (b.thread_id) await thread(c, b.thread_id, "update", { action });
         if (b.thread_id) {
           const wanted = b.status && b.status !== "all" ? [b.status] : (["pending", "running"] as const);
           for (const status of wanted) {
@@ -142,12 +197,16 @@ export function runRoutes({ runs, storage }: AgentDeps) {
               ids.add(run.run_id);
           }
         }
-        await Promise.all([...ids].map((id) => runs.cancel(org, null, id, action).catch(() => undefined)));
+        const cancel = async (id: string) => {
+          await runById(c, id, "update");
+          await runs.cancel(org, null, id, action);
+        };
+        await Promise.all([...ids].map((id) => cancel(id).catch(() => undefined)));
         return c.body(null, 204);
       })
       .get("/runs/:run_id/stream", async (c) => {
         const { run_id } = params(c, S.StatelessRunPath);
-        const run = await runs.get(orgOf(c), null, run_id);
+        const run = await runById(c, run_id, "read");
         return stream(c, run, true, lastEventId(c.req.header("last-event-id")), false);
       })
   );

@@ -1,8 +1,11 @@
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { z } from "zod";
+import type { AuthAction } from "../auth/custom.js";
+import { badRequest } from "../errors.js";
 import { body, query } from "../http/validation.js";
 import { HangarStore, namespaceProblem, parseStoreFilter } from "../runtime/store.js";
 import { DEFAULT_ORG } from "../storage/ports.js";
+import { authorize } from "./authz.js";
 import { type AgentDeps, type AppEnv, orgOf } from "./context.js";
 
 // ---- schemas (unknown fields accepted, wrong types 422; see schemas.ts) -----------------------
@@ -88,35 +91,71 @@ export const StoreNamespaces = z.object({
 /** `/store/*`: the long-term memory store, the same one graphs see as `config.store`. */
 export function storeRoutes(deps: AgentDeps) {
   const store = deps.store ?? new HangarStore(deps.storage.store, DEFAULT_ORG);
+  /**
+   * `store:<action>`: the handler may refuse (403) or change the request (typically: put the user's
+   * identity in front of the namespace, so each user has a namespace of their own). Filters it returns
+   * are not applied, as in the reference servers: store items have no metadata to match.
+   */
+  const scoped = async <V extends { namespace: string[] }>(
+    c: Context<AppEnv>,
+    action: AuthAction,
+    value: V,
+  ) => {
+    const changed = (await authorize(deps, c, "store", action, value)).value;
+    const ns: unknown = changed.namespace;
+    if (!Array.isArray(ns) || !ns.every((label) => typeof label === "string" && label !== ""))
+      throw badRequest(
+        `The store:${action} handler left an invalid namespace (a list of non-empty strings is needed)`,
+      );
+    return changed;
+  };
   return new Hono<AppEnv>()
     .put("/store/items", async (c) => {
       const b = await body(c, StorePut);
-      await store.withOrg(orgOf(c)).putItem(b.namespace, b.key, b.value, { index: b.index, ttl: b.ttl });
+      const v = await scoped(c, "put", { namespace: b.namespace, key: b.key, value: b.value });
+      await store.withOrg(orgOf(c)).putItem(v.namespace, v.key, v.value, { index: b.index, ttl: b.ttl });
       return c.body(null, 204);
     })
     .get("/store/items", async (c) => {
       const q = query(c, StoreGetQuery);
-      const item = await store.withOrg(orgOf(c)).getItem(q.namespace, q.key, { refreshTtl: q.refresh_ttl });
+      const v = await scoped(c, "get", { namespace: q.namespace, key: q.key });
+      const item = await store.withOrg(orgOf(c)).getItem(v.namespace, v.key, { refreshTtl: q.refresh_ttl });
       return c.json(item);
     })
     .delete("/store/items", async (c) => {
       const b = await body(c, StoreDelete);
-      await store.withOrg(orgOf(c)).deleteItem(b.namespace, b.key);
+      const v = await scoped(c, "delete", { namespace: b.namespace, key: b.key });
+      await store.withOrg(orgOf(c)).deleteItem(v.namespace, v.key);
       return c.body(null, 204);
     })
     .post("/store/items/search", async (c) => {
       const b = await body(c, StoreSearch);
-      const items = await store.withOrg(orgOf(c)).searchItems(b.namespace_prefix ?? [], {
-        filter: b.filter,
+      const v = await scoped(c, "search", {
+        namespace: b.namespace_prefix ?? [],
+        filter: b.filter ?? null,
         limit: b.limit,
         offset: b.offset,
-        query: b.query,
+        query: b.query ?? null,
+      });
+      const items = await store.withOrg(orgOf(c)).searchItems(v.namespace, {
+        filter: v.filter,
+        limit: b.limit,
+        offset: b.offset,
+        query: v.query,
         refreshTtl: b.refresh_ttl,
       });
       return c.json({ items });
     })
     .post("/store/namespaces", async (c) => {
-      const b = await body(c, StoreNamespaces);
+      const b0 = await body(c, StoreNamespaces);
+      const v = await scoped(c, "list_namespaces", {
+        namespace: b0.prefix ?? [],
+        suffix: b0.suffix ?? null,
+        max_depth: b0.max_depth ?? null,
+        limit: b0.limit,
+        offset: b0.offset,
+      });
+      const b = { ...b0, prefix: v.namespace.length ? v.namespace : b0.prefix };
       const namespaces = await store.withOrg(orgOf(c)).namespaces({
         prefix: b.prefix ?? undefined,
         suffix: b.suffix ?? undefined,

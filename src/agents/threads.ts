@@ -1,30 +1,49 @@
 import { randomUUID } from "node:crypto";
 import { Hono } from "hono";
-import { notFound } from "../errors.js";
+import type { AuthAction } from "../auth/custom.js";
+import { matchesFilter } from "../auth/filter.js";
+import { conflict, notFound } from "../errors.js";
 import { body, params, query } from "../http/validation.js";
-import type { Thread } from "../storage/ports.js";
+import type { JsonObject, Thread } from "../storage/ports.js";
+import { authorize, visibleThread } from "./authz.js";
 import { type AgentDeps, type AppEnv, orgOf, pick } from "./context.js";
 import * as S from "./schemas.js";
 import { ThreadStateService } from "./state.js";
 
-export function threadRoutes({ storage, graphs, runs }: AgentDeps) {
+export function threadRoutes(deps: AgentDeps) {
+  const { storage, graphs, runs } = deps;
   const state = new ThreadStateService(storage, graphs);
-  const load = async (c: Parameters<typeof orgOf>[0]): Promise<Thread> => {
-    const { thread_id } = params(c, S.ThreadPath);
-    const thread = await storage.threads.get(orgOf(c), thread_id);
-    if (!thread) throw notFound(`Thread ${thread_id} not found`);
-    return thread;
+  /** The path's thread, if this user may `action` it (404 otherwise). */
+  const load = async (c: Parameters<typeof orgOf>[0], action: AuthAction = "read"): Promise<Thread> =>
+    visibleThread(deps, c, params(c, S.ThreadPath).thread_id, action);
+
+  /** `threads:update` of a patch: the thread must be visible; the handler may change the metadata. */
+  const updateThread = async (c: Parameters<typeof orgOf>[0], threadId: string, metadata: JsonObject) => {
+    const { filter, value } = await authorize(deps, c, "threads", "update", {
+      thread_id: threadId,
+      metadata,
+    });
+    const thread = await storage.threads.get(orgOf(c), threadId);
+    if (!thread || !matchesFilter(thread.metadata, filter)) throw notFound(`Thread ${threadId} not found`);
+    return value;
   };
 
   return new Hono<AppEnv>()
     .post("/threads", async (c) => {
       const b = await body(c, S.ThreadCreate);
       const org = orgOf(c);
+      // The handler may stamp the metadata (an owner); an existing thread it may not see is a conflict.
+      const { filter, value } = await authorize(deps, c, "threads", "create", {
+        thread_id: b.thread_id ?? randomUUID(),
+        metadata: b.metadata ?? {},
+        if_exists: b.if_exists ?? "raise",
+      });
       const thread = await storage.threads.create(
         org,
-        { thread_id: b.thread_id ?? randomUUID(), metadata: b.metadata ?? {} },
-        b.if_exists ?? "raise",
+        { thread_id: value.thread_id, metadata: value.metadata },
+        value.if_exists,
       );
+      if (!matchesFilter(thread.metadata, filter)) throw conflict(`Thread ${value.thread_id} already exists`);
       if (b.supersteps?.length) {
         await state.applySupersteps(org, thread, b.supersteps);
         return c.json(await storage.threads.get(org, thread.thread_id));
@@ -33,8 +52,10 @@ export function threadRoutes({ storage, graphs, runs }: AgentDeps) {
     })
     .post("/threads/search", async (c) => {
       const b = await body(c, S.ThreadSearch);
+      const { filter } = await authorize(deps, c, "threads", "search", b);
       const { items, total } = await storage.threads.search(orgOf(c), {
         ...b,
+        auth: filter,
         ids: b.ids ?? undefined,
         metadata: b.metadata ?? undefined,
         values: b.values ?? undefined,
@@ -46,8 +67,10 @@ export function threadRoutes({ storage, graphs, runs }: AgentDeps) {
     })
     .post("/threads/count", async (c) => {
       const b = await body(c, S.ThreadCount);
+      const { filter } = await authorize(deps, c, "threads", "search", b);
       return c.json(
         await storage.threads.count(orgOf(c), {
+          auth: filter,
           metadata: b.metadata ?? undefined,
           values: b.values ?? undefined,
           status: b.status ?? undefined,
@@ -56,19 +79,25 @@ export function threadRoutes({ storage, graphs, runs }: AgentDeps) {
     })
     .get("/threads/:thread_id", async (c) => c.json(await load(c)))
     .patch("/threads/:thread_id", async (c) => {
-      const { thread_id } = await load(c);
-      const { metadata } = await body(c, S.ThreadPatch);
+      const { thread_id } = params(c, S.ThreadPath);
+      const b = await body(c, S.ThreadPatch);
+      const { metadata } = await updateThread(c, thread_id, b.metadata);
       const thread = await storage.threads.patch(orgOf(c), thread_id, metadata);
       if (!thread) throw notFound(`Thread ${thread_id} not found`);
       return c.json(thread);
     })
     .delete("/threads/:thread_id", async (c) => {
-      const { thread_id } = params(c, S.ThreadPath);
+      const { thread_id } = await load(c, "delete");
       await runs.deleteThread(orgOf(c), thread_id);
       return c.body(null, 204);
     })
     .post("/threads/:thread_id/copy", async (c) => {
       const { thread_id } = params(c, S.ThreadPath);
+      // A thread this user may not read cannot be copied: 409, as the reference answers.
+      const { filter } = await authorize(deps, c, "threads", "read", { thread_id });
+      const source = await storage.threads.get(orgOf(c), thread_id);
+      if (source && !matchesFilter(source.metadata, filter))
+        throw conflict(`Thread ${thread_id} cannot be copied`);
       const copy = await storage.threads.copy(orgOf(c), thread_id, randomUUID());
       if (!copy) throw notFound(`Thread ${thread_id} not found`);
       return c.json(copy);
@@ -79,7 +108,7 @@ export function threadRoutes({ storage, graphs, runs }: AgentDeps) {
       return c.json(await state.get(thread, {}, subgraphs));
     })
     .post("/threads/:thread_id/state", async (c) => {
-      const thread = await load(c);
+      const thread = await load(c, "update");
       const b = await body(c, S.StateUpdate);
       const checkpoint = {
         ...(b.checkpoint ?? {}),
@@ -94,8 +123,9 @@ export function threadRoutes({ storage, graphs, runs }: AgentDeps) {
       );
     })
     .patch("/threads/:thread_id/state", async (c) => {
-      const { thread_id } = await load(c);
-      const { metadata } = await body(c, S.ThreadPatch);
+      const { thread_id } = params(c, S.ThreadPath);
+      const b = await body(c, S.ThreadPatch);
+      const { metadata } = await updateThread(c, thread_id, b.metadata);
       await storage.threads.patch(orgOf(c), thread_id, metadata);
       return c.body(null, 204);
     })

@@ -7,8 +7,9 @@
 import { type Config, ConfigError } from "../config/index.js";
 import type { Logger } from "./logger.js";
 
-export function guardNetworkExposure(config: Config, keysConfigured: boolean, log: Logger): void {
-  if (keysConfigured || isLoopback(config.host)) return;
+/** `authenticated`: API keys are configured, or the project's auth handler authenticates requests. */
+export function guardNetworkExposure(config: Config, authenticated: boolean, log: Logger): void {
+  if (authenticated || isLoopback(config.host)) return;
   if (config.mode === "serve" && !config.allowUnauthenticated) {
     throw new ConfigError(
       `Refusing to serve on ${config.host} without API keys: anyone who can reach this port could use every ` +

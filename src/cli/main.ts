@@ -242,7 +242,8 @@ function fail(err: unknown, withStack: boolean, config?: Config): void {
 
 export function describeStartupError(err: unknown, config?: Config): string {
   if (!(err instanceof Error)) return String(err);
-  if (err instanceof ConfigError || err.name === "GraphLoadError") return err.message;
+  if (err instanceof ConfigError || err.name === "GraphLoadError" || err.name === "AuthLoadError")
+    return err.message;
   const code = systemErrorCode(err);
   const where = config ? { host: config.host, port: config.port } : undefined;
   if (where && code === "EADDRINUSE") {

@@ -11,7 +11,7 @@ import { statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import path from "node:path";
 import { ConfigError } from "./errors.js";
-import { readProjectFile, resolveEnv, resolveGraphs } from "./project-file.js";
+import { readProjectFile, resolveEnv, resolveGraphs, resolveModuleRef } from "./project-file.js";
 
 export { ConfigError } from "./errors.js";
 
@@ -22,6 +22,17 @@ export interface GraphSpec {
   /** Named export; `default` when the spec has no `:export` suffix. */
   exportName: string;
   description?: string;
+}
+
+/** langgraph.json `auth`: the project's `Auth` instance (custom authentication and authorization). */
+export interface AuthSpec {
+  /** Absolute path of the module that exports it. */
+  file: string;
+  exportName: string;
+  /** Studio requests (`x-auth-scheme: langsmith`, `hangar dev` only) go through the handler too. */
+  disableStudioAuth: boolean;
+  /** `auth.openapi.securitySchemes`: what /openapi.json says the handler checks. */
+  securitySchemes?: Record<string, Record<string, unknown>>;
 }
 
 export interface CorsConfig {
@@ -94,6 +105,8 @@ export interface Config {
   leaseSeconds: number;
   /** Largest request body accepted (`HANGAR_MAX_BODY_MB`); larger ones get 413. */
   maxBodyBytes: number;
+  /** langgraph.json `auth.path`, when set. */
+  auth?: AuthSpec;
 }
 
 export interface ConfigFlags {
@@ -223,6 +236,13 @@ export function loadConfig(opts: LoadConfigOptions): Config {
 
   const fileEnv = resolveEnv(configPath, projectDir, file.env);
   const graphs = resolveGraphs(configPath, projectDir, file.graphs);
+  const auth: AuthSpec | undefined = file.auth?.path
+    ? {
+        ...resolveModuleRef(configPath, projectDir, file.auth.path, "auth.path", "auth"),
+        disableStudioAuth: file.auth.disable_studio_auth ?? false,
+        ...(file.auth.openapi?.securitySchemes && { securitySchemes: file.auth.openapi.securitySchemes }),
+      }
+    : undefined;
   const warnings = [...file.warnings];
   const defaultAssistantConfigs = parseAssistantConfigs(
     env.LANGGRAPH_CONFIG ?? fileEnv.LANGGRAPH_CONFIG,
@@ -258,6 +278,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     redisPrefix: env.HANGAR_REDIS_PREFIX || DEFAULTS.redisPrefix,
     leaseSeconds: lease ? integer(lease, 1, 86_400) : DEFAULTS.leaseSeconds,
     maxBodyBytes: (maxBody ? integer(maxBody, 1, 4096) : DEFAULTS.maxBodyMb) * 1024 * 1024,
+    ...(auth && { auth }),
   };
   return deepFreeze(config);
 }

@@ -91,6 +91,22 @@ const EnvSchema = z.union(
   { error: "must be an object of variables or the path of a .env file" },
 );
 
+/** `auth`: the project's `Auth` instance (`@langchain/langgraph-sdk/auth`), as the LangGraph servers load it. */
+const AuthSchema = z.looseObject(
+  {
+    path: z.string({ error: 'must be a string like "./src/auth.ts:auth"' }).optional(),
+    disable_studio_auth: flag,
+    /** What /openapi.json declares the handler checks (OpenAPI security schemes), as the LangGraph servers read it. */
+    openapi: z
+      .looseObject(
+        { securitySchemes: z.record(z.string(), z.record(z.string(), z.unknown())).optional() },
+        { error: 'must be an object {"securitySchemes": {...}}' },
+      )
+      .optional(),
+  },
+  { error: 'must be an object {"path": "./src/auth.ts:auth"}' },
+);
+
 const ProjectFileSchema = z.looseObject(
   {
     graphs: z.record(z.string(), GraphEntrySchema, {
@@ -100,6 +116,7 @@ const ProjectFileSchema = z.looseObject(
     env: EnvSchema.optional(),
     http: HttpSchema.optional(),
     hangar: HangarSectionSchema.optional(),
+    auth: AuthSchema.optional(),
   },
   { error: "must contain a JSON object" },
 );
@@ -111,12 +128,12 @@ export interface ProjectFile {
   env: z.infer<typeof EnvSchema> | undefined;
   http: Record<string, unknown>;
   hangar: HangarSection;
+  auth: z.infer<typeof AuthSchema> | undefined;
   warnings: string[];
 }
 
 /** langgraph.json keys that change serving behaviour in the reference servers but not (yet) in Hangar. */
 const UNSUPPORTED_TOP_LEVEL: Record<string, string> = {
-  auth: "custom auth handlers are not supported: requests are authenticated by API key only (HANGAR_API_KEYS, hangar keys create)",
   checkpointer: "checkpointer settings are not supported yet and are ignored",
   ui: "generative UI components are not supported and are ignored",
   webhooks: "webhook settings are not supported yet and are ignored",
@@ -154,7 +171,14 @@ export function readProjectFile(configPath: string): ProjectFile {
     }
   }
   const known = Object.fromEntries(HTTP_KEYS.filter((k) => http[k] !== undefined).map((k) => [k, http[k]]));
-  return { graphs: file.graphs, env: file.env, http: known, hangar: file.hangar ?? {}, warnings };
+  return {
+    graphs: file.graphs,
+    env: file.env,
+    http: known,
+    hangar: file.hangar ?? {},
+    auth: file.auth,
+    warnings,
+  };
 }
 
 export interface ParsedGraph {
@@ -177,18 +201,30 @@ export function resolveGraphs(
     if (id.trim() === "") throw new ConfigError(`${configPath}: ${field}: a graph id must not be empty`);
     const ref = typeof entry === "string" ? entry : entry.path;
     const refField = typeof entry === "string" ? field : `${field}.path`;
-    const [, filePart = "", exportName = "default"] = GRAPH_REF.exec(ref.trim()) ?? [];
-    if (filePart === "") {
-      throw new ConfigError(`${configPath}: ${refField}: must name a file, like "./src/graph.ts:graph"`);
-    }
-    const file = path.resolve(projectDir, filePart);
-    const stat = statSync(file, { throwIfNoEntry: false });
-    if (!stat) throw new ConfigError(`${configPath}: ${refField}: graph file not found: ${file}`);
-    if (!stat.isFile()) throw new ConfigError(`${configPath}: ${refField}: not a file: ${file}`);
+    const { file, exportName } = resolveModuleRef(configPath, projectDir, ref, refField, "graph");
     const spec: ParsedGraph = { id, file, exportName };
     if (typeof entry !== "string" && entry.description !== undefined) spec.description = entry.description;
     return spec;
   });
+}
+
+/** A `"./path/file.ts:exportName"` reference to an existing file; the export defaults to `default`. */
+export function resolveModuleRef(
+  configPath: string,
+  projectDir: string,
+  ref: string,
+  field: string,
+  what: string,
+): { file: string; exportName: string } {
+  const [, filePart = "", exportName = "default"] = GRAPH_REF.exec(ref.trim()) ?? [];
+  if (filePart === "") {
+    throw new ConfigError(`${configPath}: ${field}: must name a file, like "./src/${what}.ts:${what}"`);
+  }
+  const file = path.resolve(projectDir, filePart);
+  const stat = statSync(file, { throwIfNoEntry: false });
+  if (!stat) throw new ConfigError(`${configPath}: ${field}: ${what} file not found: ${file}`);
+  if (!stat.isFile()) throw new ConfigError(`${configPath}: ${field}: not a file: ${file}`);
+  return { file, exportName };
 }
 
 export function resolveEnv(

@@ -14,7 +14,7 @@ import { threadRoutes } from "../agents/threads.js";
 import type { Logger } from "../cli/logger.js";
 import type { CorsConfig } from "../config/index.js";
 import { sandboxRoutes } from "../sandboxes/routes.js";
-import { apiKeyAuth } from "./auth.js";
+import { apiKeyAuth, customAuthentication } from "./auth.js";
 import { docsRoutes } from "./docs-routes.js";
 import { errorHandler, notFoundHandler } from "./errors.js";
 
@@ -55,6 +55,21 @@ function requestBodyLimit(maxBytes: number) {
 }
 const UPLOAD_PATH = /^\/v2\/sandboxes\/dataplane\/[^/]+\/upload$/;
 
+/** What /openapi.json says the project's auth handler checks: its declared schemes, else a bearer token. */
+function customAuthSchemes(config: AgentDeps["config"]): Record<string, Record<string, unknown>> {
+  return (
+    config.auth?.securitySchemes ?? {
+      CustomAuth: {
+        type: "http",
+        scheme: "bearer",
+        description:
+          "Checked by the project's auth handler (langgraph.json `auth`). Declare what it really checks " +
+          "with `auth.openapi.securitySchemes` in langgraph.json.",
+      },
+    }
+  );
+}
+
 /** The HTTP application: middleware, then one route module per group; errors mapped in one place. */
 export function createApp(deps: AgentDeps, log: Logger): Hono<AppEnv> {
   const http = deps.config.http;
@@ -63,6 +78,7 @@ export function createApp(deps: AgentDeps, log: Logger): Hono<AppEnv> {
   app.use(requestBodyLimit(deps.config.maxBodyBytes));
   // Every row belongs to an organization: the API key's, or the default one when no keys are configured.
   app.use(apiKeyAuth({ envKeys: deps.config.apiKeys, repo: deps.storage.auth }));
+  if (deps.auth) app.use(customAuthentication(deps.auth, { studio: deps.config.mode === "dev" }));
   if (!http.disable_meta) app.route("/", systemRoutes());
   if (!http.disable_assistants) app.route("/", assistantRoutes(deps));
   if (!http.disable_threads) app.route("/", threadRoutes(deps));
@@ -73,7 +89,7 @@ export function createApp(deps: AgentDeps, log: Logger): Hono<AppEnv> {
   if (!http.disable_mcp) app.route("/", mcpRoutes(deps, log));
   app.route("/v2/sandboxes", sandboxRoutes(deps));
   // The API reference: /openapi.json is built from the final app at the first request.
-  app.route("/", docsRoutes(app));
+  app.route("/", docsRoutes(app, deps.auth && customAuthSchemes(deps.config)));
   app.onError(errorHandler(log));
   app.notFound(notFoundHandler);
   return app;

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../agents/context.js";
+import { type CustomAuth, STUDIO_USER } from "../auth/custom.js";
 import { unauthorized } from "../errors.js";
 import { type AuthRepo, DEFAULT_ORG } from "../storage/ports.js";
 
@@ -62,5 +63,25 @@ export function apiKeyAuth(opts: {
       return next();
     }
     throw unauthorized(key ? "Invalid API key" : "Missing X-Api-Key header: this server requires an API key");
+  };
+}
+
+/**
+ * Custom authentication (langgraph.json `auth`): every request but the public routes and `/info` runs the
+ * project's `authenticate` handler, and its user is the request's (`c.get("auth")`). It runs after the
+ * API key, which selects the organization: the handler selects the user within it. LangGraph Studio's
+ * requests (`x-auth-scheme: langsmith`) act as the Studio user in `hangar dev` unless
+ * `disable_studio_auth`; `hangar serve` has no LangSmith to vouch for them, so they authenticate as any.
+ */
+export function customAuthentication(auth: CustomAuth, opts: { studio: boolean }): MiddlewareHandler<AppEnv> {
+  return async function authenticateUser(c, next) {
+    if (isPublicRoute(c.req.method, c.req.path) || c.req.path === "/info") return next();
+    if (opts.studio && auth.studioAuth && c.req.header("x-auth-scheme") === "langsmith") {
+      c.set("auth", { user: STUDIO_USER, permissions: [] });
+      return next();
+    }
+    const ctx = await auth.authenticate(c.req.raw);
+    if (ctx) c.set("auth", ctx);
+    return next();
   };
 }

@@ -140,7 +140,14 @@ export const docsApiDocs: ApiDocs = {
 // ---- routes ----------------------------------------------------------------------------------
 
 /** `app` is the app whose routes the document lists; they are read at the first request. */
-export function docsRoutes(app: RouteSource): Hono<AppEnv> {
+/**
+ * `customAuth`: the schemes the project's auth handler checks (langgraph.json `auth`), shown as required
+ * beside the API key; undefined without custom auth.
+ */
+export function docsRoutes(
+  app: RouteSource,
+  customAuth?: Record<string, Record<string, unknown>>,
+): Hono<AppEnv> {
   let document: string | undefined;
   const cache = new Map<string, Promise<string | Uint8Array<ArrayBuffer>>>();
 
@@ -151,6 +158,7 @@ export function docsRoutes(app: RouteSource): Hono<AppEnv> {
           title: DOCS_TITLE,
           version: HANGAR_VERSION,
           description: DESCRIPTION,
+          extraSecurity: customAuth,
         }),
       );
       return c.body(document, 200, { "Content-Type": "application/json" });

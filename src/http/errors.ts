@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { AuthHandlerError } from "../auth/custom.js";
 import type { Logger } from "../cli/logger.js";
 import { type ErrorKind, HangarError } from "../errors.js";
 
@@ -14,6 +15,8 @@ function statusOf(kind: ErrorKind): ContentfulStatusCode {
       return 400;
     case "unauthorized":
       return 401;
+    case "forbidden":
+      return 403;
     case "validation":
       return 422;
     case "quota":
@@ -34,6 +37,9 @@ function statusOf(kind: ErrorKind): ContentfulStatusCode {
 /** The one place errors become responses (DESIGN.md decision 2: FastAPI-style bodies). */
 export function errorHandler(log: Logger) {
   return function onError(err: Error, c: Context) {
+    // The project's auth handler chose the status and headers (an HTTPException it threw).
+    if (err instanceof AuthHandlerError)
+      return c.json({ detail: err.message }, err.status as ContentfulStatusCode, err.headers);
     if (err instanceof HangarError) {
       const detail =
         err.kind === "validation"

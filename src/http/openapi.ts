@@ -225,6 +225,8 @@ export interface OpenApiInfo {
   title: string;
   version: string;
   description?: string;
+  /** Security schemes required besides the API key on every non-public operation (custom auth). */
+  extraSecurity?: Record<string, Json>;
 }
 
 type Json = Record<string, any>;
@@ -404,6 +406,16 @@ export function buildOpenApi(app: RouteSource, areas: ApiDocs[], info: OpenApiIn
     ...usedTags.filter((name) => !declaredTags.some((t) => t.name === name)).map((name) => ({ name })),
   ];
 
+  // Custom auth: its schemes are required beside the API key wherever the key is.
+  const extra = info.extraSecurity ?? {};
+  const requirement = {
+    [SECURITY_SCHEME]: [],
+    ...Object.fromEntries(Object.keys(extra).map((k) => [k, []])),
+  };
+  for (const operations of Object.values(paths) as Json[])
+    for (const operation of Object.values(operations) as Json[])
+      if (operation.security?.length) operation.security = [requirement];
+
   return {
     openapi: "3.1.0",
     info: {
@@ -434,9 +446,10 @@ export function buildOpenApi(app: RouteSource, areas: ApiDocs[], info: OpenApiIn
             "(`/ok`, `/docs`, `/openapi.json`) when the server has API keys configured; with none " +
             "configured the API is open and everything belongs to the `default` organization.",
         },
+        ...extra,
       },
     },
-    security: [{ [SECURITY_SCHEME]: [] }],
+    security: [requirement],
   };
 }
 

@@ -70,7 +70,8 @@ export class CronService {
     private readonly clock: () => number = Date.now,
   ) {}
 
-  async create(org: OrgId, threadId: string | null, req: CronCreateRequest): Promise<Cron> {
+  /** `userId`: the identity of the user who creates it (custom auth), shown as the cron's `user_id`. */
+  async create(org: OrgId, threadId: string | null, req: CronCreateRequest, userId?: string): Promise<Cron> {
     const assistant = await this.runs.assistant(org, req.assistant_id);
     const schedule = req.schedule.trim();
     const timezone = req.timezone ?? null;
@@ -80,7 +81,7 @@ export class CronService {
       cron_id: randomUUID(),
       assistant_id: assistant.assistant_id,
       thread_id: threadId,
-      user_id: null,
+      user_id: userId ?? null,
       schedule,
       timezone,
       end_time,
@@ -157,7 +158,10 @@ export class CronService {
     return { items: items.map((cron) => this.#present(cron)), total };
   }
 
-  async count(org: OrgId, query: Pick<CronQuery, "assistant_id" | "thread_id" | "enabled" | "metadata">) {
+  async count(
+    org: OrgId,
+    query: Pick<CronQuery, "assistant_id" | "thread_id" | "enabled" | "metadata" | "auth">,
+  ) {
     return this.storage.crons.count(org, query);
   }
 }

@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import { pathToFileURL } from "node:url";
 import {
   getConfigTypeSchema,
   getInputTypeSchema,
@@ -8,6 +7,7 @@ import {
 } from "@langchain/langgraph/zod/schema";
 import { type BaseCheckpointSaver, type BaseStore, MemorySaver } from "@langchain/langgraph-checkpoint";
 import type { GraphSpec } from "../config/index.js";
+import { importProjectExport } from "./project-module.js";
 
 /** The compiled-graph surface the server uses (a LangGraph `Pregel`). */
 export type CompiledGraph = {
@@ -100,12 +100,7 @@ export class GraphRegistry {
       const where = `graph "${spec.id}" (${spec.file}:${spec.exportName})`;
       let exported: unknown;
       try {
-        const module = await import(pathToFileURL(spec.file).href);
-        if (!(spec.exportName in module)) {
-          const names = Object.keys(module).join(", ") || "none";
-          throw new Error(`the file has no export named "${spec.exportName}" (exports: ${names})`);
-        }
-        exported = await module[spec.exportName];
+        exported = await importProjectExport(spec.file, spec.exportName);
       } catch (err) {
         throw new GraphLoadError(`Failed to load ${where}: ${(err as Error).message ?? err}`);
       }

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import type { AuthContext } from "../auth/custom.js";
 import { conflict, notFound } from "../errors.js";
 import type { Assistant, JsonObject, OrgId, Run, RunKwargs, Storage } from "../storage/ports.js";
 import type { RunEvent, RunLogs } from "../streams/run-log.js";
@@ -55,8 +56,18 @@ export class RunService {
     return assistant;
   }
 
-  /** Admits a run (atomically, with its multitask strategy) and wakes the dispatcher. */
-  async create(org: OrgId, threadId: string | null, body: RunRequest, headers: Headers): Promise<Run> {
+  /**
+   * Admits a run (atomically, with its multitask strategy) and wakes the dispatcher. `user`: who asks
+   * (custom auth), handed to the graph in `configurable`; internal callers (crons) pass none and keep
+   * the user their payload was stamped with.
+   */
+  async create(
+    org: OrgId,
+    threadId: string | null,
+    body: RunRequest,
+    headers: Headers,
+    user?: AuthContext,
+  ): Promise<Run> {
     const assistant = await this.assistant(org, body.assistant_id);
     const runId = randomUUID();
     const stateless = threadId === null;
@@ -69,6 +80,7 @@ export class RunService {
       ...forwardedHeaders(headers),
       ...(body.checkpoint ?? {}),
       ...(body.checkpoint_id ? { checkpoint_id: body.checkpoint_id } : {}),
+      ...(user && authConfigurable(user)),
       run_id: runId,
       thread_id,
       graph_id: assistant.graph_id,
@@ -287,6 +299,23 @@ export class RunService {
       runIds.map((id) => this.dispatcher.stopAnywhere(id, "rollback", { record: false, waitMs: 5_000 })),
     );
   }
+}
+
+/**
+ * The user as LangGraph hands it to graphs (`config.configurable`), as plain JSON: it is stored with
+ * the run. A request's own `langgraph_auth_*` keys are overwritten, never trusted.
+ */
+export function authConfigurable(ctx: AuthContext): JsonObject {
+  const { identity, display_name, is_authenticated, permissions } = ctx.user;
+  let user: JsonObject = { identity, display_name, is_authenticated, permissions };
+  try {
+    user = JSON.parse(JSON.stringify(ctx.user)); // every JSON field the handler put on its user
+  } catch {} // a field JSON cannot hold (a cycle, a BigInt): the standard ones
+  return {
+    langgraph_auth_user: user,
+    langgraph_auth_user_id: ctx.user.identity,
+    langgraph_auth_permissions: [...ctx.permissions],
+  };
 }
 
 export function normalizeStreamMode(mode: string | string[] | null | undefined): string[] {

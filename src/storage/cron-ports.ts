@@ -10,6 +10,7 @@
 
 type OrgId = string;
 type JsonObject = Record<string, unknown>;
+type AuthFilter = import("../auth/filter.js").AuthFilter;
 
 /** A cron as the API shows it (the official server's Cron, plus `timezone` and `on_run_completed`). */
 export interface Cron {
@@ -71,6 +72,8 @@ export interface CronQuery {
   thread_id?: string;
   enabled?: boolean;
   metadata?: JsonObject;
+  /** An authorization handler's filter on `metadata` (src/auth/filter.ts): other rows do not exist. */
+  auth?: AuthFilter;
   limit: number;
   offset: number;
   sort_by:
@@ -102,7 +105,7 @@ export interface CronsRepo {
   search(org: OrgId, query: CronQuery): Promise<{ items: Cron[]; total: number }>;
   count(
     org: OrgId,
-    query: Pick<CronQuery, "assistant_id" | "thread_id" | "enabled" | "metadata">,
+    query: Pick<CronQuery, "assistant_id" | "thread_id" | "enabled" | "metadata" | "auth">,
   ): Promise<number>;
   /** Enabled crons of every organization due at `now`, earliest first, at most `limit`. */
   listDue(now: number, limit: number): Promise<DueCron[]>;

@@ -7,6 +7,7 @@
  * synchronous SQLite transaction, or a Postgres transaction with row locks).
  */
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import type { AuthFilter } from "../auth/filter.js";
 import type { MultitaskStrategy, RunStatus, ThreadStatus } from "../runtime/statuses.js";
 import type { AuthRepo } from "./auth-ports.js";
 import type { CronsRepo } from "./cron-ports.js";
@@ -66,6 +67,8 @@ export interface AssistantQuery {
   graph_id?: string;
   name?: string;
   metadata?: JsonObject;
+  /** An authorization handler's filter on `metadata` (src/auth/filter.ts): other rows do not exist. */
+  auth?: AuthFilter;
   limit: number;
   offset: number;
   sort_by: "assistant_id" | "graph_id" | "name" | "created_at" | "updated_at";
@@ -98,6 +101,8 @@ export interface ThreadQuery {
   metadata?: JsonObject;
   values?: JsonObject;
   status?: ThreadStatus;
+  /** An authorization handler's filter on `metadata` (src/auth/filter.ts): other rows do not exist. */
+  auth?: AuthFilter;
   limit: number;
   offset: number;
   sort_by: "thread_id" | "status" | "created_at" | "updated_at" | "state_updated_at";
@@ -234,7 +239,7 @@ export interface AssistantsRepo {
    */
   delete(org: OrgId, assistantId: string, opts: { deleteThreads: boolean }): Promise<AssistantDeletion>;
   search(org: OrgId, query: AssistantQuery): Promise<{ items: Assistant[]; total: number }>;
-  count(org: OrgId, query: Pick<AssistantQuery, "graph_id" | "name" | "metadata">): Promise<number>;
+  count(org: OrgId, query: Pick<AssistantQuery, "graph_id" | "name" | "metadata" | "auth">): Promise<number>;
   versions(
     org: OrgId,
     assistantId: string,
@@ -255,7 +260,7 @@ export interface ThreadsRepo {
   /** Deletes the thread, its runs and checkpoints; returns the ids of runs that were executing. */
   delete(org: OrgId, threadId: string): Promise<{ deleted: boolean; runningRunIds: string[] }>;
   search(org: OrgId, query: ThreadQuery): Promise<{ items: Thread[]; total: number }>;
-  count(org: OrgId, query: Pick<ThreadQuery, "metadata" | "values" | "status">): Promise<number>;
+  count(org: OrgId, query: Pick<ThreadQuery, "metadata" | "values" | "status" | "auth">): Promise<number>;
   /** Copies the thread with all its checkpoints under a new id; null if the source is absent. */
   copy(org: OrgId, threadId: string, newThreadId: string): Promise<Thread | null>;
   /** Records the state after a direct state update (values, interrupts); status follows `hasNext`. */

@@ -6,9 +6,11 @@ import assert from "node:assert/strict";
 import { randomBytes, randomUUID } from "node:crypto";
 import { describe, test } from "node:test";
 import { type Checkpoint, emptyCheckpoint } from "@langchain/langgraph-checkpoint";
+import fc from "fast-check";
 import pg from "pg";
+import { type AuthFilter, matchesFilter } from "../../src/auth/filter.js";
 import { HangarError } from "../../src/errors.js";
-import type { Assistant, Run, RunAdmission, Storage } from "../../src/storage/ports.js";
+import type { Assistant, Run, RunAdmission, Storage, Thread } from "../../src/storage/ports.js";
 import { MIGRATION_COUNT } from "../../src/storage/postgres/database.js";
 import { openPostgresStorage } from "../../src/storage/postgres/index.js";
 import { ADAPTERS, type Fixture, PG_URI } from "../helpers/adapters.js";
@@ -743,6 +745,43 @@ for (const adapter of ADAPTERS) {
     });
 
     describe("threads", () => {
+      test(
+        "authorization filters ($eq, $contains, scalars) select in SQL exactly the rows matchesFilter accepts",
+        withStorage(async (s) => {
+          // Metadata and filters drawn from a small domain, so that matches and near misses both occur.
+          const scalar = fc.oneof(
+            fc.constantFrom("a", "b", "1", ""),
+            fc.constantFrom(1, 2, 1.5),
+            fc.boolean(),
+          );
+          const value = fc.oneof(scalar, fc.array(scalar, { maxLength: 3 }), fc.constant(null));
+          const metadata = fc.dictionary(fc.constantFrom("owner", "team", "tags"), value, { maxKeys: 3 });
+          const condition = fc.oneof(
+            scalar,
+            scalar.map(($eq) => ({ $eq })),
+            fc
+              .oneof(scalar, fc.array(scalar, { minLength: 1, maxLength: 2 }))
+              .map(($contains) => ({ $contains })),
+          );
+          const filter = fc.dictionary(fc.constantFrom("owner", "team", "tags"), condition, {
+            minKeys: 1,
+            maxKeys: 2,
+          });
+          const rows = fc.sample(metadata, { numRuns: 40, seed: 15 });
+          const threads: Thread[] = [];
+          for (const m of rows)
+            threads.push(await s.threads.create(ORG, { thread_id: randomUUID(), metadata: m }, "raise"));
+          const query = { limit: 1000, offset: 0, sort_by: "created_at", sort_order: "asc" } as const;
+          for (const f of fc.sample(filter, { numRuns: 60, seed: 16 })) {
+            const auth = f as AuthFilter;
+            const expected = threads.filter((t) => matchesFilter(t.metadata, auth)).map((t) => t.thread_id);
+            const found = (await s.threads.search(ORG, { ...query, auth })).items.map((t) => t.thread_id);
+            assert.deepEqual(found, expected, `filter ${JSON.stringify(f)}`);
+            assert.equal(await s.threads.count(ORG, { auth }), expected.length);
+          }
+        }),
+      );
+
       test(
         "create, patch, search and count by metadata, values and status, copy with checkpoints, delete",
         withStorage(async (s) => {

@@ -18,16 +18,15 @@
  * On a failure the servers' logs are written to a file named in the message.
  */
 import assert from "node:assert/strict";
-import { randomBytes, randomInt, randomUUID } from "node:crypto";
+import { randomInt, randomUUID } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import type { Client } from "@langchain/langgraph-sdk";
-import pg from "pg";
+import { freshDatabase, PG_SKIP } from "../helpers/postgres.js";
 import { client, contents, type Hangar, http, human, startHangar } from "../helpers/server.js";
 
-const PG_URI = process.env.HANGAR_TEST_POSTGRES_URI;
 /** HANGAR_E2E_KEEP=1 (see the harness) also keeps the Postgres database and writes the server logs. */
 const KEEP = process.env.HANGAR_E2E_KEEP === "1";
 const FINAL = new Set(["success", "error", "interrupted"]);
@@ -323,16 +322,6 @@ interface Adapter {
   prepare(): Promise<{ env: Record<string, string>; cleanup(note: (line: string) => void): Promise<void> }>;
 }
 
-async function admin(sql: string): Promise<void> {
-  const db = new pg.Client({ connectionString: PG_URI });
-  await db.connect();
-  try {
-    await db.query(sql);
-  } finally {
-    await db.end();
-  }
-}
-
 const ADAPTERS: Adapter[] = [
   {
     name: "sqlite",
@@ -342,22 +331,17 @@ const ADAPTERS: Adapter[] = [
   },
   {
     name: "postgres",
-    skip: PG_URI
-      ? undefined
-      : "HANGAR_TEST_POSTGRES_URI is not set (e.g. postgres://postgres@127.0.0.1:5432/test)",
+    skip: PG_SKIP,
     async prepare() {
-      const db = `hangar_e2e_${randomBytes(5).toString("hex")}`;
-      await admin(`CREATE DATABASE ${db}`);
-      const url = new URL(PG_URI as string);
-      url.pathname = `/${db}`;
+      const db = await freshDatabase();
       return {
         // Without Redis, a dead process's runs are recovered by the next one's sweeper once their lease
         // expires (Postgres is shared storage: nothing is recovered at start just because it is `running`).
-        env: { POSTGRES_URI: url.toString(), HANGAR_LEASE_SECONDS: "2" },
+        env: { POSTGRES_URI: db.uri, HANGAR_LEASE_SECONDS: "2" },
         cleanup: async (note) => {
           // HANGAR_E2E_KEEP=1 keeps the database to look into, as it keeps SQLite data dirs.
-          if (KEEP) note(`kept database ${url}`);
-          else await admin(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`);
+          if (KEEP) note(`kept database ${db.uri}`);
+          else await db.drop();
         },
       };
     },

@@ -316,9 +316,28 @@ describe("http", () => {
     assert.match(config.warnings[0], /http\.app: not supported/);
   });
 
-  test("a custom auth handler is reported as not supported, pointing at API keys", () => {
-    const config = load(project(minimal({ auth: { path: "./auth.ts:auth" } })));
-    assert.match(config.warnings.join("\n"), /auth: custom auth handlers are not supported.*API key/);
+  test("auth.path names the project's Auth export (relative to the file); studio auth on by default", () => {
+    const dir = project({ ...minimal({ auth: { path: "./src/auth.ts:auth" } }), "src/auth.ts": "" });
+    const config = load(dir);
+    assert.deepEqual(config.auth, {
+      file: path.join(dir, "src", "auth.ts"),
+      exportName: "auth",
+      disableStudioAuth: false,
+    });
+    assert.deepEqual(config.warnings, []);
+    const off = { ...minimal({ auth: { path: "./a.ts", disable_studio_auth: true } }), "a.ts": "" };
+    assert.deepEqual(load(project(off)).auth?.disableStudioAuth, true);
+    assert.equal(load(project(off)).auth?.exportName, "default");
+    assert.equal(load(project(minimal({ auth: {} }))).auth, undefined, "no path: no custom auth");
+  });
+
+  test("a bad auth section stops start-up with the field named", () => {
+    rejects(
+      () => load(project(minimal({ auth: { path: "./missing.ts:auth" } }))),
+      "auth.path: auth file not found",
+    );
+    rejects(() => load(project(minimal({ auth: { path: 42 } }))), "auth.path");
+    rejects(() => load(project(minimal({ auth: "./auth.ts" }))), "auth");
   });
 
   test("a store section is no longer reported as ignored", () => {

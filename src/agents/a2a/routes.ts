@@ -12,6 +12,7 @@ import type { Logger } from "../../cli/logger.js";
 import { HangarError } from "../../errors.js";
 import { sseResponse } from "../../http/sse.js";
 import type { RunEvent } from "../../streams/run-log.js";
+import { accessOf } from "../authz.js";
 import { type AgentDeps, type AppEnv, orgOf } from "../context.js";
 import { accepts, parseEnvelope, RPC, RpcError, type RpcId, rpcError, rpcResult } from "../jsonrpc.js";
 import { agentCard, publicBaseUrl, requestBaseUrl } from "./card.js";
@@ -20,6 +21,7 @@ import { A2AService } from "./service.js";
 type C = Context<AppEnv>;
 
 export function a2aRoutes(deps: AgentDeps, log: Logger) {
+  const serviceFor = (c: C) => (deps.auth ? new A2AService(deps, accessOf(deps, c)) : service);
   const service = new A2AService(deps);
   // Read once: a malformed HANGAR_PUBLIC_URL stops the server at startup.
   const configuredBase = publicBaseUrl();
@@ -82,7 +84,7 @@ export function a2aRoutes(deps: AgentDeps, log: Logger) {
         return c.json({ error: "Accept header must include text/event-stream for streaming" }, 400);
       }
       return sseResponse(
-        (signal) => frames(id, method, service.stream(org, pathId, params, headers, signal)),
+        (signal) => frames(id, method, serviceFor(c).stream(org, pathId, params, headers, signal)),
         { withIds: false },
       );
     }
@@ -94,13 +96,13 @@ export function a2aRoutes(deps: AgentDeps, log: Logger) {
       let result: unknown;
       switch (method) {
         case "message/send":
-          result = await service.send(org, pathId, params, headers, signal);
+          result = await serviceFor(c).send(org, pathId, params, headers, signal);
           break;
         case "tasks/get":
-          result = await service.getTask(org, pathId, params);
+          result = await serviceFor(c).getTask(org, pathId, params);
           break;
         case "tasks/cancel":
-          result = await service.cancelTask(org, pathId, params, signal);
+          result = await serviceFor(c).cancelTask(org, pathId, params, signal);
           break;
         default:
           throw new RpcError(RPC.METHOD_NOT_FOUND, `Method not found: ${method}`);

@@ -3,11 +3,13 @@
  * (created if missing); the task is that run (task id = run id, `contextId` = thread id).
  */
 import { randomUUID } from "node:crypto";
+import { matchesFilter } from "../../auth/filter.js";
 import { HangarError } from "../../errors.js";
 import type { RunRequest } from "../../runtime/runs.js";
 import { toPlain } from "../../runtime/serialize.js";
 import { isFinal } from "../../runtime/statuses.js";
 import type { Assistant, OrgId, Run } from "../../storage/ports.js";
+import { type Access, OPEN_ACCESS } from "../authz.js";
 import type { AgentDeps } from "../context.js";
 import { invalidParams, isJsonObject, RpcError } from "../jsonrpc.js";
 import {
@@ -50,9 +52,16 @@ interface Started {
 }
 
 export class A2AService {
-  constructor(private readonly deps: AgentDeps) {}
+  /** `access`: the caller's user and authorization (custom auth); one service per request. */
+  constructor(
+    private readonly deps: AgentDeps,
+    private readonly access: Access = OPEN_ACCESS,
+  ) {}
 
-  /** The assistant of the endpoint path (an assistant id, or a graph id for its default assistant). */
+  /**
+   * The assistant of the endpoint path (an assistant id, or a graph id for its default assistant). As
+   * for runs created over HTTP, no `assistants:read` is raised: the task's thread is what is authorized.
+   */
   async assistant(org: OrgId, pathId: string): Promise<Assistant> {
     try {
       return await this.deps.runs.assistant(org, pathId);
@@ -62,6 +71,14 @@ export class A2AService {
       }
       throw err;
     }
+  }
+
+  /** Whether the caller may `action` the thread `threadId` (an absent one counts as allowed). */
+  private async threadAllowed(org: OrgId, threadId: string, action: "read" | "update") {
+    const { filter } = await this.access.authorize("threads", action, { thread_id: threadId });
+    if (!filter) return true;
+    const thread = await this.deps.storage.threads.get(org, threadId);
+    return !thread || matchesFilter(thread.metadata, filter);
   }
 
   /** `message/send`: run the message and answer with the finished task (or at once when not blocking). */
@@ -155,7 +172,7 @@ export class A2AService {
   async cancelTask(org: OrgId, pathId: string, params: unknown, signal: AbortSignal): Promise<Task> {
     const { id } = taskQuery(params);
     const assistant = await this.assistant(org, pathId);
-    const run = await this.findRun(org, id, assistant);
+    const run = await this.findRun(org, id, assistant, "update");
     if (isFinal(run.status)) {
       throw new RpcError(
         A2A_ERRORS.TASK_NOT_CANCELABLE,
@@ -179,7 +196,16 @@ export class A2AService {
     const incoming = readIncomingMessage(params);
     const assistant = await this.assistant(org, pathId);
     const contextId = incoming.contextId ?? randomUUID();
+    // As a run on a thread (threads:create_run): a context of another user is not found.
+    const asked = await this.access.authorize("threads", "create_run", {
+      thread_id: contextId,
+      assistant_id: assistant.assistant_id,
+      metadata: {} as Record<string, unknown>,
+      if_not_exists: "create",
+    });
     const thread = incoming.contextId ? await this.deps.storage.threads.get(org, contextId) : null;
+    if (thread && !matchesFilter(thread.metadata, asked.filter))
+      throw invalidParams(`Failed to create run: Thread with ID ${contextId} not found`);
     // A message to a thread stopped at interrupt() answers it: the graph resumes with the message.
     const resume =
       thread?.status === "interrupted" && Object.values(thread.interrupts ?? {}).some((l) => l.length > 0);
@@ -187,13 +213,14 @@ export class A2AService {
 
     const request: RunRequest = {
       assistant_id: assistant.assistant_id,
+      metadata: asked.value.metadata,
       if_not_exists: "create",
       stream_mode: streamMode,
       ...(resume ? { command: { resume: resumeValue(incoming) } } : { input: toGraphInput(incoming) }),
     };
     let run: Run;
     try {
-      run = await this.deps.runs.create(org, contextId, request, headers);
+      run = await this.deps.runs.create(org, contextId, request, headers, this.access.user);
     } catch (err) {
       if (err instanceof HangarError) throw invalidParams(`Failed to create run: ${err.message}`);
       throw err;
@@ -219,7 +246,12 @@ export class A2AService {
   }
 
   /** A task id is a run id; `<context id>:<run id>` is accepted too. Other assistants' runs are not found. */
-  private async findRun(org: OrgId, id: string, assistant: Assistant): Promise<Run> {
+  private async findRun(
+    org: OrgId,
+    id: string,
+    assistant: Assistant,
+    action: "read" | "update" = "read",
+  ): Promise<Run> {
     const colon = id.indexOf(":");
     const contextId = colon >= 0 ? id.slice(0, colon) : null;
     const runId = colon >= 0 ? id.slice(colon + 1) : id;
@@ -227,6 +259,7 @@ export class A2AService {
     if (!isUuid(runId) || (contextId !== null && !isUuid(contextId))) throw notFound();
     const run = await this.deps.storage.runs.get(org, contextId, runId);
     if (!run || run.assistant_id !== assistant.assistant_id) throw notFound();
+    if (!(await this.threadAllowed(org, run.thread_id, action))) throw notFound();
     return run;
   }
 

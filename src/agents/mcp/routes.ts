@@ -10,9 +10,10 @@
 import { type Context, Hono } from "hono";
 import type { Logger } from "../../cli/logger.js";
 import { HangarError } from "../../errors.js";
-import type { Assistant, OrgId } from "../../storage/ports.js";
+import type { Assistant } from "../../storage/ports.js";
 import { SERVER_VERSION } from "../a2a/card.js";
 import { errorText } from "../a2a/messages.js";
+import { authorize } from "../authz.js";
 import { type AgentDeps, type AppEnv, orgOf } from "../context.js";
 import {
   accepts,
@@ -36,20 +37,29 @@ const PAGE_SIZE = 100;
 export function mcpRoutes(deps: AgentDeps, log: Logger) {
   const { storage, graphs, runs } = deps;
 
-  /** Assistants in a stable order (oldest first), one page at a time. */
-  const page = (org: OrgId, offset: number) =>
-    storage.assistants.search(org, { limit: PAGE_SIZE, offset, sort_by: "created_at", sort_order: "asc" });
+  /**
+   * Assistants in a stable order (oldest first), one page at a time: those the caller may see
+   * (`assistants:search`, custom auth).
+   */
+  const page = async (c: C, offset: number) =>
+    storage.assistants.search(orgOf(c), {
+      limit: PAGE_SIZE,
+      offset,
+      sort_by: "created_at",
+      sort_order: "asc",
+      auth: (await authorize(deps, c, "assistants", "search", { limit: PAGE_SIZE, offset })).filter,
+    });
 
   const nameOf = (a: Assistant) => toolName(a.name) || a.assistant_id;
 
-  async function listTools(org: OrgId, params: unknown) {
+  async function listTools(c: C, params: unknown) {
     const cursor = isJsonObject(params) ? params.cursor : undefined;
     let offset = 0;
     if (cursor !== undefined && cursor !== null) {
       if (typeof cursor !== "string" || !/^\d+$/.test(cursor)) throw invalidParams("Invalid cursor");
       offset = Number(cursor);
     }
-    const { items, total } = await page(org, offset);
+    const { items, total } = await page(c, offset);
     const seen = new Set<string>();
     const tools = [];
     for (const assistant of items) {
@@ -70,9 +80,9 @@ export function mcpRoutes(deps: AgentDeps, log: Logger) {
     return next < total ? { tools, nextCursor: String(next) } : { tools };
   }
 
-  async function findTool(org: OrgId, name: string): Promise<Assistant | null> {
+  async function findTool(c: C, name: string): Promise<Assistant | null> {
     for (let offset = 0; ; offset += PAGE_SIZE) {
-      const { items } = await page(org, offset);
+      const { items } = await page(c, offset);
       const found = items.find((a) => nameOf(a) === name);
       if (found) return found;
       if (items.length < PAGE_SIZE) return null;
@@ -88,20 +98,28 @@ export function mcpRoutes(deps: AgentDeps, log: Logger) {
       throw invalidParams("Invalid params: 'arguments' must be an object");
     }
     const org = orgOf(c);
-    const assistant = await findTool(org, name);
+    const assistant = await findTool(c, name);
     if (!assistant) throw invalidParams(`Unknown tool: ${name}`);
     const signal = c.req.raw.signal;
     let runId: string | undefined;
     try {
+      // A stateless run, admitted as any other for this user (threads:create_run may stamp its metadata).
+      const { value } = await authorize(deps, c, "threads", "create_run", {
+        thread_id: null,
+        assistant_id: assistant.assistant_id,
+        metadata: {} as Record<string, unknown>,
+      });
       const run = await runs.create(
         org,
         null,
         {
           assistant_id: assistant.assistant_id,
           input: args ?? {},
+          metadata: value.metadata,
           ...(isJsonObject(context) ? { context } : {}),
         },
         c.req.raw.headers,
+        c.get("auth"),
       );
       runId = run.run_id;
       // A caller that gives up does not leave the tool running.
@@ -138,7 +156,7 @@ export function mcpRoutes(deps: AgentDeps, log: Logger) {
       case "ping":
         return {};
       case "tools/list":
-        return listTools(orgOf(c), params);
+        return listTools(c, params);
       case "tools/call":
         return callTool(c, params);
       default:

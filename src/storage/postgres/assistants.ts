@@ -12,7 +12,7 @@ import {
   type OrgId,
 } from "../ports.js";
 import type { PgDatabase, Queryable } from "./database.js";
-import { jsonContains, Params } from "./json-filter.js";
+import { authClause, jsonContains, Params } from "./json-filter.js";
 import { deleteThreadCheckpoints, settledStatus } from "./threads.js";
 
 /** System (default) assistants have org_id '' and are visible to every organization. */
@@ -241,12 +241,17 @@ export class PgAssistants implements AssistantsRepo {
     });
   }
 
-  #where(org: OrgId, q: Pick<AssistantQuery, "graph_id" | "name" | "metadata">, params: Params): string {
+  #where(
+    org: OrgId,
+    q: Pick<AssistantQuery, "graph_id" | "name" | "metadata" | "auth">,
+    params: Params,
+  ): string {
     const clauses = [`(org_id = ${params.add(org)} OR org_id = '')`];
     if (q.graph_id !== undefined) clauses.push(`graph_id = ${params.add(q.graph_id)}`);
     if (q.name !== undefined) clauses.push(`strpos(lower(name), lower(${params.add(q.name)})) > 0`);
     if (q.metadata && Object.keys(q.metadata).length)
       clauses.push(jsonContains("metadata", q.metadata, params));
+    if (q.auth) clauses.push(authClause("metadata", q.auth, params));
     return clauses.join(" AND ");
   }
 
@@ -263,7 +268,10 @@ export class PgAssistants implements AssistantsRepo {
     return { items: rows.map(toAssistant), total: await this.count(org, q) };
   }
 
-  async count(org: OrgId, q: Pick<AssistantQuery, "graph_id" | "name" | "metadata">): Promise<number> {
+  async count(
+    org: OrgId,
+    q: Pick<AssistantQuery, "graph_id" | "name" | "metadata" | "auth">,
+  ): Promise<number> {
     const params = new Params();
     const where = this.#where(org, q, params);
     const { rows } = await this.#db.query<{ n: number }>(

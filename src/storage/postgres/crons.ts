@@ -10,7 +10,7 @@ import type {
   OrgId,
 } from "../ports.js";
 import type { PgDatabase, Queryable } from "./database.js";
-import { jsonContains, Params } from "./json-filter.js";
+import { authClause, jsonContains, Params } from "./json-filter.js";
 
 interface CronRow {
   cron_id: string;
@@ -165,6 +165,7 @@ export class PgCrons implements CronsRepo {
     if (q.enabled !== undefined) clauses.push(`enabled = ${params.add(q.enabled)}`);
     if (q.metadata && Object.keys(q.metadata).length)
       clauses.push(jsonContains("metadata", q.metadata, params));
+    if (q.auth) clauses.push(authClause("metadata", q.auth, params));
     return clauses.join(" AND ");
   }
 
@@ -184,7 +185,7 @@ export class PgCrons implements CronsRepo {
 
   async count(
     org: OrgId,
-    q: Pick<CronQuery, "assistant_id" | "thread_id" | "enabled" | "metadata">,
+    q: Pick<CronQuery, "assistant_id" | "thread_id" | "enabled" | "metadata" | "auth">,
   ): Promise<number> {
     const params = new Params();
     const where = this.#where(org, q, params);

@@ -5,6 +5,8 @@
  * (served by the GIN index); arrays are compared whole with `#>`, because `@>` would also accept a
  * longer array that merely contains the filter's elements.
  */
+import { type AuthFilter, conditionOf } from "../../auth/filter.js";
+
 export interface SqlFragment {
   sql: string;
   params: unknown[];
@@ -41,6 +43,27 @@ export function jsonContains(column: string, filter: Record<string, unknown>, pa
     clauses.push(`${column} @> ${params.add(JSON.stringify(contained))}::jsonb`);
   for (const [path, value] of arrays) {
     clauses.push(`${column} #> ${params.add(path)}::text[] = ${params.add(JSON.stringify(value))}::jsonb`);
+  }
+  return clauses.length ? clauses.join(" AND ") : "TRUE";
+}
+
+/**
+ * An authorization filter (src/auth/filter.ts) as a Postgres condition on a metadata column: top-level
+ * keys equal to a scalar (`@>`, served by the GIN index), or lists containing every given scalar.
+ */
+export function authClause(column: string, filter: AuthFilter, params: Params): string {
+  const clauses: string[] = [];
+  for (const [key, condition] of Object.entries(filter)) {
+    const c = conditionOf(condition);
+    if ("eq" in c) {
+      clauses.push(`${column} @> ${params.add(JSON.stringify({ [key]: c.eq }))}::jsonb`);
+      continue;
+    }
+    const field = `${column} -> ${params.add(key)}::text`;
+    clauses.push(
+      `jsonb_typeof(${field}) = 'array'`,
+      `${field} @> ${params.add(JSON.stringify(c.contains))}::jsonb`,
+    );
   }
   return clauses.length ? clauses.join(" AND ") : "TRUE";
 }

@@ -3,7 +3,7 @@ import type { ThreadStatus } from "../../runtime/statuses.js";
 import type { Interrupt, JsonObject, OrgId, Thread, ThreadQuery, ThreadsRepo } from "../ports.js";
 import type { PgCheckpointer } from "./checkpointer.js";
 import type { PgDatabase, Queryable } from "./database.js";
-import { jsonContains, Params } from "./json-filter.js";
+import { authClause, jsonContains, Params } from "./json-filter.js";
 
 export interface ThreadRow {
   thread_id: string;
@@ -181,6 +181,7 @@ export class PgThreads implements ThreadsRepo {
     if (q.metadata && Object.keys(q.metadata).length)
       clauses.push(jsonContains("metadata", q.metadata, params));
     if (q.values && Object.keys(q.values).length) clauses.push(jsonContains('"values"', q.values, params));
+    if (q.auth) clauses.push(authClause("metadata", q.auth, params));
     return clauses.join(" AND ");
   }
 
@@ -197,7 +198,7 @@ export class PgThreads implements ThreadsRepo {
     return { items: rows.map(toThread), total: await this.count(org, q) };
   }
 
-  async count(org: OrgId, q: Pick<ThreadQuery, "metadata" | "values" | "status">): Promise<number> {
+  async count(org: OrgId, q: Pick<ThreadQuery, "metadata" | "values" | "status" | "auth">): Promise<number> {
     const params = new Params();
     const where = this.#where(org, q, params);
     const { rows } = await this.#db.query<{ n: number }>(

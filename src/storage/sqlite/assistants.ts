@@ -12,7 +12,7 @@ import {
   type OrgId,
 } from "../ports.js";
 import { type Db, prepared } from "./database.js";
-import { jsonContains } from "./json-filter.js";
+import { authClause, jsonContains } from "./json-filter.js";
 import { deleteThreadCheckpoints, settledStatus } from "./threads.js";
 
 /** System (default) assistants have org_id '' and are visible to every organization. */
@@ -215,7 +215,7 @@ export class SqliteAssistants implements AssistantsRepo {
     })();
   }
 
-  #where(org: OrgId, q: Pick<AssistantQuery, "graph_id" | "name" | "metadata">) {
+  #where(org: OrgId, q: Pick<AssistantQuery, "graph_id" | "name" | "metadata" | "auth">) {
     const clauses = [VISIBLE];
     const params: unknown[] = [org];
     if (q.graph_id !== undefined) {
@@ -228,6 +228,11 @@ export class SqliteAssistants implements AssistantsRepo {
     }
     if (q.metadata && Object.keys(q.metadata).length) {
       const f = jsonContains("metadata", q.metadata);
+      clauses.push(f.sql);
+      params.push(...f.params);
+    }
+    if (q.auth) {
+      const f = authClause("metadata", q.auth);
       clauses.push(f.sql);
       params.push(...f.params);
     }
@@ -244,7 +249,10 @@ export class SqliteAssistants implements AssistantsRepo {
     return { items: rows.map(toAssistant), total: await this.count(org, q) };
   }
 
-  async count(org: OrgId, q: Pick<AssistantQuery, "graph_id" | "name" | "metadata">): Promise<number> {
+  async count(
+    org: OrgId,
+    q: Pick<AssistantQuery, "graph_id" | "name" | "metadata" | "auth">,
+  ): Promise<number> {
     const where = this.#where(org, q);
     return prepared<unknown[], { n: number }>(
       this.#db,

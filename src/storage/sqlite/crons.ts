@@ -1,7 +1,7 @@
 import { notFound } from "../../errors.js";
 import type { Cron, CronInput, CronPatch, CronQuery, CronsRepo, DueCron, OrgId } from "../ports.js";
 import { type Db, statementCache } from "./database.js";
-import { jsonContains, type SqlFragment } from "./json-filter.js";
+import { authClause, jsonContains, type SqlFragment } from "./json-filter.js";
 
 interface CronRow {
   cron_id: string;
@@ -150,6 +150,11 @@ export class SqliteCrons implements CronsRepo {
       clauses.push(f.sql);
       params.push(...f.params);
     }
+    if (q.auth) {
+      const f = authClause("metadata", q.auth);
+      clauses.push(f.sql);
+      params.push(...f.params);
+    }
     return { sql: clauses.join(" AND "), params };
   }
 
@@ -169,7 +174,7 @@ export class SqliteCrons implements CronsRepo {
 
   async count(
     org: OrgId,
-    q: Pick<CronQuery, "assistant_id" | "thread_id" | "enabled" | "metadata">,
+    q: Pick<CronQuery, "assistant_id" | "thread_id" | "enabled" | "metadata" | "auth">,
   ): Promise<number> {
     const where = this.#where(org, q);
     return (

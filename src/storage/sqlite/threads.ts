@@ -10,7 +10,7 @@ import type {
   ThreadsRepo,
 } from "../ports.js";
 import { type Db, prepared } from "./database.js";
-import { jsonContains } from "./json-filter.js";
+import { authClause, jsonContains } from "./json-filter.js";
 
 export interface ThreadRow {
   thread_id: string;
@@ -168,6 +168,11 @@ export class SqliteThreads implements ThreadsRepo {
         params.push(...f.params);
       }
     }
+    if (q.auth) {
+      const f = authClause("metadata", q.auth);
+      clauses.push(f.sql);
+      params.push(...f.params);
+    }
     return { sql: clauses.join(" AND "), params };
   }
 
@@ -181,7 +186,7 @@ export class SqliteThreads implements ThreadsRepo {
     return { items: rows.map(toThread), total: await this.count(org, q) };
   }
 
-  async count(org: OrgId, q: Pick<ThreadQuery, "metadata" | "values" | "status">): Promise<number> {
+  async count(org: OrgId, q: Pick<ThreadQuery, "metadata" | "values" | "status" | "auth">): Promise<number> {
     const where = this.#where(org, q);
     return prepared<unknown[], { n: number }>(
       this.#db,
