@@ -3,7 +3,8 @@
  * graphs of bench/langgraph.json. Run from this folder: `node --import tsx start.ts` (`npm start`).
  *
  * Environment: PORT (required), STATE_DIR (its `.langgraph_api/` goes there; created if missing; use
- * a fresh one per start), N_WORKERS (default 10, the server's own default), HOST (default 127.0.0.1).
+ * a fresh one per start), N_WORKERS (default 10, the server's own default), HOST (default 127.0.0.1),
+ * CONFIG (another langgraph.json: its graphs and `auth`, e.g. the auth e2e fixture for compare-auth.ts).
  * Prints `reference listening on http://<host>:<port>` once it serves; SIGTERM/SIGINT flush and exit.
  */
 import { mkdirSync, readFileSync } from "node:fs";
@@ -14,10 +15,15 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 const here = path.dirname(fileURLToPath(import.meta.url));
 const benchDir = path.resolve(here, "..");
 
-// Graph files under bench/graphs import @langchain/* from this folder's node_modules (see hooks.mjs).
+const configFile = path.resolve(process.env.CONFIG ?? path.join(benchDir, "langgraph.json"));
+const configDir = path.dirname(configFile);
+
+// The project's files (bench/graphs, or CONFIG's folder) import @langchain/* from this folder's
+// node_modules (see hooks.mjs).
 register("./hooks.mjs", import.meta.url, {
   data: {
-    graphsURL: pathToFileURL(path.join(benchDir, "graphs") + path.sep).href,
+    graphsURL: pathToFileURL(process.env.CONFIG ? configDir + path.sep : path.join(benchDir, "graphs") + path.sep)
+      .href,
     parentURL: import.meta.url,
   },
 });
@@ -29,19 +35,20 @@ const nWorkers = Number(process.env.N_WORKERS ?? 10);
 const stateDir = path.resolve(process.env.STATE_DIR ?? path.join(here, ".state"));
 mkdirSync(stateDir, { recursive: true });
 
-const config = JSON.parse(readFileSync(path.join(benchDir, "langgraph.json"), "utf8")) as {
+const config = JSON.parse(readFileSync(configFile, "utf8")) as {
   graphs: Record<string, string>;
+  auth?: { path?: string; disable_studio_auth?: boolean };
 };
-// startServer resolves graph paths against `cwd` (the state dir): hand it absolute ones.
-const graphs = Object.fromEntries(
-  Object.entries(config.graphs).map(([id, spec]) => {
-    const [file, exportName] = spec.split(":");
-    return [id, `${path.resolve(benchDir, file)}:${exportName ?? "default"}`];
-  }),
-);
+// startServer resolves paths against `cwd` (the state dir): hand it absolute ones.
+const absolute = (spec: string) => {
+  const [file, exportName] = spec.split(":");
+  return `${path.resolve(configDir, file)}:${exportName ?? "default"}`;
+};
+const graphs = Object.fromEntries(Object.entries(config.graphs).map(([id, spec]) => [id, absolute(spec)]));
+const auth = config.auth?.path ? { ...config.auth, path: absolute(config.auth.path) } : undefined;
 
 const { startServer } = await import("@langchain/langgraph-api/server");
-const { cleanup } = await startServer({ port, host, nWorkers, cwd: stateDir, graphs });
+const { cleanup } = await startServer({ port, host, nWorkers, cwd: stateDir, graphs, ...(auth && { auth }) });
 process.stdout.write(`reference listening on http://${host}:${port}\n`);
 
 let stopping = false;
