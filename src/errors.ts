@@ -36,6 +36,7 @@ export class HangarError extends Error {
 export const notFound = (message: string, type?: string) => new HangarError("not_found", message, type);
 export const conflict = (message: string, type?: string) => new HangarError("conflict", message, type);
 export const unauthorized = (message: string) => new HangarError("unauthorized", message);
+export const forbidden = (message: string) => new HangarError("forbidden", message);
 export const timedOut = (message: string, type?: string) => new HangarError("timeout", message, type);
 export const unavailable = (message: string, type?: string) => new HangarError("unavailable", message, type);
 export const badRequest = (message: string, type?: string) => new HangarError("bad_request", message, type);

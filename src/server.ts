@@ -50,10 +50,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     if (config.executorThreads > 0) threads = new ExecutorThreads(config, log);
     // The project's auth handlers (langgraph.json `auth`); a worker serves no requests.
     const auth = config.auth && config.mode !== "worker" ? await CustomAuth.load(config.auth) : undefined;
+    // The handler authenticates every request, except Studio's header in `hangar dev` (unless disabled).
+    const handlerGuards = auth?.authenticates === true && (config.mode !== "dev" || !auth.studioAuth);
     const authenticated =
-      Object.keys(config.apiKeys).length > 0 ||
-      auth?.authenticates === true ||
-      (await storage.auth.countActiveKeys()) > 0;
+      Object.keys(config.apiKeys).length > 0 || handlerGuards || (await storage.auth.countActiveKeys()) > 0;
     if (config.mode !== "worker") guardNetworkExposure(config, authenticated, log); // a worker does not listen
     // The long-term memory store (langgraph.json `store`), shared by the /store routes and the graphs.
     const { settings: storeSettings, sweepIntervalMs } = await loadStoreSettings(config);

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Hono } from "hono";
 import type { AuthAction } from "../auth/custom.js";
 import { matchesFilter } from "../auth/filter.js";
-import { conflict, notFound } from "../errors.js";
+import { conflict, forbidden, notFound } from "../errors.js";
 import { body, params, query } from "../http/validation.js";
 import { channelSchemas } from "../runtime/graphs.js";
 import type { Assistant } from "../storage/ports.js";
@@ -94,6 +94,18 @@ export function assistantRoutes(deps: AgentDeps) {
     .delete("/assistants/:assistant_id", async (c) => {
       const { assistant_id } = await load(c, "delete");
       const { delete_threads } = query(c, S.AssistantDeleteQuery);
+      if (delete_threads && deps.auth) {
+        // Its threads go too: every one of them must be this user's to delete.
+        const { filter } = await authorize(deps, c, "threads", "delete", { assistant_id });
+        const ofAssistant = { metadata: { assistant_id } };
+        if (filter) {
+          const [all, own] = await Promise.all([
+            storage.threads.count(orgOf(c), ofAssistant),
+            storage.threads.count(orgOf(c), { ...ofAssistant, auth: filter }),
+          ]);
+          if (all !== own) throw forbidden("Some threads of this assistant are not yours to delete");
+        }
+      }
       await runs.deleteAssistant(orgOf(c), assistant_id, delete_threads);
       return c.json([assistant_id]);
     })

@@ -9,6 +9,7 @@ import type { Context } from "hono";
 import type { AuthAction, AuthContext, Authorization, AuthResource } from "../auth/custom.js";
 import { matchesFilter } from "../auth/filter.js";
 import { notFound } from "../errors.js";
+import { defaultAssistantId } from "../runtime/graphs.js";
 import type { Assistant, Cron, Thread } from "../storage/ports.js";
 import { type AgentDeps, type AppEnv, orgOf } from "./context.js";
 
@@ -62,17 +63,40 @@ export async function visibleAssistant<V extends object>(
   return { assistant, value: changed as unknown as V };
 }
 
-/** The cron if this user may `action` it; 404 as for threads. */
-export async function visibleCron(
+/**
+ * The assistant a run (or cron, or A2A message) names, if this user may read it: a default assistant
+ * (a graph's) is everyone's; another one must pass `assistants:read`'s filter, else it is unknown — the
+ * same 404 as an id that names nothing, so a hidden assistant can be neither used nor detected.
+ */
+export async function usableAssistant(
+  deps: Pick<AgentDeps, "auth" | "runs">,
+  org: string,
+  access: Access,
+  idOrGraph: string,
+): Promise<Assistant> {
+  const assistant = await deps.runs.assistant(org, idOrGraph);
+  if (!deps.auth || assistant.assistant_id === defaultAssistantId(assistant.graph_id)) return assistant;
+  const { filter } = await access.authorize("assistants", "read", { assistant_id: assistant.assistant_id });
+  if (!matchesFilter(assistant.metadata, filter)) throw deps.runs.unknownAssistant(idOrGraph);
+  return assistant;
+}
+
+/**
+ * The cron if this user may `action` it (404 as for threads), and `value` (what the request would
+ * change) as the handler left it.
+ */
+export async function visibleCron<V extends object>(
   deps: Pick<AgentDeps, "auth">,
   c: C,
   cron: Cron | null,
   cronId: string,
   action: AuthAction,
-): Promise<Cron> {
-  const { filter } = await authorize(deps, c, "crons", action, { cron_id: cronId });
-  if (!cron || !matchesFilter(cron.metadata, filter)) throw notFound(`Cron ${cronId} not found`);
-  return cron;
+  value: V,
+): Promise<{ cron: Cron; value: V }> {
+  const asked = await authorize(deps, c, "crons", action, { cron_id: cronId, ...value });
+  if (!cron || !matchesFilter(cron.metadata, asked.filter)) throw notFound(`Cron ${cronId} not found`);
+  const { cron_id: _, ...changed } = asked.value;
+  return { cron, value: changed as unknown as V };
 }
 
 /** A request's user and authorization, for services that act for it outside the route (A2A, MCP). */

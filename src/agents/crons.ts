@@ -12,9 +12,9 @@ import {
 import { defaultAssistantId } from "../runtime/graphs.js";
 import { authConfigurable } from "../runtime/runs.js";
 import type { JsonObject } from "../storage/ports.js";
-import { authorize, visibleCron, visibleThread } from "./authz.js";
+import { accessOf, authorize, usableAssistant, visibleCron, visibleThread } from "./authz.js";
 import { type AgentDeps, type AppEnv, orgOf, pick } from "./context.js";
-import { RunCreate, ThreadPath } from "./schemas.js";
+import { filterObj, RunCreate, ThreadPath } from "./schemas.js";
 
 // ---- schemas (unknown fields accepted, wrong types 422; see schemas.ts) -----------------------
 
@@ -85,7 +85,7 @@ const cronFilters = {
   assistant_id: z.string({ error: "must be a string" }).nullish(),
   thread_id: z.uuid({ message: "must be a UUID" }).nullish(),
   enabled: z.boolean({ error: "must be true or false" }).nullish(),
-  metadata: z.record(z.string(), z.unknown(), { error: "must be an object" }).nullish(),
+  metadata: filterObj.nullish(),
 };
 
 export const CronSearch = z.object({
@@ -105,17 +105,18 @@ export const CronCount = z.object(cronFilters);
 export function cronRoutes(deps: AgentDeps) {
   const { graphs } = deps;
   const crons = deps.crons ?? new CronService(deps.storage, deps.runs);
-  /** The path's cron, if this user may `action` it (404 otherwise). */
-  const load = async (c: Context<AppEnv>, action: AuthAction) => {
+  /** The path's cron, if this user may `action` it (404 otherwise), and the request as the handler left it. */
+  const load = async <V extends object>(c: Context<AppEnv>, action: AuthAction, value: V) => {
     const { cron_id } = params(c, CronPath);
     const cron = await crons.get(orgOf(c), cron_id).catch(() => null);
-    return visibleCron(deps, c, cron, cron_id, action);
+    return visibleCron(deps, c, cron, cron_id, action, value);
   };
   /**
    * `crons:create`: the handler may stamp the metadata; the creating user is kept with the cron, and
    * its runs act as that user (`configurable.langgraph_auth_*`), as runs created by a request do.
    */
   const create = async (c: Context<AppEnv>, threadId: string | null, b: CronCreateRequest) => {
+    await usableAssistant(deps, orgOf(c), accessOf(deps, c), b.assistant_id);
     if (threadId !== null) await visibleThread(deps, c, threadId, "create_run");
     const { value } = await authorize(deps, c, "crons", "create", {
       thread_id: threadId,
@@ -176,21 +177,21 @@ export function cronRoutes(deps: AgentDeps) {
       return c.json(await crons.count(orgOf(c), { ...filters(b), auth: filter }));
     })
     .patch("/runs/crons/:cron_id", async (c) => {
-      const b = (await body(c, CronPatch)) as CronUpdateRequest;
-      const { cron_id } = await load(c, "update");
-      // A new config must not drop or forge the user the cron's runs act as: the updater's, then.
+      const patch = (await body(c, CronPatch)) as CronUpdateRequest;
+      // The handler sees the patch and may change it (re-stamp its metadata, say).
+      const { cron, value: b } = await load(c, "update", patch);
+      const { cron_id } = cron;
+      // A new config (null included) must not drop or forge the user the cron's runs act as: the updater's.
       const user = c.get("auth");
-      if (user && b.config) {
-        const config = b.config as JsonObject;
-        b.config = {
-          ...config,
-          configurable: { ...((config.configurable as JsonObject) ?? {}), ...authConfigurable(user) },
-        };
+      if (user && b.config !== undefined) {
+        const config = (b.config as JsonObject | null) ?? {};
+        const configurable = { ...((config.configurable as JsonObject) ?? {}), ...authConfigurable(user) };
+        b.config = { ...config, configurable };
       }
       return c.json(await crons.update(orgOf(c), cron_id, b));
     })
     .delete("/runs/crons/:cron_id", async (c) => {
-      const { cron_id } = await load(c, "delete");
+      const { cron_id } = (await load(c, "delete", {})).cron;
       await crons.delete(orgOf(c), cron_id);
       return c.body(null, 204);
     });

@@ -6,7 +6,7 @@ import { lastEventId, sseResponse } from "../http/sse.js";
 import { body, params, query } from "../http/validation.js";
 import type { RunRequest } from "../runtime/runs.js";
 import type { Run } from "../storage/ports.js";
-import { authorize, visibleThread } from "./authz.js";
+import { accessOf, authorize, usableAssistant, visibleThread } from "./authz.js";
 import { type AgentDeps, type AppEnv, orgOf } from "./context.js";
 import * as S from "./schemas.js";
 
@@ -24,6 +24,7 @@ export function runRoutes(deps: AgentDeps) {
    * user goes into the run's config for the graph.
    */
   const admit = async (c: C, threadId: string | null, b: RunRequest) => {
+    await usableAssistant(deps, orgOf(c), accessOf(deps, c), b.assistant_id);
     const { filter, value } = await authorize(deps, c, "threads", "create_run", {
       thread_id: threadId,
       assistant_id: b.assistant_id,
@@ -154,7 +155,8 @@ export function runRoutes(deps: AgentDeps) {
       .get("/threads/:thread_id/runs/:run_id/stream", async (c) => {
         const { thread_id, run_id } = params(c, S.RunPath);
         const { cancel_on_disconnect } = query(c, S.JoinStreamQuery);
-        await thread(c, thread_id, "read", { run_id });
+        // Leaving may cancel the run: that takes what cancelling takes.
+        await thread(c, thread_id, cancel_on_disconnect ? "update" : "read", { run_id });
         const run = await runs.get(orgOf(c), thread_id, run_id);
         return stream(c, run, false, lastEventId(c.req.header("last-event-id")), cancel_on_disconnect);
       })

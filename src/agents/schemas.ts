@@ -10,6 +10,24 @@ import { MULTITASK_STRATEGIES, RUN_STATUSES, THREAD_STATUSES } from "../runtime/
 const obj = z.record(z.string(), z.unknown());
 const uuid = z.uuid({ message: "must be a UUID" });
 const optionalObj = obj.nullish();
+
+/** The most conditions one filter may hold: each becomes an SQL condition, and SQLite's expressions nest at most 1,000 deep. */
+export const MAX_FILTER_CONDITIONS = 100;
+
+function conditions(value: unknown): number {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return 1;
+  let n = 0;
+  for (const v of Object.values(value)) n += conditions(v);
+  return Math.max(n, 1);
+}
+
+/** A containment filter (metadata, values, store `filter`): an object of at most MAX_FILTER_CONDITIONS conditions. */
+export const filterObj = z
+  .record(z.string(), z.unknown(), { error: "must be an object" })
+  .refine((f) => conditions(f) <= MAX_FILTER_CONDITIONS, {
+    message: `must hold at most ${MAX_FILTER_CONDITIONS} conditions`,
+  });
+const optionalFilter = filterObj.nullish();
 const limit = (max: number, dflt: number) => z.coerce.number().int().min(1).max(max).default(dflt);
 const offset = z.coerce.number().int().min(0).default(0);
 const sortOrder = z.enum(["asc", "desc"]).default("desc");
@@ -32,7 +50,12 @@ export const RunPath = z.object({ thread_id: uuid, run_id: uuid });
 export const StatelessRunPath = z.object({ run_id: uuid });
 export const AssistantPath = z.object({ assistant_id: z.string().min(1) });
 /** Checkpoint ids are LangGraph's opaque strings (uuid6-like, and not always valid UUIDs): never parsed here. */
-const checkpointId = z.string().min(1, { message: "must not be empty" });
+const checkpointId = z
+  .string()
+  .min(1, { message: "must not be empty" })
+  .max(1024, { message: "must be at most 1024 characters" });
+/** A checkpoint namespace or id in a body: LangGraph's strings, bounded (they key the checkpoint tables). */
+const checkpointKey = z.string().max(1024, { message: "must be at most 1024 characters" });
 export const CheckpointPath = z.object({ thread_id: uuid, checkpoint_id: checkpointId });
 
 const flag = z
@@ -64,7 +87,7 @@ export const AssistantPatch = z.object({
 const assistantFilters = {
   graph_id: z.string().nullish(),
   name: z.string().nullish(),
-  metadata: optionalObj,
+  metadata: optionalFilter,
 };
 
 export const AssistantSearch = z.object({
@@ -78,7 +101,7 @@ export const AssistantSearch = z.object({
 
 export const AssistantCount = z.object(assistantFilters);
 
-export const AssistantVersions = z.object({ metadata: optionalObj, limit: limit(1000, 10), offset });
+export const AssistantVersions = z.object({ metadata: optionalFilter, limit: limit(1000, 10), offset });
 
 export const AssistantLatest = z.object({ version: z.number().int().min(1) });
 
@@ -107,8 +130,8 @@ export const ThreadCreate = z.object({
 export const ThreadPatch = z.object({ metadata: obj });
 
 const threadFilters = {
-  metadata: optionalObj,
-  values: optionalObj,
+  metadata: optionalFilter,
+  values: optionalFilter,
   status: z.enum(THREAD_STATUSES).nullish(),
 };
 
@@ -127,8 +150,8 @@ export const ThreadSearch = z.object({
 export const ThreadCount = z.object(threadFilters);
 
 const checkpointRef = z.object({
-  checkpoint_id: z.string().nullish(),
-  checkpoint_ns: z.string().nullish(),
+  checkpoint_id: checkpointKey.nullish(),
+  checkpoint_ns: checkpointKey.nullish(),
   checkpoint_map: optionalObj,
   thread_id: z.string().nullish(),
 });
@@ -142,7 +165,7 @@ export const StateUpdate = z.object({
     .union([obj, z.array(obj), z.null()], { error: "must be an object, a list of objects, or null" })
     .optional(),
   as_node: z.string().nullish(),
-  checkpoint_id: z.string().nullish(),
+  checkpoint_id: checkpointKey.nullish(),
   checkpoint: checkpointRef.nullish(),
 });
 
@@ -152,7 +175,7 @@ export const HistoryBody = z.object({
   limit: limit(1000, 10),
   // A checkpoint id, or a config naming one (`{configurable: {checkpoint_id}}`, as the SDK sends it).
   before: z.union([z.string(), z.object({ configurable: checkpointRef }), checkpointRef]).nullish(),
-  metadata: optionalObj,
+  metadata: optionalFilter,
   checkpoint: checkpointRef.nullish(),
 });
 
@@ -182,7 +205,7 @@ export const RunCreate = z.object({
     .loose()
     .nullish(),
   context: optionalObj,
-  checkpoint_id: z.string().nullish(),
+  checkpoint_id: checkpointKey.nullish(),
   checkpoint: checkpointRef.nullish(),
   webhook: z.url({ message: "must be a URL" }).or(z.string().startsWith("/")).nullish(),
   interrupt_before: nodes.nullish(),

@@ -1,12 +1,13 @@
 import { type Context, Hono } from "hono";
 import { z } from "zod";
 import type { AuthAction } from "../auth/custom.js";
-import { badRequest } from "../errors.js";
+import { badRequest, forbidden } from "../errors.js";
 import { body, query } from "../http/validation.js";
 import { HangarStore, namespaceProblem, parseStoreFilter } from "../runtime/store.js";
 import { DEFAULT_ORG } from "../storage/ports.js";
 import { authorize } from "./authz.js";
 import { type AgentDeps, type AppEnv, orgOf } from "./context.js";
+import { filterObj } from "./schemas.js";
 
 // ---- schemas (unknown fields accepted, wrong types 422; see schemas.ts) -----------------------
 
@@ -65,7 +66,7 @@ export const StoreDelete = z.object({
   key: z.string({ error: "must be a string" }).min(1, { error: "must not be empty" }),
 });
 
-const filter = z.record(z.string(), z.unknown(), { error: "must be an object" }).superRefine((f, ctx) => {
+const filter = filterObj.superRefine((f, ctx) => {
   for (const p of parseStoreFilter(f).problems)
     ctx.addIssue({ code: "custom", message: p.message, path: p.path });
 });
@@ -147,17 +148,23 @@ export function storeRoutes(deps: AgentDeps) {
       return c.json({ items });
     })
     .post("/store/namespaces", async (c) => {
-      const b0 = await body(c, StoreNamespaces);
+      const b = await body(c, StoreNamespaces);
+      const asked = b.prefix ?? [];
       const v = await scoped(c, "list_namespaces", {
-        namespace: b0.prefix ?? [],
-        suffix: b0.suffix ?? null,
-        max_depth: b0.max_depth ?? null,
-        limit: b0.limit,
-        offset: b0.offset,
+        namespace: asked,
+        suffix: b.suffix ?? null,
+        max_depth: b.max_depth ?? null,
+        limit: b.limit,
+        offset: b.offset,
       });
-      const b = { ...b0, prefix: v.namespace.length ? v.namespace : b0.prefix };
+      // `*` matches any label in a prefix: one a handler added (a user's identity) must be that label.
+      const wildcards = (ns: string[]) => ns.filter((label) => label === "*").length;
+      if (wildcards(v.namespace) > wildcards(asked))
+        throw forbidden(
+          "The store:list_namespaces handler made a prefix label '*', which would match any namespace",
+        );
       const namespaces = await store.withOrg(orgOf(c)).namespaces({
-        prefix: b.prefix ?? undefined,
+        prefix: v.namespace.length ? v.namespace : undefined,
         suffix: b.suffix ?? undefined,
         maxDepth: b.max_depth ?? undefined,
         limit: b.limit,

@@ -9,7 +9,7 @@
  * Nothing here knows HTTP statuses: it throws domain errors (`src/errors.ts`).
  */
 import type { AuthSpec } from "../config/index.js";
-import { HangarError } from "../errors.js";
+import { forbidden, HangarError } from "../errors.js";
 import { importProjectExport } from "../runtime/project-module.js";
 import { type AuthFilter, filterProblem } from "./filter.js";
 
@@ -115,12 +115,13 @@ export class CustomAuth {
         `Failed to load ${where}: the export is not an Auth instance (new Auth() from "@langchain/langgraph-sdk/auth")`,
       );
     }
+    if (!handlers.authenticate && Object.keys(handlers.callbacks ?? {}).length > 0) {
+      // Without a user, no handler could ever run: the project would be open while it looks guarded.
+      throw new AuthLoadError(
+        `Failed to load ${where}: it has authorization (on) handlers but no authenticate handler, so they would never run; add .authenticate(...)`,
+      );
+    }
     return new CustomAuth(handlers, !spec.disableStudioAuth);
-  }
-
-  /** Whether any `on` handler is registered (`/openapi.json` and start-up say what is enforced). */
-  get authorizes(): boolean {
-    return Object.keys(this.#handlers.callbacks ?? {}).length > 0;
   }
 
   get authenticates(): boolean {
@@ -200,8 +201,9 @@ export class CustomAuth {
     }
     if (result === undefined || result === null || result === true) return { value };
     if (result === false) throw forbidden("Forbidden");
-    const problem =
-      typeof result === "object" && !Array.isArray(result) ? filterProblem(result) : "not an object";
+    // Only a plain object is a filter: a Map, an array or a class instance would read as "no condition".
+    const plain = typeof result === "object" && Object.getPrototypeOf(result) === Object.prototype;
+    const problem = plain ? filterProblem(result as object) : "not a plain object";
     if (problem) {
       throw forbidden(
         `The authorization handler for ${resource}:${action} returned an invalid filter (${problem}); expected a filter object, true, false or nothing`,
@@ -210,5 +212,3 @@ export class CustomAuth {
     return { filter: result as AuthFilter, value };
   }
 }
-
-const forbidden = (message: string) => new HangarError("forbidden", message);

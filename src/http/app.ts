@@ -13,10 +13,12 @@ import { systemRoutes } from "../agents/system.js";
 import { threadRoutes } from "../agents/threads.js";
 import type { Logger } from "../cli/logger.js";
 import type { CorsConfig } from "../config/index.js";
+import { validationFailed } from "../errors.js";
 import { sandboxRoutes } from "../sandboxes/routes.js";
 import { apiKeyAuth, customAuthentication } from "./auth.js";
 import { docsRoutes } from "./docs-routes.js";
 import { errorHandler, notFoundHandler } from "./errors.js";
+import { storableProblem } from "./json-limits.js";
 
 /** Headers the official SDK reads from responses; always exposed to browsers. */
 const EXPOSED = ["content-location", "location", "x-pagination-total", "x-pagination-next"];
@@ -53,6 +55,20 @@ function requestBodyLimit(maxBytes: number) {
   });
   return createMiddleware((c, next) => (UPLOAD_PATH.test(c.req.path) ? next() : limit(c, next)));
 }
+/**
+ * Paths and queries must be storable too (json-limits.ts): routes that read a parameter themselves
+ * (A2A, agent cards) would otherwise hand NUL bytes to Postgres, which refuses them with an error.
+ */
+const storableUrl = createMiddleware(async (c, next) => {
+  let path = c.req.path;
+  try {
+    path = decodeURIComponent(path);
+  } catch {} // not percent-encoded UTF-8: the routes answer it as it is
+  const problem = storableProblem("path", path) ?? storableProblem("query", c.req.queries());
+  if (problem) throw validationFailed([problem]);
+  return next();
+});
+
 const UPLOAD_PATH = /^\/v2\/sandboxes\/dataplane\/[^/]+\/upload$/;
 
 /** What /openapi.json says the project's auth handler checks: its declared schemes, else a bearer token. */
@@ -76,6 +92,7 @@ export function createApp(deps: AgentDeps, log: Logger): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.use(corsMiddleware(http.cors));
   app.use(requestBodyLimit(deps.config.maxBodyBytes));
+  app.use(storableUrl);
   // Every row belongs to an organization: the API key's, or the default one when no keys are configured.
   app.use(apiKeyAuth({ envKeys: deps.config.apiKeys, repo: deps.storage.auth }));
   if (deps.auth) app.use(customAuthentication(deps.auth, { studio: deps.config.mode === "dev" }));

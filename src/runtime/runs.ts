@@ -48,12 +48,14 @@ export class RunService {
   async assistant(org: OrgId, idOrGraph: string): Promise<Assistant> {
     const id = this.graphs.has(idOrGraph) ? defaultAssistantId(idOrGraph) : idOrGraph;
     const assistant = await this.storage.assistants.get(org, id);
-    if (!assistant) {
-      throw notFound(
-        `No assistant found for "${idOrGraph}". Make sure the assistant ID is for a valid assistant or a valid graph ID.`,
-      );
-    }
+    if (!assistant) throw this.unknownAssistant(idOrGraph);
     return assistant;
+  }
+
+  unknownAssistant(idOrGraph: string) {
+    return notFound(
+      `No assistant found for "${idOrGraph}". Make sure the assistant ID is for a valid assistant or a valid graph ID.`,
+    );
   }
 
   /**
@@ -224,7 +226,9 @@ export class RunService {
    * (queued before a restart): the executor publishes into it once the run is claimed.
    */
   async #attach(run: Run): Promise<void> {
-    if (run.status === "pending" || run.status === "running") await this.logs.open(run.run_id);
+    if (run.status !== "pending" && run.status !== "running") return;
+    // A log dropped meanwhile (the run was deleted) is not opened again: see RunLogs.open.
+    await this.logs.open(run.run_id);
   }
 
   /** Deletes a run that is not executing; whoever waits on it is released. */
@@ -240,15 +244,18 @@ export class RunService {
    * checkpoint after the delete) and then stopped; readers of its queued runs are released.
    */
   async deleteThread(org: OrgId, threadId: string): Promise<void> {
-    const inFlight = await Promise.all(
-      (["pending", "running"] as const).map((status) =>
-        this.storage.runs.list(org, threadId, { limit: 10_000, offset: 0, status }),
-      ),
-    );
-    for (const run of inFlight[1]) this.storage.checkpointer.fenceRun(run.run_id);
-    const { deleted, runningRunIds } = await this.storage.threads.delete(org, threadId);
+    // Fenced before the delete, so no late checkpoint of theirs outlives the thread.
+    const running = await this.storage.runs.list(org, threadId, {
+      limit: 10_000,
+      offset: 0,
+      status: "running",
+    });
+    for (const run of running) this.storage.checkpointer.fenceRun(run.run_id);
+    // The in-flight runs the delete itself saw: one admitted a moment before it is among them.
+    const { deleted, runningRunIds, pendingRunIds } = await this.storage.threads.delete(org, threadId);
     if (!deleted) throw notFound(`Thread ${threadId} not found`);
-    for (const run of inFlight[0]) this.logs.drop(run.run_id);
+    for (const id of runningRunIds) this.storage.checkpointer.fenceRun(id);
+    for (const id of pendingRunIds) this.logs.drop(id);
     await this.stopAll(runningRunIds);
   }
 

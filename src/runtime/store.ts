@@ -80,8 +80,22 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> =>
 export function namespaceProblem(namespace: string[], opts: { allowEmpty?: boolean } = {}): string | null {
   if (namespace.length === 0) return opts.allowEmpty ? null : "Namespace is required";
   if (namespace.some((label) => label === "" || label.includes(".") || label.includes("\0"))) {
-    return `Namespace labels cannot be empty or contain periods. Received: ${namespace.join(".")}`;
+    return `Namespace labels cannot be empty or contain periods. Received: ${namespace.join(".").slice(0, 200)}`;
   }
+  if (Buffer.byteLength(namespace.join(".")) > MAX_STORE_KEY_BYTES)
+    return `Namespace is longer than ${MAX_STORE_KEY_BYTES} bytes (its labels joined with periods)`;
+  return null;
+}
+
+/**
+ * The most bytes (UTF-8) of an item's key, and of its namespace joined with periods: together they key
+ * the item in an index, and Postgres refuses index entries past ~2,700 bytes. The same on SQLite.
+ */
+export const MAX_STORE_KEY_BYTES = 1024;
+
+export function keyProblem(key: unknown): string | null {
+  if (typeof key !== "string") return "must be a string";
+  if (Buffer.byteLength(key) > MAX_STORE_KEY_BYTES) return `must be at most ${MAX_STORE_KEY_BYTES} bytes`;
   return null;
 }
 
@@ -286,7 +300,8 @@ export class HangarStore extends BaseStore {
   ): Promise<StoreWrite> {
     const problem = namespaceProblem(namespace);
     if (problem) invalid(["namespace"], problem);
-    if (typeof key !== "string") invalid(["key"], "must be a string");
+    const badKey = keyProblem(key);
+    if (badKey) invalid(["key"], badKey);
     if (value === null) return { namespace, key, value: null, ttlMinutes: null, vectors: [] };
     if (!isPlainObject(value)) invalid(["value"], "must be an object");
     const ttl = opts.ttl === undefined ? this.#settings.defaultTtlMinutes : opts.ttl;
@@ -297,6 +312,8 @@ export class HangarStore extends BaseStore {
     const index = this.#settings.index;
     if (index && opts.index !== false) {
       const paths = Array.isArray(opts.index) ? opts.index : index.fields;
+      if (paths.some((p) => Buffer.byteLength(p) > MAX_STORE_KEY_BYTES))
+        invalid(["index"], `field paths must be at most ${MAX_STORE_KEY_BYTES} bytes`);
       const fields: string[] = [];
       const texts: string[] = [];
       for (const path of paths) {

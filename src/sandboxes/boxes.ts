@@ -67,6 +67,8 @@ export class BoxService {
   readonly #log: Logger;
   /** Boots in flight, by box id: a create that waits, a delete and a claim wait on them. */
   readonly #boots = new Map<string, Promise<void>>();
+  /** The lifecycle operation (stop, start, delete) last queued per box: they run one after another. */
+  readonly #lifecycle = new Map<string, Promise<unknown>>();
   /** Expiry (epoch ms) of every box with a TTL; the sweeper deletes the ones past it. */
   readonly #expiries = new Map<string, number>();
   readonly #lastPersisted = new Map<string, number>();
@@ -242,8 +244,40 @@ export class BoxService {
     await this.#remove(await this.get(org, name));
   }
 
+  /**
+   * Runs `fn` once the box's earlier lifecycle operations have finished (a stop, start and delete
+   * racing each other would tear down the same mounts and cgroups at once), with the box as it is then:
+   * one deleted meanwhile is not found, unless `mustExist` is false (removals: `fn` gets null).
+   */
+  async #exclusive<T>(
+    box: BoxRecord,
+    fn: (now: BoxRecord) => Promise<T>,
+    opts: { mustExist: boolean } = { mustExist: true },
+  ): Promise<T> {
+    const previous = this.#lifecycle.get(box.id) ?? Promise.resolve();
+    const next = previous
+      .catch(() => {})
+      .then(async () => {
+        const now = await this.#boxes.getBoxById(box.id);
+        if (!now && opts.mustExist) throw boxNotFound(box.name);
+        return fn(now as BoxRecord);
+      });
+    this.#lifecycle.set(box.id, next);
+    try {
+      return await next;
+    } finally {
+      if (this.#lifecycle.get(box.id) === next) this.#lifecycle.delete(box.id);
+    }
+  }
+
+  /** Removes the box after its earlier lifecycle operations (see `#exclusive`). */
+  #remove(box: BoxRecord): Promise<void> {
+    // Also when its record is gone already (a deleted pool's boxes): its processes and files are not.
+    return this.#exclusive(box, (now: BoxRecord | null) => this.#teardown(now ?? box), { mustExist: false });
+  }
+
   /** Processes and files first, then the record: a crash in between leaves a record to delete again. */
-  async #remove(box: BoxRecord): Promise<void> {
+  async #teardown(box: BoxRecord): Promise<void> {
     this.#expiries.delete(box.id);
     this.#lastPersisted.delete(box.id);
     await this.#boots.get(box.id);
@@ -253,19 +287,24 @@ export class BoxService {
   }
 
   async stopBox(org: OrgId, name: string): Promise<void> {
-    const box = await this.get(org, name);
-    await this.#boots.get(box.id);
-    await this.#driver.stop(box.id);
-    this.commands.forget(box.id);
-    await this.#boxes.setBoxStatus(box.id, "stopped", "Stopped by request");
+    await this.#exclusive(await this.get(org, name), async (box) => {
+      await this.#boots.get(box.id);
+      await this.#driver.stop(box.id);
+      this.commands.forget(box.id);
+      await this.#boxes.setBoxStatus(box.id, "stopped", "Stopped by request");
+    });
   }
 
   async startBox(org: OrgId, name: string): Promise<BoxRecord> {
-    const box = await this.get(org, name);
-    if (box.status === "ready" && this.#driver.isRunning(box.id)) return box;
-    const started = (await this.#boxes.setBoxStatus(box.id, "provisioning", null)) ?? box;
-    this.#startBoot(started);
-    return started;
+    return this.#exclusive(await this.get(org, name), async (box) => {
+      // A boot still under way (an earlier start) finishes first: one boot at a time.
+      await this.#boots.get(box.id);
+      const now = (await this.#boxes.getBoxById(box.id)) ?? box;
+      if (now.status === "ready" && this.#driver.isRunning(box.id)) return now;
+      const started = (await this.#boxes.setBoxStatus(box.id, "provisioning", null)) ?? now;
+      this.#startBoot(started);
+      return started;
+    });
   }
 
   /** The driver reports a box whose processes died on their own. */

@@ -96,6 +96,12 @@ export interface Thread {
   error?: unknown;
 }
 
+export interface ThreadDeletion {
+  deleted: boolean;
+  runningRunIds: string[];
+  pendingRunIds: string[];
+}
+
 export interface ThreadQuery {
   ids?: string[];
   metadata?: JsonObject;
@@ -258,7 +264,8 @@ export interface ThreadsRepo {
   /** Shallow-merges metadata; null if absent. */
   patch(org: OrgId, threadId: string, metadata: JsonObject): Promise<Thread | null>;
   /** Deletes the thread, its runs and checkpoints; returns the ids of runs that were executing. */
-  delete(org: OrgId, threadId: string): Promise<{ deleted: boolean; runningRunIds: string[] }>;
+  /** Deletes the thread, its runs and checkpoints; tells which of its runs were in flight when it went. */
+  delete(org: OrgId, threadId: string): Promise<ThreadDeletion>;
   search(org: OrgId, query: ThreadQuery): Promise<{ items: Thread[]; total: number }>;
   count(org: OrgId, query: Pick<ThreadQuery, "metadata" | "values" | "status" | "auth">): Promise<number>;
   /** Copies the thread with all its checkpoints under a new id; null if the source is absent. */

@@ -19,7 +19,11 @@ export interface RunLogs {
    * storage and ending its log leaves the log open, so readers also watch storage.
    */
   readonly shared?: boolean;
-  /** Makes a run's log exist before it starts, so readers can attach to a pending run. */
+  /**
+   * Makes a run's log exist before it starts, so readers can attach to a pending run. A log dropped
+   * (its run deleted) within the retention window is not opened again: a reader attaching just after
+   * the delete must not wait on a log nobody will end.
+   */
   open(runId: string): void | Promise<void>;
   /** Appends an event (ignored once the log has ended). Fire-and-forget: order is kept per run. */
   publish(runId: string, event: string, data: string): void;
@@ -52,6 +56,8 @@ interface Log {
 /** The embedded adapter: logs in this process's memory. */
 export class MemoryRunLogs implements RunLogs {
   readonly #logs = new Map<string, Log>();
+  /** Runs dropped within the retention window, which `open` must not bring back. */
+  readonly #dropped = new Map<string, NodeJS.Timeout>();
   readonly #retentionMs: number;
 
   constructor(opts: { retentionSeconds: number }) {
@@ -67,9 +73,9 @@ export class MemoryRunLogs implements RunLogs {
     return log;
   }
 
-  /** Makes a run's log exist before it starts, so readers can attach to a pending run. */
+  /** Makes a run's log exist before it starts (not one dropped lately: see RunLogs.open). */
   open(runId: string): void {
-    this.#log(runId);
+    if (!this.#dropped.has(runId)) this.#log(runId);
   }
 
   publish(runId: string, event: string, data: string): void {
@@ -92,6 +98,10 @@ export class MemoryRunLogs implements RunLogs {
 
   /** Forgets a run at once (it was deleted). Readers still attached finish. */
   drop(runId: string): void {
+    clearTimeout(this.#dropped.get(runId));
+    const tombstone = setTimeout(() => this.#dropped.delete(runId), this.#retentionMs);
+    tombstone.unref();
+    this.#dropped.set(runId, tombstone);
     const log = this.#logs.get(runId);
     if (!log) return;
     log.done = true;
@@ -152,5 +162,7 @@ export class MemoryRunLogs implements RunLogs {
       this.#wakeAll(log);
     }
     this.#logs.clear();
+    for (const tombstone of this.#dropped.values()) clearTimeout(tombstone);
+    this.#dropped.clear();
   }
 }

@@ -156,6 +156,13 @@ for (const adapter of ADAPTERS) {
         );
         assert.equal(await outcome, null);
         assert.deepEqual(await collect(reader.read(run, -1)), []);
+        // A reader that attaches (opens) just after the delete does not bring the log back to wait on.
+        await reader.open(run);
+        const late = await Promise.race([
+          reader.outcome(run),
+          new Promise((r) => setTimeout(() => r("still waiting"), 2000)),
+        ]);
+        assert.equal(late, null);
       }),
     );
 

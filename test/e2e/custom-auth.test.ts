@@ -355,6 +355,16 @@ for (const target of [sqlite, postgres]) {
         404,
         "bob patches",
       );
+      // The update handler sees the patch: alice cannot hand the cron to bob, nor strip its user.
+      const patched = await req("alice", "PATCH", `/runs/crons/${cron.cron_id}`, {
+        metadata: { owner: "bob" },
+        config: null,
+        enabled: false,
+      });
+      assert.equal(patched.status, 200, patched.text);
+      assert.equal(patched.body.metadata.owner, "alice");
+      assert.equal(patched.body.payload.config.configurable.langgraph_auth_user_id, "alice");
+      assert.deepEqual(await bob.crons.search({ threadId: thread.thread_id }), []);
       assertDetail(await req("carol", "DELETE", `/runs/crons/${cron.cron_id}`), 404, "carol deletes");
       assert.equal((await req("alice", "DELETE", `/runs/crons/${cron.cron_id}`)).status, 204);
     });

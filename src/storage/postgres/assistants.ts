@@ -202,25 +202,33 @@ export class PgAssistants implements AssistantsRepo {
         org,
       ]);
       if (!deleted.rowCount) return { deleted: false, runningRunIds: [], pendingRunIds: [] };
-      const threadsOfAssistant =
-        "SELECT thread_id FROM threads WHERE org_id = $1 AND metadata ->> 'assistant_id' = $2";
+      // The threads that go with it are locked first (in a fixed order), as admission locks a thread: no
+      // run can be admitted on them between the look at their runs and their deletion.
+      const threads = opts.deleteThreads
+        ? (
+            await c.query<{ thread_id: string }>(
+              `SELECT thread_id FROM threads WHERE org_id = $1 AND metadata ->> 'assistant_id' = $2
+               ORDER BY thread_id FOR UPDATE`,
+              [org, assistantId],
+            )
+          ).rows.map((r) => r.thread_id)
+        : [];
       const inFlight = (
         await c.query<{ run_id: string; thread_id: string; status: string }>(
           `SELECT run_id, thread_id, status FROM runs WHERE org_id = $1 AND status IN ('pending', 'running')
-             AND (assistant_id = $2 ${opts.deleteThreads ? `OR thread_id IN (${threadsOfAssistant})` : ""})`,
-          [org, assistantId],
+             AND (assistant_id = $2 OR thread_id = ANY($3::text[]))`,
+          [org, assistantId, threads],
         )
       ).rows;
-      if (opts.deleteThreads) {
-        const threads = (await c.query<{ thread_id: string }>(threadsOfAssistant, [org, assistantId])).rows;
-        for (const { thread_id } of threads) await deleteThreadCheckpoints(c, thread_id);
-        await c.query(`DELETE FROM threads WHERE thread_id IN (${threadsOfAssistant})`, [org, assistantId]);
-      }
-      // Executing runs keep their rows until the runtime has stopped them (it deletes them then).
-      await c.query("DELETE FROM runs WHERE assistant_id = $1 AND org_id = $2 AND status <> 'running'", [
-        assistantId,
-        org,
-      ]);
+      for (const threadId of threads) await deleteThreadCheckpoints(c, threadId);
+      await c.query("DELETE FROM threads WHERE thread_id = ANY($1::text[])", [threads]);
+      // Executing runs keep their rows until the runtime has stopped them (it deletes them then). Those
+      // of its runs admitted on other threads since the look above are in what the delete returns.
+      const removed = await c.query<{ run_id: string; thread_id: string; status: string }>(
+        "DELETE FROM runs WHERE assistant_id = $1 AND org_id = $2 AND status <> 'running' RETURNING run_id, thread_id, status",
+        [assistantId, org],
+      );
+      for (const row of removed.rows) if (!inFlight.some((r) => r.run_id === row.run_id)) inFlight.push(row);
       for (const threadId of new Set(inFlight.map((r) => r.thread_id))) {
         const thread = (
           await c.query<{ status: string; interrupts: unknown }>(

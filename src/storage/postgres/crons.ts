@@ -83,6 +83,11 @@ export class PgCrons implements CronsRepo {
         ]);
         if (!thread.rows.length) throw notFound(`Thread with ID ${input.thread_id} not found`);
       }
+      // The assistant too (its row is locked against a concurrent delete, which would take the cron with it).
+      const assistant = await c.query("SELECT 1 FROM assistants WHERE assistant_id = $1 FOR SHARE", [
+        input.assistant_id,
+      ]);
+      if (!assistant.rows.length) throw notFound(`Assistant ${input.assistant_id} not found`);
       const now = new Date().toISOString();
       const { rows } = await c.query<CronRow>(
         `INSERT INTO crons (cron_id, org_id, assistant_id, thread_id, user_id, schedule, timezone, end_time, enabled,

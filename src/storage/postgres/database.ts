@@ -32,21 +32,31 @@ export class PgDatabase {
   }
 
   /** Runs `fn` in one transaction on one connection: COMMIT when it resolves, ROLLBACK when it throws. */
+  /**
+   * Runs `fn` in a transaction. One that Postgres aborted as a deadlock victim (or a serialization
+   * failure) is run again, a few times, after a short random pause: the other transaction has gone on.
+   */
   async tx<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    try {
-      await client.query("BEGIN");
-      const result = await fn(client);
-      await client.query("COMMIT");
-      return result;
-    } catch (err) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw err;
-    } finally {
-      client.release();
+    for (let attempt = 1; ; attempt++) {
+      const client = await this.pool.connect();
+      try {
+        await client.query("BEGIN");
+        const result = await fn(client);
+        await client.query("COMMIT");
+        return result;
+      } catch (err) {
+        await client.query("ROLLBACK").catch(() => {});
+        if (!RETRYABLE.has((err as { code?: string }).code ?? "") || attempt >= 4) throw err;
+      } finally {
+        client.release();
+      }
+      await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * attempt));
     }
   }
 }
+
+/** deadlock_detected, serialization_failure: the transaction may simply be run again. */
+const RETRYABLE = new Set(["40P01", "40001"]);
 
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 

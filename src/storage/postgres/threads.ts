@@ -1,6 +1,14 @@
 import { conflict } from "../../errors.js";
 import type { ThreadStatus } from "../../runtime/statuses.js";
-import type { Interrupt, JsonObject, OrgId, Thread, ThreadQuery, ThreadsRepo } from "../ports.js";
+import type {
+  Interrupt,
+  JsonObject,
+  OrgId,
+  Thread,
+  ThreadDeletion,
+  ThreadQuery,
+  ThreadsRepo,
+} from "../ports.js";
 import type { PgCheckpointer } from "./checkpointer.js";
 import type { PgDatabase, Queryable } from "./database.js";
 import { authClause, jsonContains, Params } from "./json-filter.js";
@@ -160,17 +168,22 @@ export class PgThreads implements ThreadsRepo {
     return rows[0] ? toThread(rows[0]) : null;
   }
 
-  async delete(org: OrgId, threadId: string): Promise<{ deleted: boolean; runningRunIds: string[] }> {
+  async delete(org: OrgId, threadId: string): Promise<ThreadDeletion> {
     return this.#db.tx(async (c) => {
-      if (!(await this.#get(c, org, threadId, true))) return { deleted: false, runningRunIds: [] };
-      const running = await c.query<{ run_id: string }>(
-        "SELECT run_id FROM runs WHERE thread_id = $1 AND status = 'running'",
+      if (!(await this.#get(c, org, threadId, true)))
+        return { deleted: false, runningRunIds: [], pendingRunIds: [] };
+      const inFlight = await c.query<{ run_id: string; status: string }>(
+        "SELECT run_id, status FROM runs WHERE thread_id = $1 AND status IN ('pending', 'running')",
         [threadId],
       );
       await c.query("DELETE FROM runs WHERE thread_id = $1", [threadId]);
       await deleteThreadCheckpoints(c, threadId);
       await c.query("DELETE FROM threads WHERE thread_id = $1", [threadId]);
-      return { deleted: true, runningRunIds: running.rows.map((r) => r.run_id) };
+      return {
+        deleted: true,
+        runningRunIds: inFlight.rows.filter((r) => r.status === "running").map((r) => r.run_id),
+        pendingRunIds: inFlight.rows.filter((r) => r.status === "pending").map((r) => r.run_id),
+      };
     });
   }
 

@@ -6,6 +6,7 @@ import type {
   JsonObject,
   OrgId,
   Thread,
+  ThreadDeletion,
   ThreadQuery,
   ThreadsRepo,
 } from "../ports.js";
@@ -131,19 +132,21 @@ export class SqliteThreads implements ThreadsRepo {
     })();
   }
 
-  async delete(org: OrgId, threadId: string): Promise<{ deleted: boolean; runningRunIds: string[] }> {
+  async delete(org: OrgId, threadId: string): Promise<ThreadDeletion> {
     return this.#db.transaction(() => {
-      if (!this.#get.get(threadId, org)) return { deleted: false, runningRunIds: [] };
-      const running = prepared<[string], { run_id: string }>(
+      if (!this.#get.get(threadId, org)) return { deleted: false, runningRunIds: [], pendingRunIds: [] };
+      const inFlight = prepared<[string], { run_id: string; status: string }>(
         this.#db,
-        "SELECT run_id FROM runs WHERE thread_id = ? AND status = 'running'",
-      )
-        .all(threadId)
-        .map((r) => r.run_id);
+        "SELECT run_id, status FROM runs WHERE thread_id = ? AND status IN ('pending', 'running')",
+      ).all(threadId);
       prepared(this.#db, "DELETE FROM runs WHERE thread_id = ?").run(threadId);
       deleteThreadCheckpoints(this.#db, threadId);
       prepared(this.#db, "DELETE FROM threads WHERE thread_id = ?").run(threadId);
-      return { deleted: true, runningRunIds: running };
+      return {
+        deleted: true,
+        runningRunIds: inFlight.filter((r) => r.status === "running").map((r) => r.run_id),
+        pendingRunIds: inFlight.filter((r) => r.status === "pending").map((r) => r.run_id),
+      };
     })();
   }
 
