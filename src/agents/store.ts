@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { AuthAction } from "../auth/custom.js";
 import { badRequest, forbidden } from "../errors.js";
 import { body, query } from "../http/validation.js";
-import { HangarStore, namespaceProblem, parseStoreFilter } from "../runtime/store.js";
+import { HangarStore, MAX_TTL_MINUTES, namespaceProblem, parseStoreFilter } from "../runtime/store.js";
 import { DEFAULT_ORG } from "../storage/ports.js";
 import { authorize } from "./authz.js";
 import { type AgentDeps, type AppEnv, orgOf } from "./context.js";
@@ -48,6 +48,7 @@ export const StorePut = z.object({
   ttl: z
     .number({ error: "must be a number of minutes" })
     .positive({ error: "must be more than 0 minutes" })
+    .max(MAX_TTL_MINUTES, { error: `must be at most ${MAX_TTL_MINUTES} minutes (100 years)` })
     .nullish(),
 });
 

@@ -93,6 +93,9 @@ export function namespaceProblem(namespace: string[], opts: { allowEmpty?: boole
  */
 export const MAX_STORE_KEY_BYTES = 1024;
 
+/** The longest TTL an item may have: 100 years, in minutes (its expiry must stay a date). */
+export const MAX_TTL_MINUTES = 100 * 365 * 24 * 60;
+
 export function keyProblem(key: unknown): string | null {
   if (typeof key !== "string") return "must be a string";
   if (Buffer.byteLength(key) > MAX_STORE_KEY_BYTES) return `must be at most ${MAX_STORE_KEY_BYTES} bytes`;
@@ -305,8 +308,8 @@ export class HangarStore extends BaseStore {
     if (value === null) return { namespace, key, value: null, ttlMinutes: null, vectors: [] };
     if (!isPlainObject(value)) invalid(["value"], "must be an object");
     const ttl = opts.ttl === undefined ? this.#settings.defaultTtlMinutes : opts.ttl;
-    if (ttl !== null && !(typeof ttl === "number" && ttl > 0 && Number.isFinite(ttl)))
-      invalid(["ttl"], "must be a positive number of minutes, or null");
+    if (ttl !== null && !(typeof ttl === "number" && ttl > 0 && ttl <= MAX_TTL_MINUTES))
+      invalid(["ttl"], `must be a positive number of minutes up to ${MAX_TTL_MINUTES} (100 years), or null`);
 
     const vectors: StoreVector[] = [];
     const index = this.#settings.index;

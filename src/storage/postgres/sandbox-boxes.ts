@@ -185,7 +185,9 @@ export class PgSandboxBoxes implements SandboxBoxesRepo {
           box.id,
         ],
       );
-      return { status: "updated", box: (await this.#boxById(c, box.id))! };
+      // Deleted by another transaction since the read above: gone, as for a delete that came first.
+      const updated = await this.#boxById(c, box.id);
+      return updated ? { status: "updated", box: updated } : { status: "not_found" };
     });
   }
 
