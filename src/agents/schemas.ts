@@ -103,7 +103,14 @@ export const AssistantCount = z.object(assistantFilters);
 
 export const AssistantVersions = z.object({ metadata: optionalFilter, limit: limit(1000, 10), offset });
 
-export const AssistantLatest = z.object({ version: z.number().int().min(1) });
+/** Versions are 32-bit integers in storage. */
+export const AssistantLatest = z.object({
+  version: z
+    .number()
+    .int()
+    .min(1)
+    .max(2 ** 31 - 1),
+});
 
 export const AssistantDeleteQuery = z.object({ delete_threads: flag });
 export const GraphQuery = z.object({ xray: z.union([flag, z.coerce.number().int()]).optional() });
