@@ -10,6 +10,7 @@ import { CronScheduler } from "./runtime/cron-scheduler.js";
 import { CronService } from "./runtime/crons.js";
 import { Dispatcher } from "./runtime/dispatcher.js";
 import { ExecutorThreads } from "./runtime/executor-threads.js";
+import { provideGraphHost } from "./runtime/graph-host.js";
 import { defaultAssistantId, GraphRegistry } from "./runtime/graphs.js";
 import { RunService } from "./runtime/runs.js";
 import { HangarStore } from "./runtime/store.js";
@@ -41,11 +42,15 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   // Graph code reads its settings from process.env; langgraph.json `env` never overrides the real environment.
   for (const [key, value] of Object.entries(config.env)) process.env[key] ??= value;
 
+  let heard: (url: string | null) => void = () => {};
+  const listening = new Promise<string | null>((resolve) => (heard = resolve));
   const storage = await openStorage(config);
   let redis: RedisLink | undefined;
   let threads: ExecutorThreads | undefined;
   try {
     if (config.redisUri) redis = await RedisLink.connect(config.redisUri, config.redisPrefix, log);
+    // Graph code may use the SDK logger and the loopback client as it loads (here and in executor threads).
+    provideGraphHost(log, listening);
     // Executor threads load their graphs while this thread loads its own (storage is migrated by now).
     if (config.executorThreads > 0) threads = new ExecutorThreads(config, log);
     // The project's auth handlers (langgraph.json `auth`); a worker serves no requests.
@@ -81,7 +86,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     await dispatcher.recover();
     await threads?.ready();
     const server = config.mode === "worker" ? undefined : await listen(app.fetch, config);
-    threads?.start({ logs, localFetch, onStoreExpiry: (at) => sweeper.expiresAt(at) });
+    const serverUrl = server ? loopbackUrl(config.host, (server.address() as AddressInfo).port) : null;
+    heard(serverUrl);
+    threads?.start({ serverUrl, logs, localFetch, onStoreExpiry: (at) => sweeper.expiresAt(at) });
     await dispatcher.start();
     scheduler.start(); // fires crons that came due while no process ran (once each), then follows them
     sweeper.start();
@@ -109,6 +116,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       },
     };
   } catch (err) {
+    heard(null);
     await threads?.terminate();
     await redis?.close();
     await storage.close();
@@ -150,4 +158,10 @@ async function ensureDefaultAssistants(config: Config, storage: Storage) {
       metadata: { created_by: "system" },
     });
   }
+}
+
+/** This server as its own process reaches it: a wildcard listen address is reached on loopback. */
+function loopbackUrl(host: string, port: number): string {
+  const h = host === "0.0.0.0" ? "127.0.0.1" : host === "::" || host === "[::]" ? "::1" : host;
+  return `http://${h.includes(":") ? `[${h.replace(/^\[|\]$/g, "")}]` : h}:${port}`;
 }

@@ -3,6 +3,7 @@
  * own storage connection, graphs, store view and dispatcher, that claims and executes runs. Run-log
  * operations, wake-ups of the other threads and webhooks to this server go to the API thread.
  */
+
 import { type MessagePort, parentPort, workerData } from "node:worker_threads";
 import { createLogger } from "../cli/logger.js";
 import { openStorage } from "../storage/open.js";
@@ -10,6 +11,7 @@ import { DEFAULT_ORG, type StopAction, type Storage } from "../storage/ports.js"
 import type { RunEvent, RunLogs } from "../streams/run-log.js";
 import { Dispatcher, type WorkerBus } from "./dispatcher.js";
 import type { LogOp, ParentMessage, ThreadData, ThreadMessage } from "./executor-threads.js";
+import { provideGraphHost } from "./graph-host.js";
 import { GraphRegistry } from "./graphs.js";
 import { HangarStore } from "./store.js";
 import { loadStoreSettings } from "./store-config.js";
@@ -120,6 +122,8 @@ async function main(): Promise<void> {
   const logs = new ForwardedRunLogs();
   const bus = new ParentBus();
   const local = new LocalFetch();
+  let listening: (url: string | null) => void = () => {};
+  provideGraphHost(log, new Promise((resolve) => (listening = resolve)));
   try {
     storage = await openStorage(config, { secondary: true });
     const { settings } = await loadStoreSettings(config);
@@ -140,6 +144,7 @@ async function main(): Promise<void> {
   port.on("message", (message: ParentMessage) => {
     switch (message.type) {
       case "start":
+        listening(message.serverUrl);
         // The API thread recovered what a previous process left running before it sent this.
         return void dispatcher.start();
       case "wake":

@@ -46,7 +46,7 @@ export type ThreadMessage =
   | { type: "closed" };
 
 export type ParentMessage =
-  | { type: "start" }
+  | { type: "start"; serverUrl: string | null }
   | { type: "wake" }
   | { type: "stop"; runId: string; action: StopAction }
   | { type: "fetched"; id: number; status: number }
@@ -59,6 +59,8 @@ export interface ThreadData {
 }
 
 export interface ThreadServices {
+  /** Where graph code's loopback client reaches this server (null: no HTTP listener). */
+  serverUrl: string | null;
   logs: RunLogs;
   localFetch: (request: Request) => Promise<Response>;
   /** A thread's store write set a TTL: the sweeper should look then. */
@@ -149,7 +151,7 @@ export class ExecutorThreads implements WorkerBus {
   /** Lets the threads claim runs, reading and writing through `services`. */
   start(services: ThreadServices): void {
     this.#services = services;
-    this.#post({ type: "start" });
+    this.#post({ type: "start", serverUrl: services.serverUrl });
   }
 
   #applyLogs(ops: LogOp[]): void {
