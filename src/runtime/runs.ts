@@ -112,6 +112,7 @@ export class RunService {
       if_not_exists: body.if_not_exists ?? "reject",
       not_before: new Date(Date.now() + (body.after_seconds ?? 0) * 1000),
       stateless,
+      thread_config: threadConfig(kwargs.config),
     });
     // The run is stored: a log that cannot be opened now (Redis unreachable) must not turn its
     // acknowledgement into an error. Its first event opens the log anyway.
@@ -306,6 +307,19 @@ export class RunService {
       runIds.map((id) => this.dispatcher.stopAnywhere(id, "rollback", { record: false, waitMs: 5_000 })),
     );
   }
+}
+
+/** Keys of a run's `configurable` that are that run's alone, not the thread's. */
+const RUN_ONLY_KEYS = ["run_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map"];
+
+/**
+ * A thread's config after a run was admitted on it: the run's config (its `configurable` included, as
+ * a graph factory reads it) without what belongs to that run alone.
+ */
+function threadConfig(config: RunKwargs["config"]): JsonObject {
+  const configurable = { ...(config.configurable ?? {}) };
+  for (const key of RUN_ONLY_KEYS) delete configurable[key];
+  return { ...config, configurable };
 }
 
 /**

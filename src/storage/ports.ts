@@ -159,6 +159,11 @@ export interface RunAdmission {
   not_before: Date;
   /** Stateless run: its thread is created here and deleted after the run. */
   stateless: boolean;
+  /**
+   * The thread's config from now on: the run's, without what belongs to the run alone. State reads and
+   * updates build a graph factory with it. Absent: the thread's config is left as it is.
+   */
+  thread_config?: JsonObject;
 }
 
 export interface AdmissionResult {

@@ -2,6 +2,7 @@
  * What graph code gets from its host (src/runtime/graph-host.ts), as under `langgraph dev`: the SDK logger
  * (usable at import time, wired to Hangar's log), a `new Client()` that reaches this server, and
  * LANGGRAPH_API_URL. On executor threads (the default) and on the API thread (`--executor-threads 0`).
+ * And graph factories: a thread's state is read and updated with the graph its runs' config built.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -33,3 +34,33 @@ for (const threads of ["2", "0"]) {
     });
   });
 }
+
+describe("graph factories", () => {
+  test("state get, update and history build the graph with the config of the thread's runs", {
+    timeout: 60_000,
+  }, async () => {
+    const h = await startHangar({ config: CONFIG });
+    try {
+      const c = client(h.url);
+      const thread = await c.threads.create();
+      const config = { configurable: { node_name: "alpha" } };
+      const out = (await c.runs.wait(thread.thread_id, "factory", { input: { log: ["in"] }, config })) as any;
+      assert.deepEqual(out.log, ["in", "alpha"]);
+      // The node exists only in the graph that configurable built: updating the state as it works.
+      await c.threads.updateState(thread.thread_id, { values: { log: ["edited"] }, asNode: "alpha" });
+      const state = await c.threads.getState(thread.thread_id);
+      assert.deepEqual((state.values as any).log, ["in", "alpha", "edited"]);
+      const history = await c.threads.getHistory(thread.thread_id);
+      assert.ok(history.length >= 3);
+      assert.equal((await c.threads.get(thread.thread_id)).config?.configurable?.node_name, "alpha");
+      // A later run with another configuration rebinds the thread.
+      await c.runs.wait(thread.thread_id, "factory", {
+        input: { log: [] },
+        config: { configurable: { node_name: "beta" } },
+      });
+      await c.threads.updateState(thread.thread_id, { values: { log: ["again"] }, asNode: "beta" });
+    } finally {
+      await h.stop();
+    }
+  });
+});

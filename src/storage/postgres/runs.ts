@@ -182,7 +182,7 @@ export class PgRuns implements RunsRepo {
           org_id: org,
           status: "busy",
           metadata: { ...graphMetadata, ...a.metadata },
-          config: {},
+          config: a.thread_config ?? {},
           values: null,
           interrupts: {},
           error: null,
@@ -248,8 +248,14 @@ export class PgRuns implements RunsRepo {
         ],
       );
       await c.query(
-        "UPDATE threads SET status = 'busy', metadata = metadata || $2::jsonb, updated_at = $3 WHERE thread_id = $1",
-        [a.thread_id, JSON.stringify(graphMetadata), nowIso],
+        `UPDATE threads SET status = 'busy', metadata = metadata || $2::jsonb, updated_at = $3,
+           config = COALESCE($4::jsonb, config) WHERE thread_id = $1`,
+        [
+          a.thread_id,
+          JSON.stringify(graphMetadata),
+          nowIso,
+          a.thread_config ? JSON.stringify(a.thread_config) : null,
+        ],
       );
       return { run: toRun(inserted.rows[0]), runningToStop, pendingSettled };
     });

@@ -146,7 +146,7 @@ export class SqliteRuns implements RunsRepo {
           org_id: org,
           status: "busy",
           metadata: JSON.stringify({ ...graphMetadata, ...a.metadata }),
-          config: "{}",
+          config: JSON.stringify(a.thread_config ?? {}),
           values: null,
           interrupts: "{}",
           error: null,
@@ -221,8 +221,11 @@ export class SqliteRuns implements RunsRepo {
          VALUES (@run_id, @thread_id, @org_id, @assistant_id, @status, @metadata, @kwargs, @multitask_strategy, @attempt,
            @not_before, @created_at, @updated_at)`,
       ).run(row);
-      this.#q("UPDATE threads SET status = 'busy', metadata = ?, updated_at = ? WHERE thread_id = ?").run(
+      this.#q(
+        "UPDATE threads SET status = 'busy', metadata = ?, config = ?, updated_at = ? WHERE thread_id = ?",
+      ).run(
         JSON.stringify({ ...JSON.parse(thread.metadata), ...graphMetadata }),
+        a.thread_config ? JSON.stringify(a.thread_config) : thread.config,
         nowIso,
         a.thread_id,
       );
