@@ -6,7 +6,7 @@ import { conflict, forbidden, notFound } from "../errors.js";
 import { body, params, query } from "../http/validation.js";
 import { channelSchemas } from "../runtime/graphs.js";
 import type { Assistant } from "../storage/ports.js";
-import { authorize, visibleAssistant } from "./authz.js";
+import { authorize, visible } from "./authz.js";
 import { type AgentDeps, type AppEnv, orgOf, pick } from "./context.js";
 import * as S from "./schemas.js";
 
@@ -22,7 +22,8 @@ export function assistantRoutes(deps: AgentDeps) {
   const loadFor = async <V extends object>(c: Parameters<typeof orgOf>[0], action: AuthAction, value: V) => {
     const { assistant_id } = params(c, S.AssistantPath);
     const found = await runs.assistant(orgOf(c), assistant_id).catch(() => null);
-    return visibleAssistant(deps, c, found, assistant_id, action, value);
+    const { row, value: changed } = await visible(deps, c, "assistants", action, assistant_id, found, value);
+    return { assistant: row, value: changed };
   };
 
   return new Hono<AppEnv>()

@@ -10,7 +10,7 @@ import type { AuthAction, AuthContext, Authorization, AuthResource } from "../au
 import { matchesFilter } from "../auth/filter.js";
 import { notFound } from "../errors.js";
 import { defaultAssistantId } from "../runtime/graphs.js";
-import type { Assistant, Cron, Thread } from "../storage/ports.js";
+import type { Thread } from "../storage/ports.js";
 import { type AgentDeps, type AppEnv, orgOf } from "./context.js";
 
 type C = Context<AppEnv>;
@@ -27,10 +27,35 @@ export async function authorize<V>(
   return deps.auth.authorize(c.get("auth"), resource, action, value);
 }
 
+/** How each resource fetched by id is named: its id field, and the word its 404 uses. */
+const BY_ID = {
+  threads: { key: "thread_id", noun: "Thread" },
+  assistants: { key: "assistant_id", noun: "Assistant" },
+  crons: { key: "cron_id", noun: "Cron" },
+} as const;
+
 /**
- * The thread `threadId` if this user may `action` it: 404 when it is absent, of another organization,
- * or hidden from this user by the handler's filter.
+ * A resource fetched by id (`row`, null when absent) if this user may `action` it — 404 when it is
+ * absent, of another organization, or hidden by the handler's filter — and `value` (what the request
+ * would change) as the handler left it.
  */
+export async function visible<R extends { metadata: Record<string, unknown> }, V extends object>(
+  deps: Pick<AgentDeps, "auth">,
+  c: C,
+  resource: keyof typeof BY_ID,
+  action: AuthAction,
+  id: string,
+  row: R | null,
+  value: V,
+): Promise<{ row: R; value: V }> {
+  const { key, noun } = BY_ID[resource];
+  const asked = await authorize(deps, c, resource, action, { [key]: id, ...value });
+  if (!row || !matchesFilter(row.metadata, asked.filter)) throw notFound(`${noun} ${id} not found`);
+  const { [key]: _, ...changed } = asked.value as Record<string, unknown>;
+  return { row, value: changed as V };
+}
+
+/** The thread `threadId` if this user may `action` it (see `visible`). */
 export async function visibleThread(
   deps: Pick<AgentDeps, "auth" | "storage">,
   c: C,
@@ -38,65 +63,27 @@ export async function visibleThread(
   action: AuthAction,
   value: Record<string, unknown> = {},
 ): Promise<Thread> {
-  const { filter } = await authorize(deps, c, "threads", action, { thread_id: threadId, ...value });
   const thread = await deps.storage.threads.get(orgOf(c), threadId);
-  if (!thread || !matchesFilter(thread.metadata, filter)) throw notFound(`Thread ${threadId} not found`);
-  return thread;
+  return (await visible(deps, c, "threads", action, threadId, thread, value)).row;
 }
 
 /**
- * The assistant (by id) if this user may `action` it (404 as for threads), and `value` (what the
- * request would change) as the handler left it.
+ * Checks that this user may use the assistant a run (or cron) names: a default assistant (a graph's) is
+ * everyone's; another one must pass `assistants:read`'s filter, else it is unknown — the same 404 as an
+ * id that names nothing, so a hidden assistant can be neither used nor detected. Without custom auth
+ * there is nothing to check (and nothing is read: run creation resolves the assistant itself).
  */
-export async function visibleAssistant<V extends object>(
-  deps: Pick<AgentDeps, "auth" | "storage">,
-  c: C,
-  assistant: Assistant | null,
-  assistantId: string,
-  action: AuthAction,
-  value: V,
-): Promise<{ assistant: Assistant; value: V }> {
-  const asked = await authorize(deps, c, "assistants", action, { assistant_id: assistantId, ...value });
-  if (!assistant || !matchesFilter(assistant.metadata, asked.filter))
-    throw notFound(`Assistant ${assistantId} not found`);
-  const { assistant_id: _, ...changed } = asked.value;
-  return { assistant, value: changed as unknown as V };
-}
-
-/**
- * The assistant a run (or cron, or A2A message) names, if this user may read it: a default assistant
- * (a graph's) is everyone's; another one must pass `assistants:read`'s filter, else it is unknown — the
- * same 404 as an id that names nothing, so a hidden assistant can be neither used nor detected.
- */
-export async function usableAssistant(
+export async function assertUsableAssistant(
   deps: Pick<AgentDeps, "auth" | "runs">,
   org: string,
   access: Access,
   idOrGraph: string,
-): Promise<Assistant> {
+): Promise<void> {
+  if (!deps.auth) return;
   const assistant = await deps.runs.assistant(org, idOrGraph);
-  if (!deps.auth || assistant.assistant_id === defaultAssistantId(assistant.graph_id)) return assistant;
+  if (assistant.assistant_id === defaultAssistantId(assistant.graph_id)) return;
   const { filter } = await access.authorize("assistants", "read", { assistant_id: assistant.assistant_id });
   if (!matchesFilter(assistant.metadata, filter)) throw deps.runs.unknownAssistant(idOrGraph);
-  return assistant;
-}
-
-/**
- * The cron if this user may `action` it (404 as for threads), and `value` (what the request would
- * change) as the handler left it.
- */
-export async function visibleCron<V extends object>(
-  deps: Pick<AgentDeps, "auth">,
-  c: C,
-  cron: Cron | null,
-  cronId: string,
-  action: AuthAction,
-  value: V,
-): Promise<{ cron: Cron; value: V }> {
-  const asked = await authorize(deps, c, "crons", action, { cron_id: cronId, ...value });
-  if (!cron || !matchesFilter(cron.metadata, asked.filter)) throw notFound(`Cron ${cronId} not found`);
-  const { cron_id: _, ...changed } = asked.value;
-  return { cron, value: changed as unknown as V };
 }
 
 /** A request's user and authorization, for services that act for it outside the route (A2A, MCP). */

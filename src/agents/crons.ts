@@ -12,7 +12,7 @@ import {
 import { defaultAssistantId } from "../runtime/graphs.js";
 import { authConfigurable } from "../runtime/runs.js";
 import type { JsonObject } from "../storage/ports.js";
-import { accessOf, authorize, usableAssistant, visibleCron, visibleThread } from "./authz.js";
+import { accessOf, assertUsableAssistant, authorize, visible, visibleThread } from "./authz.js";
 import { type AgentDeps, type AppEnv, orgOf, pick } from "./context.js";
 import { filterObj, RunCreate, ThreadPath } from "./schemas.js";
 
@@ -109,14 +109,15 @@ export function cronRoutes(deps: AgentDeps) {
   const load = async <V extends object>(c: Context<AppEnv>, action: AuthAction, value: V) => {
     const { cron_id } = params(c, CronPath);
     const cron = await crons.get(orgOf(c), cron_id).catch(() => null);
-    return visibleCron(deps, c, cron, cron_id, action, value);
+    const { row, value: changed } = await visible(deps, c, "crons", action, cron_id, cron, value);
+    return { cron: row, value: changed };
   };
   /**
    * `crons:create`: the handler may stamp the metadata; the creating user is kept with the cron, and
    * its runs act as that user (`configurable.langgraph_auth_*`), as runs created by a request do.
    */
   const create = async (c: Context<AppEnv>, threadId: string | null, b: CronCreateRequest) => {
-    await usableAssistant(deps, orgOf(c), accessOf(deps, c), b.assistant_id);
+    await assertUsableAssistant(deps, orgOf(c), accessOf(deps, c), b.assistant_id);
     if (threadId !== null) await visibleThread(deps, c, threadId, "create_run");
     const { value } = await authorize(deps, c, "crons", "create", {
       thread_id: threadId,

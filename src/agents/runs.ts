@@ -6,7 +6,7 @@ import { lastEventId, sseResponse } from "../http/sse.js";
 import { body, params, query } from "../http/validation.js";
 import type { RunRequest } from "../runtime/runs.js";
 import type { Run } from "../storage/ports.js";
-import { accessOf, authorize, usableAssistant, visibleThread } from "./authz.js";
+import { accessOf, assertUsableAssistant, authorize, visibleThread } from "./authz.js";
 import { type AgentDeps, type AppEnv, orgOf } from "./context.js";
 import * as S from "./schemas.js";
 
@@ -24,7 +24,7 @@ export function runRoutes(deps: AgentDeps) {
    * user goes into the run's config for the graph.
    */
   const admit = async (c: C, threadId: string | null, b: RunRequest) => {
-    await usableAssistant(deps, orgOf(c), accessOf(deps, c), b.assistant_id);
+    await assertUsableAssistant(deps, orgOf(c), accessOf(deps, c), b.assistant_id);
     const { filter, value } = await authorize(deps, c, "threads", "create_run", {
       thread_id: threadId,
       assistant_id: b.assistant_id,

@@ -5,7 +5,7 @@ import { matchesFilter } from "../auth/filter.js";
 import { conflict, notFound } from "../errors.js";
 import { body, params, query } from "../http/validation.js";
 import type { JsonObject, Thread } from "../storage/ports.js";
-import { authorize, visibleThread } from "./authz.js";
+import { authorize, visible, visibleThread } from "./authz.js";
 import { type AgentDeps, type AppEnv, orgOf, pick } from "./context.js";
 import * as S from "./schemas.js";
 import { ThreadStateService } from "./state.js";
@@ -19,13 +19,8 @@ export function threadRoutes(deps: AgentDeps) {
 
   /** `threads:update` of a patch: the thread must be visible; the handler may change the metadata. */
   const updateThread = async (c: Parameters<typeof orgOf>[0], threadId: string, metadata: JsonObject) => {
-    const { filter, value } = await authorize(deps, c, "threads", "update", {
-      thread_id: threadId,
-      metadata,
-    });
     const thread = await storage.threads.get(orgOf(c), threadId);
-    if (!thread || !matchesFilter(thread.metadata, filter)) throw notFound(`Thread ${threadId} not found`);
-    return value;
+    return (await visible(deps, c, "threads", "update", threadId, thread, { metadata })).value;
   };
 
   return new Hono<AppEnv>()

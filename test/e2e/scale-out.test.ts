@@ -11,6 +11,7 @@ import { randomBytes } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import type { Client } from "@langchain/langgraph-sdk";
 import pg from "pg";
+import { type FreshDatabase, freshDatabase } from "../helpers/postgres.js";
 import {
   assertDetail,
   client,
@@ -35,17 +36,16 @@ const T = { timeout: 90_000 };
 class Cluster {
   readonly apis: Hangar[] = [];
   readonly workers: Hangar[] = [];
-  readonly #db = `hangar_e2e_${randomBytes(5).toString("hex")}`;
+  #db: FreshDatabase | undefined;
   readonly #prefix = `hangar-e2e-${randomBytes(5).toString("hex")}:`;
 
   get uri(): string {
-    const url = new URL(PG_URI as string);
-    url.pathname = `/${this.#db}`;
-    return url.toString();
+    if (!this.#db) throw new Error("create() the cluster first");
+    return this.#db.uri;
   }
 
   async create(): Promise<this> {
-    await this.#admin(`CREATE DATABASE ${this.#db}`);
+    this.#db = await freshDatabase();
     return this;
   }
 
@@ -77,7 +77,7 @@ class Cluster {
 
   async destroy(): Promise<void> {
     await this.stopAll("SIGTERM").catch(() => this.stopAll("SIGKILL"));
-    await this.#admin(`DROP DATABASE IF EXISTS ${this.#db} WITH (FORCE)`);
+    await this.#db?.drop();
   }
 
   async query<R extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<R[]> {
@@ -85,16 +85,6 @@ class Cluster {
     await db.connect();
     try {
       return (await db.query<R>(sql, params)).rows;
-    } finally {
-      await db.end();
-    }
-  }
-
-  async #admin(sql: string) {
-    const db = new pg.Client({ connectionString: PG_URI });
-    await db.connect();
-    try {
-      await db.query(sql);
     } finally {
       await db.end();
     }
