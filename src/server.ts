@@ -6,6 +6,7 @@ import type { Logger } from "./cli/logger.js";
 import { ClusterBus, RedisLink } from "./cluster/redis.js";
 import type { Config } from "./config/index.js";
 import { createApp } from "./http/app.js";
+import { loadCustomApp } from "./http/custom-app.js";
 import { CronScheduler } from "./runtime/cron-scheduler.js";
 import { CronService } from "./runtime/crons.js";
 import { Dispatcher } from "./runtime/dispatcher.js";
@@ -55,6 +56,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     if (config.executorThreads > 0) threads = new ExecutorThreads(config, log);
     // The project's auth handlers (langgraph.json `auth`); a worker serves no requests.
     const auth = config.auth && config.mode !== "worker" ? await CustomAuth.load(config.auth) : undefined;
+    // The project's Hono app (langgraph.json `http.app`), served in front of the built-in routes.
+    const customApp =
+      config.http.app && config.mode !== "worker" ? await loadCustomApp(config.http.app) : undefined;
     // The handler authenticates every request, except Studio's header in `hangar dev` (unless disabled).
     const handlerGuards = auth?.authenticates === true && (config.mode !== "dev" || !auth.studioAuth);
     const authenticated =
@@ -77,11 +81,15 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       { graphs, storage, logs, log, localFetch, store },
       { concurrency: threads ? 0 : config.workers, leaseMs, bus: redis ? new ClusterBus(redis) : threads },
     );
-    const runs = new RunService(storage, graphs, dispatcher, logs);
+    const runs = new RunService(storage, graphs, dispatcher, logs, config.http.configurable_headers);
     const scheduler = new CronScheduler({ crons: storage.crons, runs, log });
     const crons = new CronService(storage, runs, () => scheduler.nudge());
     const sandboxRuntime = createSandboxRuntime({ dataDir: config.dataDir, storage, log });
-    const app = createApp({ config, storage, graphs, runs, store, crons, sandboxRuntime, auth }, log);
+    const app = createApp(
+      { config, storage, graphs, runs, store, crons, sandboxRuntime, auth },
+      log,
+      customApp,
+    );
 
     await dispatcher.recover();
     await threads?.ready();

@@ -6,7 +6,7 @@
 // own pinned copies (LangGraph 1.1.5, core 1.1.x, checkpoint 1.0.0) in bench/reference/node_modules:
 // this hook re-resolves those specifiers, for importers under bench/graphs only, as if they were
 // imported from bench/reference.
-const LANGCHAIN = /^@langchain\/(langgraph|langgraph-checkpoint|core)(\/.*)?$/;
+const LANGCHAIN = /^@langchain\/(langgraph|langgraph-checkpoint|langgraph-sdk|core)(\/.*)?$/;
 
 let graphsURL = "";
 let parentURL = "";

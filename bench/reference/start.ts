@@ -4,7 +4,8 @@
  *
  * Environment: PORT (required), STATE_DIR (its `.langgraph_api/` goes there; created if missing; use
  * a fresh one per start), N_WORKERS (default 10, the server's own default), HOST (default 127.0.0.1),
- * CONFIG (another langgraph.json: its graphs and `auth`, e.g. the auth e2e fixture for compare-auth.ts).
+ * CONFIG (another langgraph.json: its graphs, `auth`, `http` (custom app), `ui` and `ui_config`, e.g. the
+ * auth e2e fixture for compare-auth.ts).
  * Prints `reference listening on http://<host>:<port>` once it serves; SIGTERM/SIGINT flush and exit.
  */
 import { mkdirSync, readFileSync } from "node:fs";
@@ -38,6 +39,9 @@ mkdirSync(stateDir, { recursive: true });
 const config = JSON.parse(readFileSync(configFile, "utf8")) as {
   graphs: Record<string, string>;
   auth?: { path?: string; disable_studio_auth?: boolean };
+  http?: { app?: string } & Record<string, unknown>;
+  ui?: Record<string, string>;
+  ui_config?: { shared?: string[] };
 };
 // startServer resolves paths against `cwd` (the state dir): hand it absolute ones.
 const absolute = (spec: string) => {
@@ -46,9 +50,21 @@ const absolute = (spec: string) => {
 };
 const graphs = Object.fromEntries(Object.entries(config.graphs).map(([id, spec]) => [id, absolute(spec)]));
 const auth = config.auth?.path ? { ...config.auth, path: absolute(config.auth.path) } : undefined;
+const http = config.http && { ...config.http, ...(config.http.app && { app: absolute(config.http.app) }) };
+// UI files are bundled relative to the project (cwd must be its folder for them).
+const ui = config.ui;
 
 const { startServer } = await import("@langchain/langgraph-api/server");
-const { cleanup } = await startServer({ port, host, nWorkers, cwd: stateDir, graphs, ...(auth && { auth }) });
+const { cleanup } = await startServer({
+  port,
+  host,
+  nWorkers,
+  cwd: ui ? configDir : stateDir,
+  graphs,
+  ...(auth && { auth }),
+  ...(http && { http }),
+  ...(ui && { ui, ui_config: config.ui_config }),
+});
 process.stdout.write(`reference listening on http://${host}:${port}\n`);
 
 let stopping = false;

@@ -240,10 +240,12 @@ function fail(err: unknown, withStack: boolean, config?: Config): void {
   exitIfStuck();
 }
 
+/** Errors whose message says all there is to say: a project file that does not load. */
+const STARTUP_ERRORS = ["GraphLoadError", "AuthLoadError", "CustomAppLoadError"];
+
 export function describeStartupError(err: unknown, config?: Config): string {
   if (!(err instanceof Error)) return String(err);
-  if (err instanceof ConfigError || err.name === "GraphLoadError" || err.name === "AuthLoadError")
-    return err.message;
+  if (err instanceof ConfigError || STARTUP_ERRORS.includes(err.name)) return err.message;
   const code = systemErrorCode(err);
   const where = config ? { host: config.host, port: config.port } : undefined;
   if (where && code === "EADDRINUSE") {

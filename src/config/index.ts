@@ -11,7 +11,13 @@ import { statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import path from "node:path";
 import { ConfigError } from "./errors.js";
-import { readProjectFile, resolveEnv, resolveGraphs, resolveModuleRef } from "./project-file.js";
+import {
+  type ProjectFile,
+  readProjectFile,
+  resolveEnv,
+  resolveGraphs,
+  resolveModuleRef,
+} from "./project-file.js";
 
 export { ConfigError } from "./errors.js";
 
@@ -45,7 +51,30 @@ export interface CorsConfig {
   max_age?: number;
 }
 
+/** langgraph.json `http.app`: the project's Hono app, served in front of the built-in routes. */
+export interface CustomAppSpec {
+  /** Absolute path of the module that exports it. */
+  file: string;
+  exportName: string;
+  /**
+   * Authentication (API keys, the auth handler) runs before the app, so it covers its middleware and
+   * routes (`auth_first`, as under `langgraph dev`); false: after its middleware, for the built-in routes
+   * only (`middleware_first`, `enable_custom_route_auth: false`).
+   */
+  authenticated: boolean;
+}
+
+/** Which request headers a run gets in `configurable` (`*` matches any run of characters). */
+export interface HeaderRules {
+  includes: string[];
+  excludes: string[];
+}
+
 export interface HttpConfig {
+  app?: CustomAppSpec;
+  /** Everything is served under this path (`/my-api`); other paths are 404. */
+  mount_prefix?: string;
+  configurable_headers: HeaderRules;
   cors?: CorsConfig;
   disable_a2a?: boolean;
   disable_mcp?: boolean;
@@ -259,7 +288,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     dataDir,
     graphs,
     env: fileEnv,
-    http: file.http as HttpConfig,
+    http: resolveHttp(configPath, projectDir, file.http),
     workers: workerCount,
     // More threads than runs at once would idle; with Redis, runs execute in this thread (or in workers).
     executorThreads: redis ? 0 : Math.min(executorThreads, workerCount),
@@ -281,6 +310,47 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     ...(auth && { auth }),
   };
   return deepFreeze(config);
+}
+
+/** Headers never forwarded to runs: credentials (the official servers' default exclusions). */
+const PRIVATE_HEADERS = ["x-api-key", "x-tenant-id", "x-service-key"];
+
+/** langgraph.json `http`, its module reference resolved and its switches reconciled into one meaning. */
+function resolveHttp(configPath: string, projectDir: string, http: ProjectFile["http"]): HttpConfig {
+  const { app, enable_custom_route_auth, middleware_order, configurable_headers, ...rest } = http as Record<
+    string,
+    unknown
+  > & {
+    app?: string;
+    enable_custom_route_auth?: boolean;
+    middleware_order?: "auth_first" | "middleware_first" | null;
+    configurable_headers?: { includes?: string[] | null; excludes?: string[] | null } | null;
+  };
+  // Two orders are possible with a Hono app: authentication before all of it (the default, as the JS
+  // server does), or after its middleware and for the built-in routes only (the Python server's default).
+  const authenticated = enable_custom_route_auth ?? middleware_order !== "middleware_first";
+  if (middleware_order === "middleware_first" && enable_custom_route_auth === true) {
+    throw new ConfigError(
+      `${configPath}: http.middleware_order: "middleware_first" runs the app's middleware before authentication, so its routes cannot be authenticated too (http.enable_custom_route_auth: true); use "auth_first" or drop one of the two`,
+    );
+  }
+  if (middleware_order === "auth_first" && enable_custom_route_auth === false) {
+    throw new ConfigError(
+      `${configPath}: http.middleware_order: "auth_first" authenticates every request before the app, so its routes cannot be left open (http.enable_custom_route_auth: false); use "middleware_first" or drop one of the two`,
+    );
+  }
+  const headers = configurable_headers ?? {};
+  return {
+    // logging_headers: Hangar logs no request headers, so there is nothing to keep out of the log.
+    ...(omit(rest, "logging_headers") as Omit<HttpConfig, "app" | "configurable_headers">),
+    ...(app !== undefined && {
+      app: { ...resolveModuleRef(configPath, projectDir, app, "http.app", "app"), authenticated },
+    }),
+    configurable_headers: {
+      includes: headers.includes ?? ["x-*", "user-agent"],
+      excludes: [...PRIVATE_HEADERS, ...(headers.excludes ?? [])],
+    },
+  };
 }
 
 /** `HANGAR_API_KEYS=key1:org-a,key2:org-b` → {key1: "org-a", key2: "org-b"}. */
@@ -363,6 +433,11 @@ function parseAssistantConfigs(
       warnings.push(`LANGGRAPH_CONFIG: ${JSON.stringify(id)}: no graph with this id; ignored`);
   }
   return json as Record<string, Record<string, unknown>>;
+}
+
+function omit(object: Record<string, unknown>, key: string): Record<string, unknown> {
+  const { [key]: _dropped, ...others } = object;
+  return others;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

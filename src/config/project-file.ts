@@ -30,7 +30,18 @@ const CorsSchema = z.object(
   { error: "must be an object" },
 );
 
+const HeaderRulesSchema = z.object(
+  { includes: stringList.optional().nullable(), excludes: stringList.optional().nullable() },
+  { error: 'must be an object {"includes": [...], "excludes": [...]}' },
+);
+
 const HTTP_KEYS = [
+  "app",
+  "mount_prefix",
+  "enable_custom_route_auth",
+  "middleware_order",
+  "configurable_headers",
+  "logging_headers",
   "cors",
   "disable_a2a",
   "disable_mcp",
@@ -43,6 +54,19 @@ const HTTP_KEYS = [
 
 const HttpSchema = z.looseObject(
   {
+    app: z.string({ error: 'must be a string like "./src/app.ts:app"' }).optional(),
+    mount_prefix: z
+      .string({ error: 'must be a string like "/my-api"' })
+      .regex(/^\/[^?#]*[^/?#]$/, { error: 'must start with "/" and not end with "/", like "/my-api"' })
+      .optional(),
+    enable_custom_route_auth: flag,
+    middleware_order: z
+      .enum(["auth_first", "middleware_first"], { error: 'must be "auth_first" or "middleware_first"' })
+      .optional()
+      .nullable(),
+    configurable_headers: HeaderRulesSchema.optional().nullable(),
+    /** Headers kept out of logs: Hangar logs no request headers, so there is nothing to filter. */
+    logging_headers: HeaderRulesSchema.optional().nullable(),
     cors: CorsSchema.optional(),
     disable_a2a: flag,
     disable_mcp: flag,

@@ -16,6 +16,7 @@ import type { CorsConfig } from "../config/index.js";
 import { validationFailed } from "../errors.js";
 import { sandboxRoutes } from "../sandboxes/routes.js";
 import { apiKeyAuth, customAuthentication } from "./auth.js";
+import { composeCustomApp, underPrefix } from "./custom-app.js";
 import { docsRoutes } from "./docs-routes.js";
 import { errorHandler, notFoundHandler } from "./errors.js";
 import { storableProblem } from "./json-limits.js";
@@ -86,16 +87,53 @@ function customAuthSchemes(config: AgentDeps["config"]): Record<string, Record<s
   );
 }
 
-/** The HTTP application: middleware, then one route module per group; errors mapped in one place. */
-export function createApp(deps: AgentDeps, log: Logger): Hono<AppEnv> {
+/**
+ * The HTTP application: request-wide middleware, authentication, then one route module per group;
+ * errors mapped in one place. With langgraph.json `http.app`, the project's app is served in front of
+ * the built-in routes (custom-app.ts); with `http.mount_prefix`, everything is served under it.
+ */
+export function createApp(deps: AgentDeps, log: Logger, custom?: Hono<any>): Hono<AppEnv> {
   const http = deps.config.http;
   const app = new Hono<AppEnv>();
   app.use(corsMiddleware(http.cors));
   app.use(requestBodyLimit(deps.config.maxBodyBytes));
   app.use(storableUrl);
   // Every row belongs to an organization: the API key's, or the default one when no keys are configured.
-  app.use(apiKeyAuth({ envKeys: deps.config.apiKeys, repo: deps.storage.auth }));
-  if (deps.auth) app.use(customAuthentication(deps.auth, { studio: deps.config.mode === "dev" }));
+  const authentication = [apiKeyAuth({ envKeys: deps.config.apiKeys, repo: deps.storage.auth })];
+  if (deps.auth) authentication.push(customAuthentication(deps.auth, { studio: deps.config.mode === "dev" }));
+  if (custom && http.app) {
+    const builtIns = new Hono<AppEnv>();
+    mountBuiltIns(builtIns, deps, log);
+    const onError = errorHandler(log);
+    builtIns.onError(onError);
+    composeCustomApp({
+      outer: app,
+      custom,
+      builtIns,
+      authentication,
+      authenticated: http.app.authenticated,
+      onError,
+    });
+  } else {
+    app.use(...authentication);
+    mountBuiltIns(app, deps, log);
+  }
+  app.onError(errorHandler(log));
+  app.notFound(notFoundHandler);
+  if (!http.mount_prefix) return app;
+  const root = new Hono<AppEnv>();
+  const notFound = () =>
+    Response.json(
+      { detail: `Not found: this server is mounted under ${http.mount_prefix}` },
+      { status: 404 },
+    );
+  root.all("*", (c) => underPrefix(http.mount_prefix as string, app.fetch, notFound)(c.req.raw, c.env));
+  return root;
+}
+
+/** The built-in route groups, less those langgraph.json `http.disable_*` turns off. */
+function mountBuiltIns(app: Hono<AppEnv>, deps: AgentDeps, log: Logger): void {
+  const http = deps.config.http;
   if (!http.disable_meta) app.route("/", systemRoutes());
   if (!http.disable_assistants) app.route("/", assistantRoutes(deps));
   if (!http.disable_threads) app.route("/", threadRoutes(deps));
@@ -105,9 +143,6 @@ export function createApp(deps: AgentDeps, log: Logger): Hono<AppEnv> {
   if (!http.disable_a2a) app.route("/", a2aRoutes(deps, log));
   if (!http.disable_mcp) app.route("/", mcpRoutes(deps, log));
   app.route("/v2/sandboxes", sandboxRoutes(deps));
-  // The API reference: /openapi.json is built from the final app at the first request.
+  // The API reference: /openapi.json is built from these routes at the first request.
   app.route("/", docsRoutes(app, deps.auth && customAuthSchemes(deps.config)));
-  app.onError(errorHandler(log));
-  app.notFound(notFoundHandler);
-  return app;
 }

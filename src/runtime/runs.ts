@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { AuthContext } from "../auth/custom.js";
+import type { HeaderRules } from "../config/index.js";
 import { conflict, notFound } from "../errors.js";
 import type { Assistant, JsonObject, OrgId, Run, RunKwargs, Storage } from "../storage/ports.js";
 import type { RunEvent, RunLogs } from "../streams/run-log.js";
@@ -33,8 +34,11 @@ export interface RunRequest {
 /** How often a reader of a log written elsewhere checks storage for a run that settled without ending it. */
 const SETTLED_CHECK_MS = 5_000;
 
-/** Request headers that must never reach a graph's config. */
-const PRIVATE_HEADERS = new Set(["x-api-key", "x-tenant-id", "x-service-key"]);
+/** `x-*` headers and the user agent, minus credentials: the official servers' default. */
+const DEFAULT_HEADER_RULES: HeaderRules = {
+  includes: ["x-*", "user-agent"],
+  excludes: ["x-api-key", "x-tenant-id", "x-service-key"],
+};
 
 export class RunService {
   constructor(
@@ -42,7 +46,21 @@ export class RunService {
     private readonly graphs: GraphRegistry,
     private readonly dispatcher: Dispatcher,
     private readonly logs: RunLogs,
-  ) {}
+    headerRules: HeaderRules = DEFAULT_HEADER_RULES,
+  ) {
+    this.#forwarded = headerFilter(headerRules);
+  }
+
+  /** Whether a request header goes into a run's `configurable` (langgraph.json `http.configurable_headers`). */
+  readonly #forwarded: (name: string) => boolean;
+
+  #forwardedHeaders(headers: Headers): JsonObject {
+    const out: JsonObject = {};
+    headers.forEach((value, key) => {
+      if (this.#forwarded(key)) out[key] = value;
+    });
+    return out;
+  }
 
   /** An assistant by id, or the default assistant of a graph named by its id. */
   async assistant(org: OrgId, idOrGraph: string): Promise<Assistant> {
@@ -79,7 +97,7 @@ export class RunService {
     const configurable: JsonObject = {
       ...((assistant.config.configurable as JsonObject) ?? {}),
       ...((body.config?.configurable as JsonObject) ?? {}),
-      ...forwardedHeaders(headers),
+      ...this.#forwardedHeaders(headers),
       ...(body.checkpoint ?? {}),
       ...(body.checkpoint_id ? { checkpoint_id: body.checkpoint_id } : {}),
       ...(user && authConfigurable(user)),
@@ -344,11 +362,22 @@ export function normalizeStreamMode(mode: string | string[] | null | undefined):
   return Array.isArray(mode) ? [...new Set(mode)] : [mode];
 }
 
-/** `x-*` request headers and the user agent go into `configurable`, as the official servers do. */
-function forwardedHeaders(headers: Headers): JsonObject {
-  const out: JsonObject = {};
-  headers.forEach((value, key) => {
-    if ((key.startsWith("x-") && !PRIVATE_HEADERS.has(key)) || key === "user-agent") out[key] = value;
-  });
-  return out;
+/** Header-name patterns (`x-*`, case-insensitive) → a test; exclusions win over inclusions. */
+function headerFilter(rules: HeaderRules): (name: string) => boolean {
+  const pattern = (globs: string[]) =>
+    new RegExp(
+      `^(?:${
+        globs
+          .map((g) =>
+            g
+              .toLowerCase()
+              .replace(/[.+?^${}()|[\]\\]/g, "\\$&")
+              .replaceAll("*", ".*"),
+          )
+          .join("|") || "(?!)"
+      })$`,
+    );
+  const include = pattern(rules.includes);
+  const exclude = pattern(rules.excludes);
+  return (name) => include.test(name) && !exclude.test(name);
 }

@@ -64,7 +64,12 @@ describe("defaults", () => {
       dataDir: path.join(dir, ".hangar"),
       graphs: [{ id: "agent", file: path.join(dir, "agent.ts"), exportName: "graph" }],
       env: {},
-      http: {},
+      http: {
+        configurable_headers: {
+          includes: ["x-*", "user-agent"],
+          excludes: ["x-api-key", "x-tenant-id", "x-service-key"],
+        },
+      },
       workers: 32,
       // One thread per core beyond the API's, at most 4.
       executorThreads: Math.min(4, availableParallelism() - 1),
@@ -305,15 +310,51 @@ describe("http", () => {
       disable_mcp: true,
       disable_a2a: false,
       app: "./app.ts:app",
+      mount_prefix: "/api",
+      configurable_headers: { includes: ["x-team-*"], excludes: ["x-team-secret"] },
+      logging_headers: { excludes: ["authorization"] },
+      no_such_setting: 1,
     };
-    const config = load(project(minimal({ http })));
+    const dir = project({ ...minimal({ http }), "app.ts": "" });
+    const config = load(dir);
     assert.deepEqual(config.http, {
       cors: { allow_origins: ["https://a.example"], allow_credentials: true, max_age: 600 },
       disable_mcp: true,
       disable_a2a: false,
+      app: { file: path.join(dir, "app.ts"), exportName: "app", authenticated: true },
+      mount_prefix: "/api",
+      configurable_headers: {
+        includes: ["x-team-*"],
+        excludes: ["x-api-key", "x-tenant-id", "x-service-key", "x-team-secret"],
+      },
     });
     assert.equal(config.warnings.length, 1);
-    assert.match(config.warnings[0], /http\.app: not supported/);
+    assert.match(config.warnings[0], /http\.no_such_setting: not supported/);
+  });
+
+  test("http.app: authentication before the app unless the project orders it after its middleware", () => {
+    const app = (extra: object) =>
+      load(project({ ...minimal({ http: { app: "./app.ts", ...extra } }), "app.ts": "" })).http.app;
+    assert.equal(app({})?.authenticated, true);
+    assert.equal(app({ middleware_order: "auth_first" })?.authenticated, true);
+    assert.equal(app({ middleware_order: "middleware_first" })?.authenticated, false);
+    assert.equal(app({ enable_custom_route_auth: false })?.authenticated, false);
+    assert.equal(app({})?.exportName, "default");
+    assert.throws(
+      () => app({ middleware_order: "auth_first", enable_custom_route_auth: false }),
+      /http\.middleware_order: "auth_first" authenticates every request/,
+    );
+    assert.throws(() => app({ middleware_order: "last" }), /http\.middleware_order: must be "auth_first"/);
+    assert.throws(
+      () => load(project(minimal({ http: { app: "./missing.ts:app" } }))),
+      /http\.app: app file not found/,
+    );
+    for (const prefix of ["api", "/api/", "/"]) {
+      assert.throws(
+        () => load(project(minimal({ http: { mount_prefix: prefix } }))),
+        /http\.mount_prefix: must start with "\/"/,
+      );
+    }
   });
 
   test("auth.path names the project's Auth export (relative to the file); studio auth on by default", () => {
