@@ -7,6 +7,7 @@ import { assistantRoutes } from "../agents/assistants.js";
 import type { AgentDeps, AppEnv } from "../agents/context.js";
 import { cronRoutes } from "../agents/crons.js";
 import { mcpRoutes } from "../agents/mcp/routes.js";
+import { metricsRoutes } from "../agents/metrics.js";
 import { runRoutes } from "../agents/runs.js";
 import { storeRoutes } from "../agents/store.js";
 import { systemRoutes } from "../agents/system.js";
@@ -97,6 +98,7 @@ export function createApp(deps: AgentDeps, log: Logger): Hono<AppEnv> {
   app.use(apiKeyAuth({ envKeys: deps.config.apiKeys, repo: deps.storage.auth }));
   if (deps.auth) app.use(customAuthentication(deps.auth, { studio: deps.config.mode === "dev" }));
   if (!http.disable_meta) app.route("/", systemRoutes());
+  if (!http.disable_meta) app.route("/", metricsRoutes(deps));
   if (!http.disable_assistants) app.route("/", assistantRoutes(deps));
   if (!http.disable_threads) app.route("/", threadRoutes(deps));
   if (!http.disable_runs) app.route("/", runRoutes(deps));
