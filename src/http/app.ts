@@ -42,6 +42,27 @@ function corsMiddleware(config: CorsConfig | undefined) {
 }
 
 /**
+ * Private Network Access: before a page on a public origin (LangGraph Studio, https://smith.langchain.com)
+ * calls a server on loopback or a private address, Chromium sends a preflight with
+ * `Access-Control-Request-Private-Network: true`, and lets the request through only if the answer carries
+ * `Access-Control-Allow-Private-Network: true`. Answered for origins CORS allows: always in `hangar dev`
+ * (Studio on loopback is what it is for), in `serve` only when `http.cors` names the origins, since a
+ * production server left with the default "any origin" should not invite every website its users visit.
+ * Wraps the CORS middleware, which answers preflights itself.
+ */
+function privateNetworkAccess() {
+  return createMiddleware(async (c, next) => {
+    await next();
+    if (
+      c.req.method === "OPTIONS" &&
+      c.req.header("access-control-request-private-network")?.toLowerCase() === "true" &&
+      c.res.headers.has("access-control-allow-origin")
+    )
+      c.res.headers.set("Access-Control-Allow-Private-Network", "true");
+  });
+}
+
+/**
  * Bodies larger than the limit get 413 before anything reads them. File uploads to a sandbox are
  * files, not requests to store, and keep no limit here.
  */
@@ -91,6 +112,7 @@ function customAuthSchemes(config: AgentDeps["config"]): Record<string, Record<s
 export function createApp(deps: AgentDeps, log: Logger): Hono<AppEnv> {
   const http = deps.config.http;
   const app = new Hono<AppEnv>();
+  if (deps.config.mode === "dev" || http.cors) app.use(privateNetworkAccess());
   app.use(corsMiddleware(http.cors));
   app.use(requestBodyLimit(deps.config.maxBodyBytes));
   app.use(storableUrl);
