@@ -17,6 +17,7 @@ import { RunService } from "./runtime/runs.js";
 import { HangarStore } from "./runtime/store.js";
 import { loadStoreSettings } from "./runtime/store-config.js";
 import { StoreSweeper } from "./runtime/store-sweeper.js";
+import { WorkerStatsTable } from "./runtime/worker-stats.js";
 import { upgradeHandler } from "./sandboxes/dataplane.js";
 import { createSandboxRuntime } from "./sandboxes/runtime/index.js";
 import { openStorage } from "./storage/open.js";
@@ -53,7 +54,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     // Graph code may use the SDK logger and the loopback client as it loads (here and in executor threads).
     provideGraphHost(log, listening);
     // Executor threads load their graphs while this thread loads its own (storage is migrated by now).
-    if (config.executorThreads > 0) threads = new ExecutorThreads(config, log);
+    // What this process's workers do (`GET /metrics`): row 0 this thread's dispatcher, then each thread's.
+    const workerStats = new WorkerStatsTable(1 + config.executorThreads);
+    if (config.executorThreads > 0) threads = new ExecutorThreads(config, log, workerStats);
     // The project's auth handlers (langgraph.json `auth`); a worker serves no requests.
     const auth = config.auth && config.mode !== "worker" ? await CustomAuth.load(config.auth) : undefined;
     // The project's Hono app (langgraph.json `http.app`), served in front of the built-in routes.
@@ -79,14 +82,19 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     // With executor threads, this thread's dispatcher executes nothing: it wakes and signals them.
     const dispatcher = new Dispatcher(
       { graphs, storage, logs, log, localFetch, store },
-      { concurrency: threads ? 0 : config.workers, leaseMs, bus: redis ? new ClusterBus(redis) : threads },
+      {
+        concurrency: threads ? 0 : config.workers,
+        leaseMs,
+        bus: redis ? new ClusterBus(redis) : threads,
+        stats: workerStats.row(0),
+      },
     );
     const runs = new RunService(storage, graphs, dispatcher, logs, config.http.configurable_headers);
     const scheduler = new CronScheduler({ crons: storage.crons, runs, log });
     const crons = new CronService(storage, runs, () => scheduler.nudge());
     const sandboxRuntime = createSandboxRuntime({ dataDir: config.dataDir, storage, log });
     const app = createApp(
-      { config, storage, graphs, runs, store, crons, sandboxRuntime, auth },
+      { config, storage, graphs, runs, store, crons, sandboxRuntime, auth, workers: workerStats },
       log,
       customApp,
     );

@@ -10,6 +10,7 @@
 import { z } from "zod";
 import type { ApiDocs, RouteDoc } from "../http/openapi.js";
 import * as C from "./crons.js";
+import * as M from "./metrics.js";
 import * as R from "./response-schemas.js";
 import * as S from "./schemas.js";
 import * as St from "./store.js";
@@ -166,6 +167,21 @@ const routes: Record<string, RouteDoc> = {
   // ---- system
   "GET /ok": { tag: "System", summary: "Health check", response: R.Ok, public: true },
   "GET /info": { tag: "System", summary: "Server version and feature flags", response: R.Info },
+  "GET /metrics": {
+    tag: "System",
+    summary: "System metrics",
+    description:
+      "Run, queue and worker figures in the Prometheus text format (`format=prometheus`, the default) or " +
+      "JSON. The queue figures cover every process sharing the database; the worker figures and run " +
+      "counters are this process's own (absent workers: it executes no runs).",
+    query: M.MetricsQuery,
+    response: M.Metrics,
+    textAlternatives: {
+      "text/plain; version=0.0.4":
+        "`format=prometheus`: the same figures as Prometheus gauges and counters " +
+        "(`lg_api_num_pending_runs`, `lg_api_workers_active`, `hangar_runs_ended_total{outcome}`, …).",
+    },
+  },
 
   // ---- assistants
   "POST /assistants": {

@@ -5,6 +5,7 @@ import type { CronService } from "../runtime/crons.js";
 import type { GraphRegistry } from "../runtime/graphs.js";
 import type { RunService } from "../runtime/runs.js";
 import type { HangarStore } from "../runtime/store.js";
+import type { WorkerStatsTable } from "../runtime/worker-stats.js";
 import type { BoxService } from "../sandboxes/boxes.js";
 import type { OrgId, Storage } from "../storage/ports.js";
 
@@ -25,6 +26,8 @@ export interface AgentDeps {
   crons?: CronService;
   /** The project's custom auth (langgraph.json `auth`), when it has one. */
   auth?: CustomAuth;
+  /** What this process's workers do (`GET /metrics`); without it the process reports no workers. */
+  workers?: WorkerStatsTable;
 }
 
 /**

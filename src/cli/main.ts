@@ -275,16 +275,48 @@ function wantsStacks(level: string | undefined): boolean {
 
 function devBanner(config: Config, url: string): string {
   const graphs = config.graphs.map((g) => g.id).join(", ");
+  // Studio runs in the browser on this machine: a wildcard listen address is reached on loopback.
+  const local = url.replace("//0.0.0.0:", "//127.0.0.1:").replace("//[::]:", "//[::1]:");
   return [
     "",
     `  Hangar dev server  ${url}`,
     "",
+    `  API        ${local}`,
+    `  Studio     ${studioUrl(local, process.env)}`,
+    `  API docs   ${local}/docs`,
     `  Graphs     ${graphs}`,
     `  Data dir   ${config.dataDir}`,
-    `  API docs   ${url}/docs`,
     "",
     "",
   ].join("\n");
+}
+
+/**
+ * LangGraph Studio's link for this server, as `langgraph dev` prints it: `<LangSmith UI>/studio?baseUrl=…`.
+ * The UI follows `LANGSMITH_ENDPOINT` (or `LANGCHAIN_ENDPOINT`) as the LangSmith SDK derives it: a
+ * self-hosted `…/api/v1` or `…/api` without it, the EU, dev and beta regions, else smith.langchain.com.
+ */
+export function studioUrl(baseUrl: string, env: NodeJS.ProcessEnv): string {
+  return `${langsmithUiUrl(env.LANGSMITH_ENDPOINT || env.LANGCHAIN_ENDPOINT)}/studio?baseUrl=${baseUrl}`;
+}
+
+function langsmithUiUrl(apiUrl: string | undefined): string {
+  const api = apiUrl?.trim().replace(/\/+$/, "");
+  if (!api) return "https://smith.langchain.com";
+  let host = "";
+  try {
+    host = new URL(api).hostname;
+  } catch {
+    return "https://smith.langchain.com";
+  }
+  if (host === "localhost" || host === "127.0.0.1" || host === "::1") return "http://localhost:3000";
+  if (api.endsWith("/api/v1")) return api.slice(0, -"/api/v1".length);
+  const first = api.split(".", 1)[0]!;
+  if (api.includes("/api") && !first.endsWith("api")) return api.replace("/api", "");
+  if (first.includes("dev")) return "https://dev.smith.langchain.com";
+  if (first.includes("eu")) return "https://eu.smith.langchain.com";
+  if (first.includes("beta")) return "https://beta.smith.langchain.com";
+  return "https://smith.langchain.com";
 }
 
 function packageVersion(): string {

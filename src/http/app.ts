@@ -7,6 +7,7 @@ import { assistantRoutes } from "../agents/assistants.js";
 import type { AgentDeps, AppEnv } from "../agents/context.js";
 import { cronRoutes } from "../agents/crons.js";
 import { mcpRoutes } from "../agents/mcp/routes.js";
+import { metricsRoutes } from "../agents/metrics.js";
 import { runRoutes } from "../agents/runs.js";
 import { storeRoutes } from "../agents/store.js";
 import { systemRoutes } from "../agents/system.js";
@@ -38,6 +39,27 @@ function corsMiddleware(config: CorsConfig | undefined) {
     credentials: config?.allow_credentials ?? false,
     exposeHeaders: [...new Set([...(config?.expose_headers ?? []), ...EXPOSED])],
     maxAge: config?.max_age,
+  });
+}
+
+/**
+ * Private Network Access: before a page on a public origin (LangGraph Studio, https://smith.langchain.com)
+ * calls a server on loopback or a private address, Chromium sends a preflight with
+ * `Access-Control-Request-Private-Network: true`, and lets the request through only if the answer carries
+ * `Access-Control-Allow-Private-Network: true`. Answered for origins CORS allows: always in `hangar dev`
+ * (Studio on loopback is what it is for), in `serve` only when `http.cors` names the origins, since a
+ * production server left with the default "any origin" should not invite every website its users visit.
+ * Wraps the CORS middleware, which answers preflights itself.
+ */
+function privateNetworkAccess() {
+  return createMiddleware(async (c, next) => {
+    await next();
+    if (
+      c.req.method === "OPTIONS" &&
+      c.req.header("access-control-request-private-network")?.toLowerCase() === "true" &&
+      c.res.headers.has("access-control-allow-origin")
+    )
+      c.res.headers.set("Access-Control-Allow-Private-Network", "true");
   });
 }
 
@@ -95,6 +117,7 @@ function customAuthSchemes(config: AgentDeps["config"]): Record<string, Record<s
 export function createApp(deps: AgentDeps, log: Logger, custom?: Hono<any>): Hono<AppEnv> {
   const http = deps.config.http;
   const app = new Hono<AppEnv>();
+  if (deps.config.mode === "dev" || http.cors) app.use(privateNetworkAccess());
   app.use(corsMiddleware(http.cors));
   app.use(requestBodyLimit(deps.config.maxBodyBytes));
   app.use(storableUrl);
@@ -135,6 +158,7 @@ export function createApp(deps: AgentDeps, log: Logger, custom?: Hono<any>): Hon
 function mountBuiltIns(app: Hono<AppEnv>, deps: AgentDeps, log: Logger): void {
   const http = deps.config.http;
   if (!http.disable_meta) app.route("/", systemRoutes());
+  if (!http.disable_meta) app.route("/", metricsRoutes(deps));
   if (!http.disable_assistants) app.route("/", assistantRoutes(deps));
   if (!http.disable_threads) app.route("/", threadRoutes(deps));
   if (!http.disable_runs) app.route("/", runRoutes(deps));

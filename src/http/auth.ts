@@ -67,7 +67,8 @@ export function apiKeyAuth(opts: {
 }
 
 /**
- * Custom authentication (langgraph.json `auth`): every request but the public routes and `/info` runs the
+ * Custom authentication (langgraph.json `auth`): every request but the public routes, `/info` and
+ * `/metrics` (server-wide figures with no user's data, read by scrapers that cannot log in) runs the
  * project's `authenticate` handler, and its user is the request's (`c.get("auth")`). It runs after the
  * API key, which selects the organization: the handler selects the user within it. LangGraph Studio's
  * requests (`x-auth-scheme: langsmith`) act as the Studio user in `hangar dev` unless
@@ -75,7 +76,8 @@ export function apiKeyAuth(opts: {
  */
 export function customAuthentication(auth: CustomAuth, opts: { studio: boolean }): MiddlewareHandler<AppEnv> {
   return async function authenticateUser(c, next) {
-    if (isPublicRoute(c.req.method, c.req.path) || c.req.path === "/info") return next();
+    if (isPublicRoute(c.req.method, c.req.path) || c.req.path === "/info" || c.req.path === "/metrics")
+      return next();
     if (opts.studio && auth.studioAuth && c.req.header("x-auth-scheme") === "langsmith") {
       c.set("auth", { user: STUDIO_USER, permissions: [] });
       return next();

@@ -51,6 +51,8 @@ export interface RouteDoc {
   stream?: string;
   /** The success response is neither JSON nor SSE (HTML page, asset). */
   contentType?: string;
+  /** Another form of the success body, as text (e.g. `/metrics?format=prometheus`): media type → what it holds. */
+  textAlternatives?: Record<string, string>;
   /** More responses, by status code. */
   responses?: Record<number, ExtraResponse>;
   /** Error statuses beyond the automatic ones. */
@@ -495,6 +497,10 @@ function describeOperation(
     ref(doc.response, `${opId}_response`, media, false);
   } else if (doc.contentType) {
     success.content = { [doc.contentType]: { schema: { type: "string" } } };
+  }
+  for (const [contentType, description] of Object.entries(doc.textAlternatives ?? {})) {
+    success.content ??= {};
+    success.content[contentType] = { schema: { type: "string", description } };
   }
   responses[String(status)] = success;
 

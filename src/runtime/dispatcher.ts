@@ -10,6 +10,7 @@ import {
   type Storage,
 } from "../storage/ports.js";
 import { type ExecutorDeps, executeRun, type StopReason } from "./executor.js";
+import type { RunEnd, WorkerStats } from "./worker-stats.js";
 
 /** A run that a dead process left `running` is retried this many times in all, then failed. */
 export const MAX_ATTEMPTS = 3;
@@ -35,6 +36,8 @@ export interface DispatcherOptions {
   leaseMs: number;
   /** Signals to and from other workers (processes or threads); absent when this one executes everything. */
   bus?: WorkerBus;
+  /** Where this worker counts its slots, runs executing and runs ended (`GET /metrics`). */
+  stats?: WorkerStats;
 }
 
 /**
@@ -50,6 +53,7 @@ export class Dispatcher {
   readonly #concurrency: number;
   readonly #lease: Lease;
   readonly #bus?: WorkerBus;
+  readonly #stats?: WorkerStats;
   readonly #active = new Map<string, { controller: AbortController; done: Promise<void> }>();
   readonly #unsubscribe: (() => void)[] = [];
   #pumping = false;
@@ -69,6 +73,8 @@ export class Dispatcher {
     const workerId = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.#lease = { workerId, ms: opts.leaseMs };
     this.#bus = opts.bus;
+    this.#stats = opts.stats;
+    this.#stats?.setSlots(opts.concurrency);
   }
 
   /**
@@ -152,10 +158,15 @@ export class Dispatcher {
     if (stopRequested) controller.abort(stopRequested);
     // This worker stalled past its lease and now claimed the run again: the stale execution stops.
     this.#active.get(run.run_id)?.controller.abort("lease_lost" satisfies StopReason);
+    this.#stats?.started();
     const done = Promise.resolve(this.#deps.logs.open(run.run_id))
       .catch(() => undefined) // the log opens with the run's first event anyway
       .then(() => executeRun(this.#deps, run, org, controller.signal))
-      .catch((err) => this.#log.error("run executor crashed", { run_id: run.run_id, error: String(err) }))
+      .catch((err): RunEnd => {
+        this.#log.error("run executor crashed", { run_id: run.run_id, error: String(err) });
+        return "error";
+      })
+      .then((end) => this.#stats?.ended(end))
       .finally(() => {
         if (this.#active.get(run.run_id) === entry) this.#active.delete(run.run_id);
         if (controller.signal.reason === "shutdown" || controller.signal.reason === "lease_lost") {

@@ -15,6 +15,7 @@ import { provideGraphHost } from "./graph-host.js";
 import { GraphRegistry } from "./graphs.js";
 import { HangarStore } from "./store.js";
 import { loadStoreSettings } from "./store-config.js";
+import { WorkerStats } from "./worker-stats.js";
 
 const port = parentPort as MessagePort;
 const send = (message: ThreadMessage) => port.postMessage(message);
@@ -115,7 +116,7 @@ class LocalFetch {
 }
 
 async function main(): Promise<void> {
-  const { config, slots } = workerData as ThreadData;
+  const { config, slots, stats, statsRow } = workerData as ThreadData;
   const log = createLogger(config.logLevel);
   let storage: Storage | undefined;
   let dispatcher: Dispatcher;
@@ -132,7 +133,12 @@ async function main(): Promise<void> {
     const graphs = await GraphRegistry.load(config.graphs, storage.checkpointer, store);
     dispatcher = new Dispatcher(
       { graphs, storage, logs, log, localFetch: local.fetch, store },
-      { concurrency: slots, leaseMs: config.leaseSeconds * 1000, bus },
+      {
+        concurrency: slots,
+        leaseMs: config.leaseSeconds * 1000,
+        bus,
+        stats: new WorkerStats(stats, statsRow),
+      },
     );
   } catch (err) {
     await storage?.close().catch(() => undefined);

@@ -19,6 +19,7 @@ import type { StopAction } from "../storage/ports.js";
 import type { RunLogs } from "../streams/run-log.js";
 import type { WorkerBus } from "./dispatcher.js";
 import { GraphLoadError } from "./graphs.js";
+import type { WorkerStatsTable } from "./worker-stats.js";
 
 /** A run-log operation of a thread, applied to the API thread's logs in order. */
 export type LogOp =
@@ -56,6 +57,9 @@ export interface ThreadData {
   config: Config;
   /** Runs this thread executes at once. */
   slots: number;
+  /** The process's worker figures (`WorkerStatsTable.buffer`), shared; this thread writes row `statsRow`. */
+  stats: SharedArrayBuffer;
+  statsRow: number;
 }
 
 export interface ThreadServices {
@@ -84,15 +88,16 @@ export class ExecutorThreads implements WorkerBus {
 
   /**
    * Spawns `config.executorThreads` threads sharing `config.workers` slots. They load their graphs at
-   * once (while the API thread loads its own), and claim nothing until `start`.
+   * once (while the API thread loads its own), and claim nothing until `start`. Thread i counts its
+   * work in row i + 1 of `stats` (row 0 is the API thread's).
    */
-  constructor(config: Config, log: Logger) {
+  constructor(config: Config, log: Logger, stats: WorkerStatsTable) {
     this.#log = log;
     const count = config.executorThreads;
     for (let i = 0; i < count; i++) {
       // The slots are shared out evenly, the first threads taking the remainder.
       const slots = Math.floor(config.workers / count) + (i < config.workers % count ? 1 : 0);
-      this.#threads.push(this.#spawn({ config, slots }));
+      this.#threads.push(this.#spawn({ config, slots, stats: stats.buffer, statsRow: i + 1 }));
     }
   }
 

@@ -7,6 +7,7 @@ import type { CompiledGraph, GraphRegistry } from "./graphs.js";
 import { toJson, toPlain } from "./serialize.js";
 import type { HangarStore } from "./store.js";
 import { type RunOutcome, sendWebhook } from "./webhooks.js";
+import type { RunEnd } from "./worker-stats.js";
 
 /**
  * Why the runtime stopped a run it was executing: a cancel or double text (`interrupt`, `rollback`),
@@ -41,14 +42,15 @@ const GRAPH_MODE: Record<string, string | null> = {
 
 /**
  * Executes one claimed run: streams the graph, publishes its events to the run's log, and records
- * the outcome. Never throws: every ending (success, graph error, stop) is settled in storage.
+ * the outcome. Never throws: every ending (success, graph error, stop) is settled in storage. Resolves
+ * to how the execution ended (counted for `/metrics`).
  */
 export async function executeRun(
   deps: ExecutorDeps,
   run: Run,
   org: OrgId,
   signal: AbortSignal,
-): Promise<void> {
+): Promise<RunEnd> {
   const { storage, logs } = deps;
   const kwargs = run.kwargs;
   const configurable: Record<string, unknown> = {
@@ -124,7 +126,7 @@ export async function executeRun(
       // This worker lost the run (its lease expired and another attempt took over): the readers, the
       // webhook belong to the attempt that now holds it.
       deps.log.warn("a stale attempt of a run ended; its result is discarded", { run_id: run.run_id });
-      return;
+      return "handed_back";
     }
   } catch (err) {
     // The run stays `running` in storage; it is recovered (retried from its checkpoint) at the next
@@ -136,12 +138,13 @@ export async function executeRun(
   }
   if (outcome.status === "handed_back") {
     // The run will execute again (here after a restart, or on another worker): keep its log open.
-    return;
+    return "handed_back";
   }
   // Whatever happened above, readers of this run are released.
   logs.end(run.run_id, joinResult(outcome));
   // Delivered in the background: a slow receiver must not hold a worker slot.
   if (kwargs.webhook) void sendWebhook(deps, run, outcome);
+  return outcome.status;
 }
 
 /**

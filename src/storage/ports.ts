@@ -230,6 +230,25 @@ export interface SweepResult {
   rolledBack: string[];
 }
 
+/**
+ * The run queue at one moment, for `GET /metrics` (the official server's `queue` figures). Waits are
+ * counted from when a run became due (its `after_seconds` passed; otherwise its creation), so a
+ * delayed run is not "waiting" before its time; runs not due yet count in `n_pending` only.
+ */
+export interface QueueStats {
+  n_pending: number;
+  n_running: number;
+  /** How long the longest-waiting due pending run has waited, in seconds; null when none is due. */
+  pending_runs_wait_time_max_secs: number | null;
+  /** The median wait of the due pending runs, in seconds; null when none is due. */
+  pending_runs_wait_time_med_secs: number | null;
+  /**
+   * The longest wait among due pending runs whose thread is not executing another run (so a worker
+   * could take them now): a high value with idle workers means something is wrong.
+   */
+  pending_unblocked_runs_wait_time_max_secs: number | null;
+}
+
 export interface AssistantDeletion {
   deleted: boolean;
   runningRunIds: string[];
@@ -335,6 +354,8 @@ export interface RunsRepo {
    * a dead process's, recovered at once as `sweepExpiredLeases` would once its lease ran out.
    */
   recoverInterrupted(maxAttempts: number): Promise<SweepResult>;
+  /** The queue's figures now, over every organization (`GET /metrics`). Reads only. */
+  stats(): Promise<QueueStats>;
 }
 
 /** The checkpointer plus the few extra operations the server needs on checkpoints. */

@@ -7,6 +7,7 @@ import type {
   Lease,
   LeaseRenewal,
   OrgId,
+  QueueStats,
   Run,
   RunAdmission,
   RunCompletion,
@@ -543,5 +544,39 @@ export class PgRuns implements RunsRepo {
       });
     }
     return result;
+  }
+
+  async stats(): Promise<QueueStats> {
+    const now = Date.now();
+    // One statement, one snapshot. Due times are this process's clock, as `claimNext` compares them.
+    const { rows } = await this.#db.query<{
+      pending: number;
+      running: number;
+      oldest: number | null;
+      median: number | null;
+      unblocked: number | null;
+    }>(
+      `SELECT
+         (SELECT COUNT(*) FROM runs WHERE status = 'pending') AS pending,
+         (SELECT COUNT(*) FROM runs WHERE status = 'running') AS running,
+         d.oldest, d.median,
+         (SELECT MIN(r.not_before) FROM runs r WHERE r.status = 'pending' AND r.not_before <= $1
+            AND NOT EXISTS (SELECT 1 FROM runs x WHERE x.thread_id = r.thread_id AND x.status = 'running'))
+           AS unblocked
+       FROM (SELECT MIN(not_before) AS oldest,
+                    percentile_cont(0.5) WITHIN GROUP (ORDER BY not_before) AS median
+             FROM runs WHERE status = 'pending' AND not_before <= $1) d`,
+      [now],
+    );
+    const row = rows[0]!;
+    const wait = (since: number | string | null) =>
+      since === null ? null : Math.max(0, now - Number(since)) / 1000;
+    return {
+      n_pending: Number(row.pending),
+      n_running: Number(row.running),
+      pending_runs_wait_time_max_secs: wait(row.oldest),
+      pending_runs_wait_time_med_secs: wait(row.median),
+      pending_unblocked_runs_wait_time_max_secs: wait(row.unblocked),
+    };
   }
 }
