@@ -1,8 +1,9 @@
+import { createRequire } from "node:module";
 import { Command, Send } from "@langchain/langgraph";
 import type { Logger } from "../cli/logger.js";
 import type { OrgId, Run, Storage } from "../storage/ports.js";
 import type { RunLogs } from "../streams/run-log.js";
-import { interruptsByTask, withCheckpointRefs } from "./checkpoint-ref.js";
+import { interruptsByTask, withCheckpointRefs, withTaskCheckpoint } from "./checkpoint-ref.js";
 import type { CompiledGraph, GraphRegistry } from "./graphs.js";
 import { toJson, toPlain } from "./serialize.js";
 import type { HangarStore } from "./store.js";
@@ -26,6 +27,9 @@ export interface ExecutorDeps {
   /** The long-term memory store; each run gets its organization's view of it. */
   store?: HangarStore;
 }
+
+/** The LangGraph version Hangar runs graphs with, in run metadata (`langgraph_version`). */
+const LANGGRAPH_VERSION: string = createRequire(import.meta.url)("@langchain/langgraph/package.json").version;
 
 /** Stream modes a client may ask for, and the LangGraph mode that feeds each. */
 const GRAPH_MODE: Record<string, string | null> = {
@@ -59,42 +63,60 @@ export async function executeRun(
     run_id: run.run_id,
   };
   const graphId = String(configurable.graph_id);
+  // Run metadata as the official servers build it: the assistant's (in kwargs since admission), the
+  // thread's, the run's, then what the server says about itself and the run.
+  const thread = await storage.threads.get(org, run.thread_id).catch(() => null);
   const config: Record<string, unknown> = {
     ...kwargs.config,
     configurable,
     metadata: {
       ...((kwargs.config.metadata as object) ?? {}),
+      ...(thread?.metadata ?? {}),
       ...run.metadata,
       run_id: run.run_id,
       thread_id: run.thread_id,
       graph_id: graphId,
       assistant_id: run.assistant_id,
       run_attempt: run.attempt,
+      langgraph_version: LANGGRAPH_VERSION,
+      langgraph_plan: "developer",
+      langgraph_host: "self-hosted",
+      langgraph_api_url: process.env.LANGGRAPH_API_URL,
     },
   };
   const publish = (event: string, data: unknown) => logs.publish(run.run_id, event, toJson(data));
-  publish("metadata", { run_id: run.run_id, thread_id: run.thread_id, attempt: run.attempt });
+  publish("metadata", { run_id: run.run_id, attempt: run.attempt });
 
   let graph: CompiledGraph | undefined;
   let outcome: RunOutcome;
   try {
     graph = await deps.graphs.get(graphId, config, { durable: !kwargs.temporary });
     const input = await runInput(storage, run, configurable);
-    const emit = modeEmitter(kwargs.stream_mode, publish);
+    // The legacy `messages` mode streams the tokens of every chat model, subgraphs' included, as the
+    // reference does (it reads them from streamEvents): the graph streams subgraphs for it, and only
+    // their message tuples are kept unless the client asked for subgraphs.
+    const subgraphs = kwargs.stream_subgraphs || kwargs.stream_mode.includes("messages");
+    const emit = modeEmitter(kwargs.stream_mode, kwargs.stream_subgraphs, publish);
     const onChunk = (chunk: unknown) => {
-      const [ns, mode, data] = kwargs.stream_subgraphs
+      const [ns, mode, data] = subgraphs
         ? (chunk as [string[], string, unknown])
         : [[] as string[], ...(chunk as [string, unknown])];
       emit(mode, ns, data);
     };
+    // `messages` always: chat models stream whatever the client asked for (the reference runs every
+    // graph through streamEvents), so the messages they return are the same (chunks) either way.
     const graphModes = [
-      ...new Set(["values", ...kwargs.stream_mode.map((m) => GRAPH_MODE[m]).filter(Boolean)]),
+      ...new Set([
+        "values",
+        "messages",
+        ...kwargs.stream_mode.map((m) => GRAPH_MODE[m]).filter((m): m is string => Boolean(m)),
+      ]),
     ];
     const options = {
       ...config,
       recursionLimit: (kwargs.config.recursion_limit as number | undefined) ?? undefined,
       streamMode: graphModes,
-      subgraphs: kwargs.stream_subgraphs,
+      subgraphs,
       interruptBefore: kwargs.interrupt_before,
       interruptAfter: kwargs.interrupt_after,
       context: kwargs.context,
@@ -273,42 +295,82 @@ function toCommand(c: Record<string, unknown>): Command {
 }
 
 /**
- * Turns graph stream chunks into the events the client asked for. `messages` (legacy) is rebuilt
- * from LangGraph's message tuples as metadata / partial / complete events.
+ * Turns graph stream chunks into the events the client asked for, as the reference server names and
+ * shapes them (agent-server.md 3.6). The legacy `messages` mode, as the reference builds it:
+ * - `messages/metadata` `{<id>: {metadata}}` the first time a chat model streams a message id, then
+ *   `messages/partial` `[the message accumulated so far]` for each of its tokens (any namespace, no
+ *   `|ns` suffix); the metadata is the chat model's run metadata (the tuple's, without the `tags` and
+ *   `name` LangGraph adds to it);
+ * - `messages/complete` `[messages]` for the messages with an id not sent complete before in this run
+ *   found under `messages` in a root chunk (the input, the state after each step, streamed or not).
  */
-function modeEmitter(requested: string[], publish: (event: string, data: unknown) => void) {
+function modeEmitter(
+  requested: string[],
+  subgraphs: boolean,
+  publish: (event: string, data: unknown) => void,
+) {
   const wants = new Set(requested);
-  const seen = new Map<string, any>();
-  return (mode: string, ns: string[], data: unknown) => {
-    const suffix = ns.length ? `|${ns.join("|")}` : "";
-    if (mode === "checkpoints" || mode === "debug") {
-      if (!wants.has(mode)) return;
-      const payload =
-        mode === "checkpoints"
-          ? withCheckpointRefs(data)
-          : (data as any)?.type === "checkpoint"
-            ? { ...(data as object), payload: withCheckpointRefs((data as any).payload) }
-            : data;
-      publish(mode + suffix, payload);
-      return;
+  const legacy = wants.has("messages");
+  const partials = new Map<string, any>();
+  const completed = new Set<string>();
+
+  const partial = (tuple: unknown) => {
+    const [message, metadata] = tuple as [any, Record<string, unknown>];
+    const id: unknown = message?.id;
+    if (!id || typeof id !== "string" || !isChunk(message)) return;
+    const acc = partials.get(id);
+    if (acc === undefined) {
+      const { tags: _tags, name: _name, ...meta } = metadata ?? {};
+      publish("messages/metadata", { [id]: { metadata: meta } });
     }
-    if (mode !== "messages") {
-      if (wants.has(mode)) publish(mode + suffix, data);
-      return;
-    }
-    if (wants.has("messages-tuple")) publish(`messages${suffix}`, data);
-    if (!wants.has("messages")) return;
-    const [message, metadata] = data as [any, unknown];
-    const id: string = message?.id ?? "";
-    const isChunk = typeof message?.concat === "function" && /Chunk$/.test(message?.constructor?.name ?? "");
-    if (!seen.has(id)) publish(`messages/metadata${suffix}`, { [id]: { metadata } });
-    if (isChunk) {
-      const acc = seen.has(id) ? seen.get(id).concat(message) : message;
-      seen.set(id, acc);
-      publish(`messages/partial${suffix}`, [acc]);
-    } else {
-      seen.set(id, message);
-      publish(`messages/complete${suffix}`, [message]);
-    }
+    const next = acc === undefined ? message : acc.concat(message);
+    partials.set(id, next);
+    publish("messages/partial", [next]);
   };
+
+  const complete = (data: unknown) => {
+    if (data === null || typeof data !== "object" || Array.isArray(data) || isMessage(data)) return;
+    if (!("messages" in data)) return;
+    const found = (data as { messages: unknown }).messages;
+    const fresh = [];
+    for (const message of Array.isArray(found) ? found : [found]) {
+      const id = (message as { id?: unknown } | null)?.id;
+      if (!id || typeof id !== "string" || completed.has(id)) continue;
+      completed.add(id);
+      fresh.push(message);
+    }
+    if (fresh.length > 0) publish("messages/complete", fresh);
+  };
+
+  return (mode: string, ns: string[], data: unknown) => {
+    const root = ns.length === 0;
+    const suffix = root ? "" : `|${ns.join("|")}`;
+    if (mode === "messages") {
+      if (wants.has("messages-tuple") && (root || subgraphs)) publish(`messages${suffix}`, data);
+      if (legacy) partial(data);
+      return;
+    }
+    // A subgraph's chunk the client did not ask for (the graph streams subgraphs for legacy tokens).
+    if (!root && !subgraphs) return;
+    if (wants.has(mode)) publish(mode + suffix, preprocess(mode, data));
+    if (legacy && root) complete(data);
+  };
+}
+
+const isMessage = (value: any): boolean =>
+  typeof value?.getType === "function" && typeof value?.toDict === "function";
+const isChunk = (message: any): boolean =>
+  isMessage(message) &&
+  typeof message.concat === "function" &&
+  /Chunk$/.test(message.constructor?.name ?? "");
+
+/** Checkpoint and task payloads of `debug`, `checkpoints` and `tasks`, as the reference sends them. */
+function preprocess(mode: string, data: any): unknown {
+  if (mode === "checkpoints") return withCheckpointRefs(data);
+  if (mode === "tasks") return withTaskCheckpoint(data);
+  if (mode === "debug" && data?.type === "checkpoint")
+    return { ...data, payload: withCheckpointRefs(data.payload) };
+  if (mode === "debug" && data?.type === "task_result")
+    return { ...data, payload: withTaskCheckpoint(data.payload) };
+  return data;
 }

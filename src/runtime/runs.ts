@@ -106,10 +106,20 @@ export class RunService {
       graph_id: assistant.graph_id,
       assistant_id: assistant.assistant_id,
     };
+    const config = { ...assistant.config, ...(body.config ?? {}), configurable };
     const kwargs: RunKwargs = {
       input: body.input ?? undefined,
       command: body.command ?? undefined,
-      config: { ...assistant.config, ...(body.config ?? {}), configurable },
+      // The graph's run metadata starts from the assistant's metadata, as in the official servers (the
+      // executor adds the thread's and the run's); the thread keeps the request's config only.
+      config: {
+        ...config,
+        metadata: {
+          ...((assistant.config.metadata as JsonObject) ?? {}),
+          ...assistant.metadata,
+          ...((body.config?.metadata as JsonObject) ?? {}),
+        },
+      },
       context: { ...assistant.context, ...(body.context ?? {}) },
       stream_mode: normalizeStreamMode(body.stream_mode),
       stream_subgraphs: body.stream_subgraphs ?? false,
@@ -130,7 +140,7 @@ export class RunService {
       if_not_exists: body.if_not_exists ?? "reject",
       not_before: new Date(Date.now() + (body.after_seconds ?? 0) * 1000),
       stateless,
-      thread_config: threadConfig(kwargs.config),
+      thread_config: threadConfig(config),
     });
     // The run is stored: a log that cannot be opened now (Redis unreachable) must not turn its
     // acknowledgement into an error. Its first event opens the log anyway.
