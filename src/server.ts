@@ -22,6 +22,7 @@ import { openStorage } from "./storage/open.js";
 import { DEFAULT_ORG, type Storage } from "./storage/ports.js";
 import { RedisRunLogs } from "./streams/redis-run-logs.js";
 import { MemoryRunLogs, type RunLogs } from "./streams/run-log.js";
+import { UiBundles } from "./ui/bundle.js";
 
 /** How long a shutdown lets runs in flight finish before handing them back. */
 const SHUTDOWN_GRACE_MS = 5_000;
@@ -47,6 +48,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const storage = await openStorage(config);
   let redis: RedisLink | undefined;
   let threads: ExecutorThreads | undefined;
+  let bundling: Promise<UiBundles> | undefined;
   try {
     if (config.redisUri) redis = await RedisLink.connect(config.redisUri, config.redisPrefix, log);
     // Graph code may use the SDK logger and the loopback client as it loads (here and in executor threads).
@@ -65,7 +67,14 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const store = new HangarStore(storage.store, DEFAULT_ORG, storeSettings);
     const sweeper = new StoreSweeper({ repo: storage.store, log, maxIntervalMs: sweepIntervalMs });
     store.onExpiry = (at) => sweeper.expiresAt(at);
+    // Generative UI components, bundled while the graphs load; `hangar dev` rebuilds them on change.
+    bundling =
+      config.ui && config.mode !== "worker"
+        ? UiBundles.build(config.ui, { projectDir: config.projectDir, watch: config.mode === "dev", log })
+        : undefined;
+    bundling?.catch(() => {}); // awaited below; a graph error may come first
     const graphs = await GraphRegistry.load(config.graphs, storage.checkpointer, store);
+    const ui = await bundling;
     await ensureDefaultAssistants(config, storage);
 
     const retention = { retentionSeconds: config.streamRetentionSeconds };
@@ -81,7 +90,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const scheduler = new CronScheduler({ crons: storage.crons, runs, log });
     const crons = new CronService(storage, runs, () => scheduler.nudge());
     const sandboxRuntime = createSandboxRuntime({ dataDir: config.dataDir, storage, log });
-    const app = createApp({ config, storage, graphs, runs, store, crons, sandboxRuntime, auth }, log);
+    const app = createApp({ config, storage, graphs, runs, store, crons, sandboxRuntime, auth, ui }, log);
 
     await dispatcher.recover();
     await threads?.ready();
@@ -109,6 +118,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         await dispatcher.close(SHUTDOWN_GRACE_MS);
         await threads?.close(SHUTDOWN_GRACE_MS);
         await sandboxRuntime.close(); // every sandbox process is gone before the process exits
+        await ui?.close();
         await logs.close();
         if (server && "closeAllConnections" in server) server.closeAllConnections();
         await redis?.close();
@@ -117,6 +127,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     };
   } catch (err) {
     heard(null);
+    await bundling?.then(
+      (ui) => ui.close(),
+      () => {},
+    );
     await threads?.terminate();
     await redis?.close();
     await storage.close();

@@ -7,6 +7,7 @@ import type { RunService } from "../runtime/runs.js";
 import type { HangarStore } from "../runtime/store.js";
 import type { BoxService } from "../sandboxes/boxes.js";
 import type { OrgId, Storage } from "../storage/ports.js";
+import type { UiBundles } from "../ui/bundle.js";
 
 /** What the agent-server routes need, passed in when the app is built (no module singletons). */
 export interface AgentDeps {
@@ -25,6 +26,8 @@ export interface AgentDeps {
   crons?: CronService;
   /** The project's custom auth (langgraph.json `auth`), when it has one. */
   auth?: CustomAuth;
+  /** The bundled generative UI components (langgraph.json `ui`), when it has any. */
+  ui?: UiBundles;
 }
 
 /**

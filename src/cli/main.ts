@@ -242,7 +242,12 @@ function fail(err: unknown, withStack: boolean, config?: Config): void {
 
 export function describeStartupError(err: unknown, config?: Config): string {
   if (!(err instanceof Error)) return String(err);
-  if (err instanceof ConfigError || err.name === "GraphLoadError" || err.name === "AuthLoadError")
+  if (
+    err instanceof ConfigError ||
+    err.name === "GraphLoadError" ||
+    err.name === "AuthLoadError" ||
+    err.name === "UiBundleError"
+  )
     return err.message;
   const code = systemErrorCode(err);
   const where = config ? { host: config.host, port: config.port } : undefined;

@@ -15,6 +15,7 @@ import type { Logger } from "../cli/logger.js";
 import type { CorsConfig } from "../config/index.js";
 import { validationFailed } from "../errors.js";
 import { sandboxRoutes } from "../sandboxes/routes.js";
+import { uiRoutes } from "../ui/routes.js";
 import { apiKeyAuth, customAuthentication } from "./auth.js";
 import { docsRoutes } from "./docs-routes.js";
 import { errorHandler, notFoundHandler } from "./errors.js";
@@ -105,6 +106,7 @@ export function createApp(deps: AgentDeps, log: Logger): Hono<AppEnv> {
   if (!http.disable_a2a) app.route("/", a2aRoutes(deps, log));
   if (!http.disable_mcp) app.route("/", mcpRoutes(deps, log));
   app.route("/v2/sandboxes", sandboxRoutes(deps));
+  if (deps.ui) app.route("/", uiRoutes(deps.ui));
   // The API reference: /openapi.json is built from the final app at the first request.
   app.route("/", docsRoutes(app, deps.auth && customAuthSchemes(deps.config)));
   app.onError(errorHandler(log));
