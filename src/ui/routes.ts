@@ -50,7 +50,7 @@ export function uiRoutes(bundles: UiBundles): Hono<AppEnv> {
         const onload = `${uiGlobalName(agent)}.render(${JSON.stringify(name)}, "{{shadowRootId}}")`;
         lines.push(`<script src="${src}" onload='${singleQuoted(onload)}'></script>`);
       }
-      return c.body(lines.join("\n"), 200, { "Content-Type": "text/html" });
+      return c.body(lines.join("\n"), 200, { "Content-Type": "text/html; charset=utf-8" });
     })
     .get("/ui/:agent/:file", (c) => {
       const { agent, file: name } = params(c, FilePath);

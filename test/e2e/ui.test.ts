@@ -65,7 +65,7 @@ describe("generative UI", () => {
     const { port } = new URL(h.url);
     const res = await http(h.url, "POST", "/ui/agent", { name: "weather" }, key);
     assert.equal(res.status, 200);
-    assert.equal(res.headers.get("content-type"), "text/html");
+    assert.equal(res.headers.get("content-type"), "text/html; charset=utf-8");
     assert.equal(
       res.text,
       `<link rel="stylesheet" href="http://127.0.0.1:${port}/ui/agent/entrypoint.css" />\n` +
