@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { build } from "esbuild";
+import { SignJWT } from "jose";
 import { type Browser, chromium } from "playwright-core";
 import {
   assertValidation,
@@ -310,6 +311,42 @@ describe("generative UI: start-up", () => {
       await startFailure(config),
       /bad\.json: ui\.agent: UI components file not found: .*nope\.tsx/,
     );
+  });
+
+  test("under custom auth: the files need no user, the snippet does", T, async () => {
+    const config = join(dir, "auth.json");
+    const authFile = join(REPO_ROOT, "test", "e2e", "fixtures", "auth", "auth.ts");
+    await writeFile(
+      config,
+      JSON.stringify({
+        graphs: { agent: `${join(FIXTURE, "graph.ts")}:graph` },
+        auth: { path: `${authFile}:auth` },
+        ui: { agent: join(FIXTURE, "ui.tsx") },
+        ui_config: { shared: ["@fixture/greeting"] },
+      }),
+    );
+    const h = await startHangar({ config, command: "serve", args: ["--executor-threads", "0"] });
+    try {
+      const token = await new SignJWT({})
+        .setProtectedHeader({ alg: "HS256" })
+        .setSubject("alice")
+        .sign(new TextEncoder().encode("test-secret-of-the-auth-suite"));
+      assert.equal((await http(h.url, "GET", "/ui/agent/entrypoint.js")).status, 200);
+      assert.equal((await http(h.url, "GET", "/ui/agent/entrypoint.css")).status, 200);
+      const anonymous = await http(h.url, "POST", "/ui/agent", { name: "weather" });
+      assert.equal(anonymous.status, 401);
+      const alice = await http(
+        h.url,
+        "POST",
+        "/ui/agent",
+        { name: "weather" },
+        { authorization: `Bearer ${token}` },
+      );
+      assert.equal(alice.status, 200);
+      assert.match(alice.text, /__LGUI_agent\.render\("weather"/);
+    } finally {
+      await h.stop();
+    }
   });
 
   test("hangar dev rebuilds a changed components file", T, async () => {
