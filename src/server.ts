@@ -24,6 +24,7 @@ import { openStorage } from "./storage/open.js";
 import { DEFAULT_ORG, type Storage } from "./storage/ports.js";
 import { RedisRunLogs } from "./streams/redis-run-logs.js";
 import { MemoryRunLogs, type RunLogs } from "./streams/run-log.js";
+import { UiBundles } from "./ui/bundle.js";
 
 /** How long a shutdown lets runs in flight finish before handing them back. */
 const SHUTDOWN_GRACE_MS = 5_000;
@@ -49,6 +50,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const storage = await openStorage(config);
   let redis: RedisLink | undefined;
   let threads: ExecutorThreads | undefined;
+  let bundling: Promise<UiBundles> | undefined;
   try {
     if (config.redisUri) redis = await RedisLink.connect(config.redisUri, config.redisPrefix, log);
     // Graph code may use the SDK logger and the loopback client as it loads (here and in executor threads).
@@ -72,7 +74,14 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const store = new HangarStore(storage.store, DEFAULT_ORG, storeSettings);
     const sweeper = new StoreSweeper({ repo: storage.store, log, maxIntervalMs: sweepIntervalMs });
     store.onExpiry = (at) => sweeper.expiresAt(at);
+    // Generative UI components, bundled while the graphs load; `hangar dev` rebuilds them on change.
+    bundling =
+      config.ui && config.mode !== "worker" && !config.http.disable_ui
+        ? UiBundles.build(config.ui, { projectDir: config.projectDir, watch: config.mode === "dev", log })
+        : undefined;
+    bundling?.catch(() => {}); // awaited below; a graph error may come first
     const graphs = await GraphRegistry.load(config.graphs, storage.checkpointer, store);
+    const ui = await bundling;
     await ensureDefaultAssistants(config, storage);
 
     const retention = { retentionSeconds: config.streamRetentionSeconds };
@@ -94,7 +103,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const crons = new CronService(storage, runs, () => scheduler.nudge());
     const sandboxRuntime = createSandboxRuntime({ dataDir: config.dataDir, storage, log });
     const app = createApp(
-      { config, storage, graphs, runs, store, crons, sandboxRuntime, auth, workers: workerStats },
+      { config, storage, graphs, runs, store, crons, sandboxRuntime, auth, workers: workerStats, ui },
       log,
       customApp,
     );
@@ -125,6 +134,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         await dispatcher.close(SHUTDOWN_GRACE_MS);
         await threads?.close(SHUTDOWN_GRACE_MS);
         await sandboxRuntime.close(); // every sandbox process is gone before the process exits
+        await ui?.close();
         await logs.close();
         if (server && "closeAllConnections" in server) server.closeAllConnections();
         await redis?.close();
@@ -133,6 +143,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     };
   } catch (err) {
     heard(null);
+    await bundling?.then(
+      (ui) => ui.close(),
+      () => {},
+    );
     await threads?.terminate();
     await redis?.close();
     await storage.close();

@@ -8,6 +8,7 @@ import type { HangarStore } from "../runtime/store.js";
 import type { WorkerStatsTable } from "../runtime/worker-stats.js";
 import type { BoxService } from "../sandboxes/boxes.js";
 import type { OrgId, Storage } from "../storage/ports.js";
+import type { UiBundles } from "../ui/bundle.js";
 
 /** What the agent-server routes need, passed in when the app is built (no module singletons). */
 export interface AgentDeps {
@@ -28,6 +29,8 @@ export interface AgentDeps {
   auth?: CustomAuth;
   /** What this process's workers do (`GET /metrics`); without it the process reports no workers. */
   workers?: WorkerStatsTable;
+  /** The bundled generative UI components (langgraph.json `ui`), when it has any. */
+  ui?: UiBundles;
 }
 
 /**

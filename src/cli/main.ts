@@ -241,7 +241,7 @@ function fail(err: unknown, withStack: boolean, config?: Config): void {
 }
 
 /** Errors whose message says all there is to say: a project file that does not load. */
-const STARTUP_ERRORS = ["GraphLoadError", "AuthLoadError", "CustomAppLoadError"];
+const STARTUP_ERRORS = ["GraphLoadError", "AuthLoadError", "CustomAppLoadError", "UiBundleError"];
 
 export function describeStartupError(err: unknown, config?: Config): string {
   if (!(err instanceof Error)) return String(err);

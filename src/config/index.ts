@@ -17,6 +17,7 @@ import {
   resolveEnv,
   resolveGraphs,
   resolveModuleRef,
+  resolveUi,
 } from "./project-file.js";
 
 export { ConfigError } from "./errors.js";
@@ -39,6 +40,14 @@ export interface AuthSpec {
   disableStudioAuth: boolean;
   /** `auth.openapi.securitySchemes`: what /openapi.json says the handler checks. */
   securitySchemes?: Record<string, Record<string, unknown>>;
+}
+
+/** langgraph.json `ui` and `ui_config`: generative UI components, bundled for the browser at start-up. */
+export interface UiSpec {
+  /** One components file per agent (the `namespace` a client asks for, usually the graph id). */
+  agents: { agent: string /** Absolute path. */; file: string }[];
+  /** `ui_config.shared`: modules left out of the bundles, taken from the page at run time. */
+  shared: string[];
 }
 
 export interface CorsConfig {
@@ -83,6 +92,8 @@ export interface HttpConfig {
   disable_runs?: boolean;
   disable_store?: boolean;
   disable_meta?: boolean;
+  /** No `/ui` routes even when langgraph.json has `ui`. */
+  disable_ui?: boolean;
 }
 
 export type LogLevel = "debug" | "info" | "warn" | "error";
@@ -136,6 +147,8 @@ export interface Config {
   maxBodyBytes: number;
   /** langgraph.json `auth.path`, when set. */
   auth?: AuthSpec;
+  /** langgraph.json `ui` (with `ui_config`), when it names at least one agent. */
+  ui?: UiSpec;
 }
 
 export interface ConfigFlags {
@@ -273,6 +286,11 @@ export function loadConfig(opts: LoadConfigOptions): Config {
       }
     : undefined;
   const warnings = [...file.warnings];
+  const uiAgents = file.ui ? resolveUi(configPath, projectDir, file.ui) : [];
+  const ui: UiSpec | undefined =
+    uiAgents.length > 0 ? { agents: uiAgents, shared: file.ui_config?.shared ?? [] } : undefined;
+  if (file.ui_config && !ui)
+    warnings.push(`${configPath}: ui_config: no \`ui\` components to apply it to; ignored`);
   const defaultAssistantConfigs = parseAssistantConfigs(
     env.LANGGRAPH_CONFIG ?? fileEnv.LANGGRAPH_CONFIG,
     graphs.map((g) => g.id),
@@ -308,6 +326,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     leaseSeconds: lease ? integer(lease, 1, 86_400) : DEFAULTS.leaseSeconds,
     maxBodyBytes: (maxBody ? integer(maxBody, 1, 4096) : DEFAULTS.maxBodyMb) * 1024 * 1024,
     ...(auth && { auth }),
+    ...(ui && { ui }),
   };
   return deepFreeze(config);
 }

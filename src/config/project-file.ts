@@ -50,6 +50,7 @@ const HTTP_KEYS = [
   "disable_runs",
   "disable_store",
   "disable_meta",
+  "disable_ui",
 ] as const;
 
 const HttpSchema = z.looseObject(
@@ -75,6 +76,7 @@ const HttpSchema = z.looseObject(
     disable_runs: flag,
     disable_store: flag,
     disable_meta: flag,
+    disable_ui: flag,
   },
   { error: "must be an object" },
 );
@@ -131,6 +133,23 @@ const AuthSchema = z.looseObject(
   { error: 'must be an object {"path": "./src/auth.ts:auth"}' },
 );
 
+/** `ui`: generative UI components per agent, bundled at start-up (`src/ui/`). */
+const UiSchema = z.record(
+  z.string(),
+  z.string({ error: 'must be the path of a components file, like "./src/agent/ui.tsx"' }),
+  { error: 'must be an object {"<agent>": "./src/agent/ui.tsx"}' },
+);
+
+/** `ui_config.shared`: modules the components share with the page that renders them (not bundled). */
+const UiConfigSchema = z.looseObject(
+  {
+    shared: z
+      .array(z.string({ error: "must be a module name" }), { error: "must be an array of module names" })
+      .optional(),
+  },
+  { error: 'must be an object {"shared": ["<module>", ...]}' },
+);
+
 const ProjectFileSchema = z.looseObject(
   {
     graphs: z.record(z.string(), GraphEntrySchema, {
@@ -141,6 +160,8 @@ const ProjectFileSchema = z.looseObject(
     http: HttpSchema.optional(),
     hangar: HangarSectionSchema.optional(),
     auth: AuthSchema.optional(),
+    ui: UiSchema.optional(),
+    ui_config: UiConfigSchema.optional(),
   },
   { error: "must contain a JSON object" },
 );
@@ -153,13 +174,14 @@ export interface ProjectFile {
   http: Record<string, unknown>;
   hangar: HangarSection;
   auth: z.infer<typeof AuthSchema> | undefined;
+  ui: z.infer<typeof UiSchema> | undefined;
+  ui_config: z.infer<typeof UiConfigSchema> | undefined;
   warnings: string[];
 }
 
 /** langgraph.json keys that change serving behaviour in the reference servers but not (yet) in Hangar. */
 const UNSUPPORTED_TOP_LEVEL: Record<string, string> = {
   checkpointer: "checkpointer settings are not supported yet and are ignored",
-  ui: "generative UI components are not supported and are ignored",
   webhooks: "webhook settings are not supported yet and are ignored",
 };
 
@@ -201,6 +223,8 @@ export function readProjectFile(configPath: string): ProjectFile {
     http: known,
     hangar: file.hangar ?? {},
     auth: file.auth,
+    ui: file.ui,
+    ui_config: file.ui_config,
     warnings,
   };
 }
@@ -249,6 +273,27 @@ export function resolveModuleRef(
   if (!stat) throw new ConfigError(`${configPath}: ${field}: ${what} file not found: ${file}`);
   if (!stat.isFile()) throw new ConfigError(`${configPath}: ${field}: not a file: ${file}`);
   return { file, exportName };
+}
+
+/** `ui` entries → agent name and absolute path of an existing components file. */
+export function resolveUi(
+  configPath: string,
+  projectDir: string,
+  ui: Record<string, string>,
+): { agent: string; file: string }[] {
+  return Object.entries(ui).map(([agent, ref]) => {
+    const field = `ui${formatKey(agent)}`;
+    if (agent.trim() === "")
+      throw new ConfigError(`${configPath}: ${field}: an agent name must not be empty`);
+    if (ref.trim() === "") {
+      throw new ConfigError(`${configPath}: ${field}: must name a file, like "./src/agent/ui.tsx"`);
+    }
+    const file = path.resolve(projectDir, ref.trim());
+    const stat = statSync(file, { throwIfNoEntry: false });
+    if (!stat) throw new ConfigError(`${configPath}: ${field}: UI components file not found: ${file}`);
+    if (!stat.isFile()) throw new ConfigError(`${configPath}: ${field}: not a file: ${file}`);
+    return { agent, file };
+  });
 }
 
 export function resolveEnv(

@@ -16,6 +16,7 @@ import type { Logger } from "../cli/logger.js";
 import type { CorsConfig } from "../config/index.js";
 import { validationFailed } from "../errors.js";
 import { sandboxRoutes } from "../sandboxes/routes.js";
+import { uiRoutes } from "../ui/routes.js";
 import { apiKeyAuth, customAuthentication } from "./auth.js";
 import { composeCustomApp, underPrefix } from "./custom-app.js";
 import { docsRoutes } from "./docs-routes.js";
@@ -167,6 +168,7 @@ function mountBuiltIns(app: Hono<AppEnv>, deps: AgentDeps, log: Logger): void {
   if (!http.disable_a2a) app.route("/", a2aRoutes(deps, log));
   if (!http.disable_mcp) app.route("/", mcpRoutes(deps, log));
   app.route("/v2/sandboxes", sandboxRoutes(deps));
+  if (deps.ui) app.route("/", uiRoutes(deps.ui, http.mount_prefix));
   // The API reference: /openapi.json is built from these routes at the first request.
   app.route("/", docsRoutes(app, deps.auth && customAuthSchemes(deps.config)));
 }

@@ -13,11 +13,22 @@ export function generateApiKey(): { key: string; prefix: string } {
   return { key, prefix: key.slice(0, 12) };
 }
 
-/** Routes anyone may read: health, the API reference and its assets. */
+/**
+ * Routes anyone may read: health, the API reference and its assets, and the files of the generative UI
+ * bundles (`/ui/<agent>/<file>`: script and link tags cannot send headers; the snippet that names
+ * them, `POST /ui/<agent>`, is not public).
+ */
 export function isPublicRoute(method: string, path: string): boolean {
   if (method !== "GET" && method !== "HEAD") return false;
-  return path === "/ok" || path === "/openapi.json" || path === "/docs" || path.startsWith("/docs/");
+  return (
+    path === "/ok" ||
+    path === "/openapi.json" ||
+    path === "/docs" ||
+    path.startsWith("/docs/") ||
+    UI_FILE.test(path)
+  );
 }
+const UI_FILE = /^\/ui\/[^/]+\/[^/]+$/;
 
 /** How long the "are any keys configured?" answer is reused; a key made by the CLI counts within this. */
 const KEYS_CONFIGURED_TTL_MS = 1000;

@@ -17,6 +17,7 @@ import { agentApiDocs } from "../agents/api-docs.js";
 import type { AppEnv } from "../agents/context.js";
 import { notFound } from "../errors.js";
 import { sandboxApiDocs } from "../sandboxes/api-docs.js";
+import { uiApiDocs } from "../ui/routes.js";
 import { type ApiDocs, buildOpenApi, type RouteSource } from "./openapi.js";
 import { params } from "./validation.js";
 
@@ -36,7 +37,7 @@ const DESCRIPTION = `An open, self-hosted LangGraph Agent Server and sandbox con
 **Errors** are JSON: \`{"detail": "<text>"}\`, \`{"detail": {"error": "<Type>", "message": "<text>"}}\`, or for an invalid request a 422 \`{"detail": [{"loc": [...], "msg": "...", "type": "..."}]}\`.`;
 
 /** Every area's metadata; a new area adds its `api-docs.ts` here. */
-const AREAS: ApiDocs[] = [agentApiDocs, sandboxApiDocs];
+const AREAS: ApiDocs[] = [agentApiDocs, sandboxApiDocs, uiApiDocs];
 
 // ---- the page and its assets -----------------------------------------------------------------
 

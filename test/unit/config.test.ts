@@ -392,6 +392,68 @@ describe("http", () => {
   });
 });
 
+describe("ui", () => {
+  test("ui names each agent's components file (relative to the file); ui_config.shared is kept", () => {
+    const dir = project({
+      ...minimal({ ui: { agent: "./src/ui.tsx", "my-agent": "./other.tsx" }, ui_config: { shared: ["x"] } }),
+      "src/ui.tsx": "",
+      "other.tsx": "",
+    });
+    const config = load(dir);
+    assert.deepEqual(config.ui, {
+      agents: [
+        { agent: "agent", file: path.join(dir, "src", "ui.tsx") },
+        { agent: "my-agent", file: path.join(dir, "other.tsx") },
+      ],
+      shared: ["x"],
+    });
+    assert.deepEqual(config.warnings, [], "ui is no longer reported as ignored");
+    const noShared = load(project({ ...minimal({ ui: { agent: "./ui.tsx" } }), "ui.tsx": "" }));
+    assert.deepEqual(noShared.ui?.shared, []);
+  });
+
+  test("no ui (or an empty one): no bundles; ui_config alone is a warning", () => {
+    assert.equal(load(project(minimal())).ui, undefined);
+    assert.equal(load(project(minimal({ ui: {} }))).ui, undefined);
+    const config = load(project(minimal({ ui_config: { shared: ["x"] } })));
+    assert.match(config.warnings.join("\n"), /ui_config: no `ui` components/);
+  });
+
+  test("a bad ui or ui_config stops start-up with the field named", () => {
+    rejects(
+      () => load(project(minimal({ ui: { agent: "./missing.tsx" } }))),
+      "ui.agent: UI components file not found",
+    );
+    rejects(
+      () => load(project(minimal({ ui: { "a b": "./missing.tsx" } }))),
+      'ui["a b"]: UI components file not found',
+    );
+    rejects(
+      () => load(project({ ...minimal({ ui: { agent: "./src" } }), "src/x.ts": "" })),
+      "ui.agent: not a file",
+    );
+    rejects(
+      () => load(project(minimal({ ui: { agent: 3 } }))),
+      "ui.agent: must be the path of a components file",
+    );
+    rejects(() => load(project(minimal({ ui: { agent: "" } }))), "ui.agent: must name a file");
+    rejects(
+      () => load(project(minimal({ ui: "./ui.tsx" }))),
+      'ui: must be an object {"<agent>": "./src/agent/ui.tsx"}',
+    );
+    rejects(() => load(project(minimal({ ui: { "": "./ui.tsx" } }))), "an agent name must not be empty");
+    rejects(() => load(project(minimal({ ui_config: [] }))), "ui_config: must be an object");
+    rejects(
+      () => load(project(minimal({ ui_config: { shared: "x" } }))),
+      "ui_config.shared: must be an array",
+    );
+    rejects(
+      () => load(project(minimal({ ui_config: { shared: [1] } }))),
+      "ui_config.shared[0]: must be a module name",
+    );
+  });
+});
+
 describe("LANGGRAPH_CONFIG", () => {
   test("is read as a JSON object keyed by graph id", () => {
     const dir = project(minimal());
