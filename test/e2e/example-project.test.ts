@@ -59,6 +59,23 @@ describe("examples/project under hangar dev", () => {
     assert.equal(state.values.ui[0].name, "answer-card");
   });
 
+  test("generative UI: the component's bundle is served as LoadExternalComponent loads it", async () => {
+    const snippet = await http(h.url, "POST", "/ui/agent", { name: "answer-card" });
+    assert.equal(snippet.status, 200);
+    const host = new URL(h.url).host;
+    assert.match(
+      snippet.text,
+      new RegExp(`<link rel="stylesheet" href="http://${host}/ui/agent/entrypoint.css" />`),
+    );
+    assert.match(snippet.text, /onload='__LGUI_agent.render\("answer-card", "\{\{shadowRootId\}\}"\)'/);
+    const js = await http(h.url, "GET", "/ui/agent/entrypoint.js");
+    assert.equal(js.status, 200);
+    assert.match(js.headers.get("content-type") ?? "", /javascript/);
+    assert.match(js.text, /answer-card/);
+    const css = await http(h.url, "GET", "/ui/agent/entrypoint.css");
+    assert.match(css.text, /\.answer-card/);
+  });
+
   test("a zod state with withLangGraph reducers keeps adding notes across runs", async () => {
     const c = client(h.url);
     const thread = await c.threads.create();

@@ -14,6 +14,7 @@ import {
 } from "@langchain/langgraph";
 import { getLogger } from "@langchain/langgraph-sdk/logging";
 import { typedUi, uiMessageReducer } from "@langchain/langgraph-sdk/react-ui/server";
+import type ComponentMap from "./ui.js";
 
 // The platform's logger, asked for at import time as many projects do.
 const logger = getLogger();
@@ -43,7 +44,7 @@ async function callModel(state: typeof AgentState.State, config: LangGraphRunnab
   const model = new FakeListChatModel({ responses: [answer] });
   const message = await model.invoke(state.messages, config);
   logger.info("model answered", { model_name, tone });
-  const ui = typedUi<{ "answer-card": (props: { model: string; text: string }) => null }>(config);
+  const ui = typedUi<typeof ComponentMap>(config);
   ui.push({ name: "answer-card", props: { model: model_name, text: String(message.content) } }, { message });
   return { messages: [message] };
 }
