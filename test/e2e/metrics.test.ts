@@ -226,7 +226,12 @@ describe("GET /metrics scaled out: each process reports its own workers, the que
     const [a, e] = await waitFor(
       async () => {
         const [a, e] = await Promise.all([prometheus(api.url), prometheus(executing.url)]);
-        return e.get("lg_api_workers_active") === 3 ? [a, e] : null;
+        // Worker figures are this process's, queue figures the database's: read apart, they agree
+        // once the claims have committed.
+        const settled = [a, e].every(
+          (m) => m.get("lg_api_num_running_runs") === 3 && m.get("lg_api_num_pending_runs") === 1,
+        );
+        return e.get("lg_api_workers_active") === 3 && settled ? [a, e] : null;
       },
       { what: "the executing process busy", timeoutMs: 15_000 },
     );
