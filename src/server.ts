@@ -65,7 +65,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const store = new HangarStore(storage.store, DEFAULT_ORG, storeSettings);
     const sweeper = new StoreSweeper({ repo: storage.store, log, maxIntervalMs: sweepIntervalMs });
     store.onExpiry = (at) => sweeper.expiresAt(at);
-    const graphs = await GraphRegistry.load(config.graphs, storage.checkpointer, store);
+    const graphs = await GraphRegistry.load(config.graphs, storage.checkpointer, store, (msg, fields) =>
+      log.warn(msg, fields),
+    );
     await ensureDefaultAssistants(config, storage);
 
     const retention = { retentionSeconds: config.streamRetentionSeconds };
