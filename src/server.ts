@@ -80,7 +80,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         ? UiBundles.build(config.ui, { projectDir: config.projectDir, watch: config.mode === "dev", log })
         : undefined;
     bundling?.catch(() => {}); // awaited below; a graph error may come first
-    const graphs = await GraphRegistry.load(config.graphs, storage.checkpointer, store);
+    const graphs = await GraphRegistry.load(config.graphs, storage.checkpointer, store, (msg, fields) =>
+      log.warn(msg, fields),
+    );
     const ui = await bundling;
     await ensureDefaultAssistants(config, storage);
 

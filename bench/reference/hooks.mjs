@@ -5,8 +5,9 @@
 // node_modules (Hangar's LangGraph 1.7 / core 1.4). For the reference server they must use its
 // own pinned copies (LangGraph 1.1.5, core 1.1.x, checkpoint 1.0.0) in bench/reference/node_modules:
 // this hook re-resolves those specifiers, for importers under bench/graphs only, as if they were
-// imported from bench/reference.
-const LANGCHAIN = /^@langchain\/(langgraph|langgraph-checkpoint|langgraph-sdk|core)(\/.*)?$/;
+// imported from bench/reference. `zod` too: LangGraph's zod helpers and the project's schemas must share
+// one zod (bench/record-schemas.ts serves a zod state).
+const LANGCHAIN = /^(@langchain\/(langgraph|langgraph-checkpoint|langgraph-sdk|core)|zod)(\/.*)?$/;
 
 let graphsURL = "";
 let parentURL = "";

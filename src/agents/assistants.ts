@@ -4,7 +4,6 @@ import type { AuthAction } from "../auth/custom.js";
 import { matchesFilter } from "../auth/filter.js";
 import { conflict, forbidden, notFound } from "../errors.js";
 import { body, params, query } from "../http/validation.js";
-import { channelSchemas } from "../runtime/graphs.js";
 import type { Assistant } from "../storage/ports.js";
 import { authorize, visible } from "./authz.js";
 import { type AgentDeps, type AppEnv, orgOf, pick } from "./context.js";
@@ -130,7 +129,7 @@ export function assistantRoutes(deps: AgentDeps) {
     })
     .get("/assistants/:assistant_id/schemas", async (c) => {
       const assistant = await load(c);
-      return c.json(await graphs.schemas(assistant.graph_id, assistant.config));
+      return c.json(await graphs.schemas(assistant.graph_id, assistant.config, { fromSource: true }));
     })
     .get("/assistants/:assistant_id/graph", async (c) => {
       const assistant = await load(c);
@@ -142,11 +141,7 @@ export function assistantRoutes(deps: AgentDeps) {
     .get("/assistants/:assistant_id/subgraphs/:namespace?", async (c) => {
       const assistant = await load(c);
       const { recurse } = query(c, S.SubgraphsQuery);
-      const graph = await graphs.get(assistant.graph_id, assistant.config);
-      const result: Record<string, unknown> = {};
-      for await (const [ns, subgraph] of graph.getSubgraphsAsync(c.req.param("namespace"), recurse)) {
-        result[ns] = channelSchemas(subgraph);
-      }
-      return c.json(result);
+      const namespace = c.req.param("namespace");
+      return c.json(await graphs.subgraphSchemas(assistant.graph_id, assistant.config, namespace, recurse));
     });
 }

@@ -1,12 +1,7 @@
 import { createHash } from "node:crypto";
-import {
-  getConfigTypeSchema,
-  getInputTypeSchema,
-  getOutputTypeSchema,
-  getStateTypeSchema,
-} from "@langchain/langgraph/zod/schema";
 import { type BaseCheckpointSaver, type BaseStore, MemorySaver } from "@langchain/langgraph-checkpoint";
 import type { GraphSpec } from "../config/index.js";
+import { type GraphSchema, GraphSchemas } from "./graph-schemas.js";
 import { importProjectExport } from "./project-module.js";
 
 /** The compiled-graph surface the server uses (a LangGraph `Pregel`). */
@@ -82,11 +77,18 @@ export class GraphRegistry {
   readonly #specs: readonly GraphSpec[];
   readonly #checkpointer: BaseCheckpointSaver;
   readonly #store?: BaseStore;
+  readonly #schemas: GraphSchemas;
 
-  private constructor(specs: readonly GraphSpec[], checkpointer: BaseCheckpointSaver, store?: BaseStore) {
+  private constructor(
+    specs: readonly GraphSpec[],
+    checkpointer: BaseCheckpointSaver,
+    store?: BaseStore,
+    warn?: (msg: string, fields?: Record<string, unknown>) => void,
+  ) {
     this.#specs = specs;
     this.#checkpointer = checkpointer;
     this.#store = store;
+    this.#schemas = new GraphSchemas(specs, warn);
   }
 
   /** Imports every graph file; throws GraphLoadError naming the graph and file that failed. */
@@ -94,8 +96,9 @@ export class GraphRegistry {
     specs: readonly GraphSpec[],
     checkpointer: BaseCheckpointSaver,
     store?: BaseStore,
+    warn?: (msg: string, fields?: Record<string, unknown>) => void,
   ): Promise<GraphRegistry> {
-    const registry = new GraphRegistry(specs, checkpointer, store);
+    const registry = new GraphRegistry(specs, checkpointer, store, warn);
     for (const spec of specs) {
       const where = `graph "${spec.id}" (${spec.file}:${spec.exportName})`;
       let exported: unknown;
@@ -150,34 +153,35 @@ export class GraphRegistry {
     return withCheckpointer(graph, durable ? this.#checkpointer : new MemorySaver(), this.#store);
   }
 
-  /** JSON Schemas of a registered graph (see `channelSchemas`). */
-  async schemas(graphId: string, config: Record<string, unknown>) {
-    return { graph_id: graphId, ...channelSchemas(await this.get(graphId, config)) };
+  /**
+   * JSON Schemas of a registered graph (`graph-schemas.ts`). `fromSource: false` answers at once: a graph
+   * whose types are only in its TypeScript source then gets the schema listing its channels.
+   */
+  async schemas(graphId: string, config: Record<string, unknown>, opts: { fromSource?: boolean } = {}) {
+    const spec = this.#spec(graphId);
+    const graph = await this.get(graphId, config);
+    return { graph_id: graphId, ...(await this.#schemas.schemas(graph, spec.file, spec.exportName, opts)) };
   }
-}
 
-/** JSON Schemas of a graph: from its zod/StateSchema definitions when it has them, else from its channels. */
-export function channelSchemas(graph: CompiledGraph) {
-  const fallback = channelSchema(graph);
-  const config = getConfigTypeSchema(graph) ?? { type: "object", properties: {} };
-  return {
-    input_schema: getInputTypeSchema(graph) ?? fallback,
-    output_schema: getOutputTypeSchema(graph) ?? fallback,
-    state_schema: getStateTypeSchema(graph) ?? fallback,
-    config_schema: config,
-    context_schema: config,
-  };
-}
-
-/** A schema listing the state's channels, for graphs declared with Annotation (no runtime types). */
-function channelSchema(graph: CompiledGraph): Record<string, unknown> {
-  const properties: Record<string, unknown> = {};
-  for (const key of Object.keys(graph.channels ?? {})) {
-    if (key.startsWith("__") || key.startsWith("branch:") || key.includes(":")) continue;
-    properties[key] =
-      key === "messages"
-        ? { type: "array", items: { type: "object", properties: { role: { type: "string" }, content: {} } } }
-        : {};
+  /** `/subgraphs`: the schemas of each subgraph (below `namespace`; all levels with `recurse`). */
+  async subgraphSchemas(
+    graphId: string,
+    config: Record<string, unknown>,
+    namespace?: string,
+    recurse?: boolean,
+  ): Promise<Record<string, GraphSchema>> {
+    const spec = this.#spec(graphId);
+    const graph = await this.get(graphId, config);
+    const result: Record<string, GraphSchema> = {};
+    for await (const [ns, subgraph] of graph.getSubgraphsAsync(namespace, recurse)) {
+      result[ns] = await this.#schemas.subgraphSchemas(subgraph, ns, spec.file, spec.exportName);
+    }
+    return result;
   }
-  return { type: "object", properties };
+
+  #spec(graphId: string): GraphSpec {
+    const spec = this.#specs.find((s) => s.id === graphId);
+    if (!spec) throw new GraphLoadError(`Graph "${graphId}" is not registered`);
+    return spec;
+  }
 }

@@ -299,7 +299,10 @@ describe("assistants", () => {
     assertDetail(await http(h.url, "DELETE", `/assistants/${a.assistant_id}`), 404, "delete twice");
   });
 
-  test("schemas of agent: input/output/state/config JSON schemas with messages", T, async () => {
+  // The first answer reads the graph's TypeScript source (seconds, more on a loaded machine).
+  test("schemas of agent: input/output/state/config JSON schemas with messages", {
+    timeout: 120_000,
+  }, async () => {
     const s = await c.assistants.getSchemas("agent");
     assert.equal(s.graph_id, "agent");
     for (const key of ["input_schema", "output_schema", "state_schema"] as const) {

@@ -231,7 +231,9 @@ export class A2AService {
   /** Text parts become `messages`: the graph's input (else state) schema must have that key. */
   private async requireMessagesKey(assistant: Assistant): Promise<void> {
     // A graph that cannot even be built to read its schemas fails its run, with the real error.
-    const schemas = await this.deps.graphs.schemas(assistant.graph_id, assistant.config).catch(() => null);
+    const schemas = await this.deps.graphs
+      .schemas(assistant.graph_id, assistant.config, { fromSource: false })
+      .catch(() => null);
     if (!schemas) return;
     const fields = (schema: unknown) =>
       isJsonObject(schema) && isJsonObject(schema.properties) ? Object.keys(schema.properties) : [];

@@ -67,7 +67,9 @@ export function mcpRoutes(deps: AgentDeps, log: Logger) {
       if (seen.has(name)) continue; // the oldest assistant of a name is the tool
       seen.add(name);
       try {
-        const { input_schema } = await graphs.schemas(assistant.graph_id, assistant.config);
+        const { input_schema } = await graphs.schemas(assistant.graph_id, assistant.config, {
+          fromSource: false,
+        });
         tools.push({ ...toolInfo(assistant, name), inputSchema: simplifyInputSchema(input_schema) });
       } catch (err) {
         log.warn("MCP: assistant left out of tools/list, its input schema failed", {

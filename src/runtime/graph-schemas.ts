@@ -1,0 +1,314 @@
+/**
+ * JSON Schemas of a graph (`/assistants/{id}/schemas`, `/subgraphs`), in the order `langgraph dev` tries:
+ *
+ * 1. at run time, from the graph's own definitions: a `StateSchema` state (its `getJsonSchema()`), or a
+ *    zod state with its LangGraph metadata (`withLangGraph`, the zod registry: reducers, defaults,
+ *    `langgraph_type: "messages"`). That metadata lives in a registry inside `@langchain/langgraph`, so it
+ *    is read with the graph's own copy of the package, resolved from the graph file (a project may have
+ *    its own, another than Hangar's);
+ * 2. else from the TypeScript source (`ts-schemas.ts`, for `Annotation<T>` states): in a worker thread,
+ *    on first request, one graph file at a time, cached for the life of the process. The time it may
+ *    take is `LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS` (default 30 s, as `langgraph dev`);
+ * 3. else (no source types, or the extraction failed) a schema listing the state's channels.
+ */
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { Worker } from "node:worker_threads";
+import type { SchemaParts, StaticSchemas } from "./ts-schemas.js";
+
+export type { SchemaParts };
+
+/** The answer of `/assistants/{id}/schemas` (less `graph_id`) and of each `/subgraphs` entry. */
+export type GraphSchema = {
+  input_schema?: unknown;
+  output_schema?: unknown;
+  state_schema?: unknown;
+  config_schema?: unknown;
+  context_schema?: unknown;
+};
+
+type Warn = (msg: string, fields?: Record<string, unknown>) => void;
+
+/** What the module `@langchain/langgraph/zod/schema` (and `/zod`) of some copy of LangGraph exports. */
+type SchemaLib = {
+  getUpdateTypeSchema?: (graph: unknown) => unknown;
+  getInputTypeSchema?: (graph: unknown) => unknown;
+  getOutputTypeSchema?: (graph: unknown) => unknown;
+  getConfigTypeSchema?: (graph: unknown) => unknown;
+  schemaMetaRegistry?: {
+    getExtendedChannelSchemas(schema: unknown, effects: Record<string, boolean>): unknown;
+  };
+  toJsonSchema?: (schema: unknown, params?: Record<string, unknown>) => unknown;
+};
+
+const PARTIAL_STATE = Symbol.for("langgraph.state.partial");
+const THREAD_ENTRY = fileURLToPath(new URL("../../bin/schema-thread.js", import.meta.url));
+
+/**
+ * The ESM module `specifier` (`pkg` or `pkg/sub`) as `from` would import it: the package is located by
+ * Node's own resolution from that file, the subpath mapped through the package's `exports` ("import").
+ */
+async function importFrom(from: string, specifier: string): Promise<any> {
+  const [scope, name, ...rest] = specifier.split("/");
+  const pkgName = `${scope}/${name}`;
+  const pkgJson = createRequire(from).resolve(`${pkgName}/package.json`);
+  const pkg = JSON.parse(readFileSync(pkgJson, "utf8"));
+  let target = pkg.exports?.[rest.length ? `./${rest.join("/")}` : "."];
+  target = target?.import ?? target;
+  target = target?.default ?? target;
+  if (typeof target !== "string") throw new Error(`${specifier}: no "import" export in ${pkgJson}`);
+  return import(pathToFileURL(path.join(path.dirname(pkgJson), target)).href);
+}
+
+/** The graph file's copy of LangGraph's schema helpers (Hangar's own when the file resolves none). */
+async function schemaLibFor(file: string): Promise<SchemaLib> {
+  try {
+    const langgraph = createRequire(file).resolve("@langchain/langgraph/package.json");
+    const [schema, zod, core] = await Promise.all([
+      importFrom(file, "@langchain/langgraph/zod/schema"),
+      importFrom(file, "@langchain/langgraph/zod"),
+      importFrom(langgraph, "@langchain/core/utils/json_schema").catch(() => ({})),
+    ]);
+    return { ...schema, schemaMetaRegistry: zod.schemaMetaRegistry, toJsonSchema: core.toJsonSchema };
+  } catch {
+    const [schema, zod, core] = await Promise.all([
+      import("@langchain/langgraph/zod/schema"),
+      import("@langchain/langgraph/zod"),
+      import("@langchain/core/utils/json_schema"),
+    ]);
+    return {
+      ...schema,
+      schemaMetaRegistry: zod.schemaMetaRegistry as any,
+      toJsonSchema: core.toJsonSchema as SchemaLib["toJsonSchema"],
+    };
+  }
+}
+
+/** `description: "lg:{…}"` (how LangGraph carries `jsonSchemaExtra` through zod) → the extra keys. */
+function applyExtras(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(applyExtras);
+  if (schema === null || typeof schema !== "object") return schema;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) out[key] = applyExtras(value);
+  if (typeof out.description === "string" && out.description.startsWith("lg:")) {
+    const extras = JSON.parse(out.description.slice(3));
+    delete out.description;
+    Object.assign(out, extras);
+  }
+  return out;
+}
+
+const isStateSchemaLike = (x: any): boolean =>
+  x != null &&
+  typeof x === "object" &&
+  typeof x.getJsonSchema === "function" &&
+  typeof x.getInputJsonSchema === "function";
+
+/**
+ * One schema through the library; if it throws (zod 4 refuses `z.custom()`, which the documented
+ * `messages: z.custom<BaseMessage[]>().register(registry, MessagesZodMeta)` uses), the same schema built
+ * from the registry with unrepresentable types as `{}`, so the metadata still shows.
+ */
+function zodPart(
+  lib: SchemaLib,
+  graph: any,
+  get: keyof SchemaLib,
+  def: unknown,
+  effects: Record<string, boolean>,
+): unknown {
+  try {
+    return (lib[get] as (g: unknown) => unknown)?.(graph);
+  } catch (err) {
+    if (!def || !lib.schemaMetaRegistry || !lib.toJsonSchema) throw err;
+    const extended = lib.schemaMetaRegistry.getExtendedChannelSchemas(def, {
+      ...effects,
+      withJsonSchemaExtrasAsDescription: true,
+    });
+    return applyExtras(lib.toJsonSchema(extended, { unrepresentable: "any" }));
+  }
+}
+
+/** Schemas from the graph's run-time definitions (StateSchema or zod), or undefined (an Annotation graph). */
+export function runtimeSchemas(graph: any, lib: SchemaLib): SchemaParts | undefined {
+  const builder = graph?.builder;
+  if (!builder || typeof builder !== "object") return undefined;
+  const stateDef = builder._schemaRuntimeDefinition;
+  const inputDef =
+    builder._inputRuntimeDefinition === PARTIAL_STATE ? stateDef : builder._inputRuntimeDefinition;
+  const outputDef = builder._outputRuntimeDefinition;
+  const configDef = builder._configRuntimeSchema;
+  const config = configDef ? zodPart(lib, graph, "getConfigTypeSchema", configDef, {}) : undefined;
+  if ([stateDef, inputDef, outputDef].some(isStateSchemaLike)) {
+    const parts: SchemaParts = {
+      state: isStateSchemaLike(stateDef) ? stateDef.getJsonSchema() : undefined,
+      input: isStateSchemaLike(inputDef) ? inputDef.getInputJsonSchema() : undefined,
+      output: isStateSchemaLike(outputDef) ? outputDef.getJsonSchema() : undefined,
+      config,
+    };
+    return parts;
+  }
+  if (!stateDef && !inputDef && !outputDef && !configDef) return undefined;
+  const parts: SchemaParts = {
+    state: stateDef
+      ? zodPart(lib, graph, "getUpdateTypeSchema", stateDef, { withReducerSchema: true, asPartial: true })
+      : undefined,
+    input: inputDef
+      ? zodPart(lib, graph, "getInputTypeSchema", inputDef, { withReducerSchema: true, asPartial: true })
+      : undefined,
+    output: outputDef ? zodPart(lib, graph, "getOutputTypeSchema", outputDef, {}) : undefined,
+    config,
+  };
+  return Object.values(parts).some((p) => p != null) ? parts : undefined;
+}
+
+/** A schema listing the state's channels: the last resort, for a graph with no types to read. */
+export function channelSchema(graph: { channels?: Record<string, unknown> }): Record<string, unknown> {
+  const properties: Record<string, unknown> = {};
+  for (const key of Object.keys(graph.channels ?? {})) {
+    if (key.startsWith("__") || key.startsWith("branch:") || key.includes(":")) continue;
+    properties[key] =
+      key === "messages"
+        ? { type: "array", items: { type: "object", properties: { role: { type: "string" }, content: {} } } }
+        : {};
+  }
+  return { type: "object", properties };
+}
+
+const EMPTY_CONFIG = { type: "object", properties: {} };
+
+function toGraphSchema(parts: SchemaParts, graph: any): GraphSchema {
+  const fallback = () => channelSchema(graph);
+  const config = parts.config ?? EMPTY_CONFIG;
+  return {
+    input_schema: parts.input ?? fallback(),
+    output_schema: parts.output ?? fallback(),
+    state_schema: parts.state ?? fallback(),
+    config_schema: config,
+    context_schema: config,
+  };
+}
+
+function timeoutMs(): number {
+  const value = Number.parseInt(process.env.LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS ?? "", 10);
+  return Number.isFinite(value) && value > 0 ? value : 30_000;
+}
+
+/** Runs one source extraction in a worker thread, which ends with it (its memory goes with it). */
+function extractInThread(
+  file: string,
+  exportNames: readonly string[],
+  ms: number,
+): Promise<Record<string, StaticSchemas>> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(THREAD_ENTRY, { workerData: { file, exportNames } });
+    const timer = setTimeout(() => {
+      void worker.terminate();
+      reject(new Error(`timed out after ${ms} ms (LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS)`));
+    }, ms);
+    const done = () => {
+      clearTimeout(timer);
+      void worker.terminate();
+    };
+    type Reply = { ok: true; schemas: Record<string, StaticSchemas> } | { ok: false; error: string };
+    worker.once("message", (msg: Reply) => {
+      done();
+      if (msg.ok) resolve(msg.schemas);
+      else reject(new Error(msg.error));
+    });
+    worker.once("error", (err) => {
+      done();
+      reject(err);
+    });
+    worker.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the schema thread exited (code ${code})`));
+    });
+  });
+}
+
+/**
+ * Schemas of the graphs of one project: run-time ones each time, source ones once per graph file (for
+ * all the graphs the project exports from it).
+ */
+export class GraphSchemas {
+  readonly #libs = new Map<string, Promise<SchemaLib>>();
+  readonly #fromSource = new Map<string, Promise<Record<string, StaticSchemas> | null>>();
+  readonly #exports = new Map<string, string[]>();
+  #queue: Promise<unknown> = Promise.resolve();
+  readonly #warn: Warn;
+
+  constructor(specs: readonly { file: string; exportName: string }[], warn: Warn = () => {}) {
+    for (const { file, exportName } of specs) {
+      const names = this.#exports.get(file) ?? [];
+      if (!names.includes(exportName)) names.push(exportName);
+      this.#exports.set(file, names);
+    }
+    this.#warn = warn;
+  }
+
+  #lib(file: string): Promise<SchemaLib> {
+    let lib = this.#libs.get(file);
+    if (!lib) {
+      lib = schemaLibFor(file);
+      this.#libs.set(file, lib);
+    }
+    return lib;
+  }
+
+  /** The source schemas of `file`'s export, or null if they cannot be had (warned; a timeout is retried). */
+  async #source(file: string, exportName: string): Promise<StaticSchemas | null> {
+    let pending = this.#fromSource.get(file);
+    if (!pending) {
+      const names = this.#exports.get(file) ?? [exportName];
+      // One extraction at a time: each holds a TypeScript program (some hundred MB) while it runs.
+      const run = this.#queue.then(() => extractInThread(file, names, timeoutMs()));
+      this.#queue = run.catch(() => undefined);
+      pending = run.catch((err: Error) => {
+        this.#warn(
+          "graph schemas: reading the TypeScript types failed; the schemas list the state's channels",
+          {
+            file,
+            error: err.message,
+          },
+        );
+        if (/timed out/.test(err.message)) this.#fromSource.delete(file);
+        return null;
+      });
+      this.#fromSource.set(file, pending);
+    }
+    return (await pending)?.[exportName] ?? null;
+  }
+
+  /**
+   * The schemas of `graph`, exported as `exportName` from `file`. `fromSource: false` skips the
+   * TypeScript extraction (callers that only need the state's keys at once).
+   */
+  async schemas(
+    graph: any,
+    file: string,
+    exportName: string,
+    opts: { fromSource?: boolean } = {},
+  ): Promise<GraphSchema> {
+    const runtime = runtimeSchemas(graph, await this.#lib(file));
+    if (runtime && (runtime.state || runtime.input || runtime.output)) return toGraphSchema(runtime, graph);
+    const source = opts.fromSource === false ? null : await this.#source(file, exportName);
+    const root = source?.[""];
+    return toGraphSchema({ ...root, config: runtime?.config ?? root?.config }, graph);
+  }
+
+  /** The schemas of the subgraph at `namespace` (`child`, `child|grandchild`) of that graph. */
+  async subgraphSchemas(
+    subgraph: any,
+    namespace: string,
+    file: string,
+    exportName: string,
+  ): Promise<GraphSchema> {
+    const runtime = runtimeSchemas(subgraph, await this.#lib(file));
+    if (runtime && (runtime.state || runtime.input || runtime.output))
+      return toGraphSchema(runtime, subgraph);
+    const parts = (await this.#source(file, exportName))?.[namespace] ?? {};
+    return toGraphSchema({ ...parts, config: runtime?.config ?? parts.config }, subgraph);
+  }
+}
