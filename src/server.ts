@@ -5,6 +5,7 @@ import { guardNetworkExposure } from "./cli/exposure.js";
 import type { Logger } from "./cli/logger.js";
 import { ClusterBus, RedisLink } from "./cluster/redis.js";
 import type { Config } from "./config/index.js";
+import { defaultThreadTtl, THREAD_TTL_DEFAULTS } from "./config/sections.js";
 import { createApp } from "./http/app.js";
 import { CronScheduler } from "./runtime/cron-scheduler.js";
 import { CronService } from "./runtime/crons.js";
@@ -16,6 +17,7 @@ import { RunService } from "./runtime/runs.js";
 import { HangarStore } from "./runtime/store.js";
 import { loadStoreSettings } from "./runtime/store-config.js";
 import { StoreSweeper } from "./runtime/store-sweeper.js";
+import { ThreadSweeper } from "./runtime/thread-sweeper.js";
 import { upgradeHandler } from "./sandboxes/dataplane.js";
 import { createSandboxRuntime } from "./sandboxes/runtime/index.js";
 import { openStorage } from "./storage/open.js";
@@ -74,10 +76,21 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const leaseMs = config.leaseSeconds * 1000;
     // With executor threads, this thread's dispatcher executes nothing: it wakes and signals them.
     const dispatcher = new Dispatcher(
-      { graphs, storage, logs, log, localFetch, store },
+      { graphs, storage, logs, log, localFetch, store, webhooks: config.webhooks },
       { concurrency: threads ? 0 : config.workers, leaseMs, bus: redis ? new ClusterBus(redis) : threads },
     );
-    const runs = new RunService(storage, graphs, dispatcher, logs);
+    const runs = new RunService(storage, graphs, dispatcher, logs, {
+      threadTtl: defaultThreadTtl(config),
+      webhookPolicy: config.webhooks?.url,
+    });
+    // Thread TTLs (langgraph.json checkpointer.ttl, or a thread's own): swept in every process.
+    const threadSweeper = new ThreadSweeper({
+      repo: storage.threads,
+      log,
+      intervalMs:
+        (config.threadTtl?.sweepIntervalMinutes ?? THREAD_TTL_DEFAULTS.sweepIntervalMinutes) * 60_000,
+      limit: config.threadTtl?.sweepLimit ?? THREAD_TTL_DEFAULTS.sweepLimit,
+    });
     const scheduler = new CronScheduler({ crons: storage.crons, runs, log });
     const crons = new CronService(storage, runs, () => scheduler.nudge());
     const sandboxRuntime = createSandboxRuntime({ dataDir: config.dataDir, storage, log });
@@ -92,6 +105,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     await dispatcher.start();
     scheduler.start(); // fires crons that came due while no process ran (once each), then follows them
     sweeper.start();
+    threadSweeper.start();
     // Boots again the sandboxes that ran before a restart and fills pools; a worker serves no sandboxes.
     if (server) await sandboxRuntime.start();
 
@@ -106,6 +120,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         server?.close();
         await scheduler.close();
         await sweeper.close();
+        await threadSweeper.close();
         await dispatcher.close(SHUTDOWN_GRACE_MS);
         await threads?.close(SHUTDOWN_GRACE_MS);
         await sandboxRuntime.close(); // every sandbox process is gone before the process exits

@@ -12,8 +12,10 @@ import { availableParallelism } from "node:os";
 import path from "node:path";
 import { ConfigError } from "./errors.js";
 import { readProjectFile, resolveEnv, resolveGraphs, resolveModuleRef } from "./project-file.js";
+import { resolveThreadTtl, resolveWebhooks, type ThreadTtlConfig, type WebhooksConfig } from "./sections.js";
 
 export { ConfigError } from "./errors.js";
+export type { ThreadTtlConfig, WebhooksConfig, WebhookUrlPolicy } from "./sections.js";
 
 export interface GraphSpec {
   id: string;
@@ -107,6 +109,10 @@ export interface Config {
   maxBodyBytes: number;
   /** langgraph.json `auth.path`, when set. */
   auth?: AuthSpec;
+  /** langgraph.json `checkpointer.ttl`: thread expiry. Absent: only threads given a TTL of their own expire. */
+  threadTtl?: ThreadTtlConfig;
+  /** langgraph.json `webhooks`: URL policy, headers and payload fields of run webhooks. */
+  webhooks?: WebhooksConfig;
 }
 
 export interface ConfigFlags {
@@ -280,6 +286,11 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     maxBodyBytes: (maxBody ? integer(maxBody, 1, 4096) : DEFAULTS.maxBodyMb) * 1024 * 1024,
     ...(auth && { auth }),
   };
+  const threadTtl = resolveThreadTtl(file.checkpointer);
+  if (threadTtl) config.threadTtl = threadTtl;
+  // Header templates read the real environment first, then langgraph.json `env` (which the server applies).
+  const webhooks = resolveWebhooks(configPath, file.webhooks, { ...fileEnv, ...env });
+  if (webhooks) config.webhooks = webhooks;
   return deepFreeze(config);
 }
 

@@ -1,5 +1,6 @@
 import { Command, Send } from "@langchain/langgraph";
 import type { Logger } from "../cli/logger.js";
+import type { WebhooksConfig } from "../config/index.js";
 import type { OrgId, Run, Storage } from "../storage/ports.js";
 import type { RunLogs } from "../streams/run-log.js";
 import { interruptsByTask, withCheckpointRefs } from "./checkpoint-ref.js";
@@ -24,6 +25,8 @@ export interface ExecutorDeps {
   localFetch: (request: Request) => Promise<Response>;
   /** The long-term memory store; each run gets its organization's view of it. */
   store?: HangarStore;
+  /** langgraph.json `webhooks`: URL policy, headers and payload fields of deliveries. */
+  webhooks?: WebhooksConfig;
 }
 
 /** Stream modes a client may ask for, and the LangGraph mode that feeds each. */

@@ -1,11 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { AuthContext } from "../auth/custom.js";
+import type { WebhookUrlPolicy } from "../config/index.js";
 import { conflict, notFound } from "../errors.js";
-import type { Assistant, JsonObject, OrgId, Run, RunKwargs, Storage } from "../storage/ports.js";
+import type { Assistant, JsonObject, OrgId, Run, RunKwargs, Storage, ThreadTtl } from "../storage/ports.js";
 import type { RunEvent, RunLogs } from "../streams/run-log.js";
 import type { Dispatcher } from "./dispatcher.js";
 import { defaultAssistantId, type GraphRegistry } from "./graphs.js";
 import type { MultitaskStrategy } from "./statuses.js";
+import { checkWebhookUrl } from "./webhook-policy.js";
 
 /** A run-creation request after validation (snake_case, as on the wire). */
 export interface RunRequest {
@@ -36,13 +38,26 @@ const SETTLED_CHECK_MS = 5_000;
 /** Request headers that must never reach a graph's config. */
 const PRIVATE_HEADERS = new Set(["x-api-key", "x-tenant-id", "x-service-key"]);
 
+export interface RunServiceOptions {
+  /** The TTL of a thread a run creates (langgraph.json `checkpointer.ttl.default_ttl`). */
+  threadTtl?: ThreadTtl;
+  /** langgraph.json `webhooks.url`: the webhook URLs runs and crons may name. */
+  webhookPolicy?: WebhookUrlPolicy;
+}
+
 export class RunService {
   constructor(
     private readonly storage: Storage,
     private readonly graphs: GraphRegistry,
     private readonly dispatcher: Dispatcher,
     private readonly logs: RunLogs,
+    private readonly options: RunServiceOptions = {},
   ) {}
+
+  /** Refuses (422, naming the rule) a webhook URL the langgraph.json `webhooks.url` policy does not allow. */
+  async checkWebhook(url: string | null | undefined): Promise<void> {
+    if (url) await checkWebhookUrl(url, this.options.webhookPolicy);
+  }
 
   /** An assistant by id, or the default assistant of a graph named by its id. */
   async assistant(org: OrgId, idOrGraph: string): Promise<Assistant> {
@@ -71,6 +86,7 @@ export class RunService {
     user?: AuthContext,
   ): Promise<Run> {
     const assistant = await this.assistant(org, body.assistant_id);
+    await this.checkWebhook(body.webhook);
     const runId = randomUUID();
     const stateless = threadId === null;
     const thread_id = threadId ?? randomUUID();
@@ -113,6 +129,7 @@ export class RunService {
       not_before: new Date(Date.now() + (body.after_seconds ?? 0) * 1000),
       stateless,
       thread_config: threadConfig(kwargs.config),
+      ...(this.options.threadTtl && { thread_ttl: this.options.threadTtl }),
     });
     // The run is stored: a log that cannot be opened now (Redis unreachable) must not turn its
     // acknowledgement into an error. Its first event opens the log anyway.
