@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { Client } from "@langchain/langgraph-sdk";
+import { type FreshDatabase, freshDatabase, PG_URI } from "../helpers/postgres.js";
 import {
   client,
   EXAMPLES_CONFIG,
@@ -265,5 +266,43 @@ describe("langgraph.json: bad checkpointer and webhooks values stop the start-up
       { webhooks: { allowed_fields: ["secret"] } },
       /webhooks\.allowed_fields\[0\]: must be one of run_id/,
     );
+  });
+});
+
+const REDIS_URI = process.env.HANGAR_TEST_REDIS_URI;
+
+describe("checkpointer.ttl scaled out: two processes on one Postgres sweep each thread once", {
+  skip:
+    PG_URI && REDIS_URI ? undefined : "HANGAR_TEST_POSTGRES_URI and HANGAR_TEST_REDIS_URI are not both set",
+}, () => {
+  let db: FreshDatabase;
+  const processes: Hangar[] = [];
+  after(async () => {
+    await Promise.all(processes.map((p) => p.stop()));
+    await db?.drop();
+  });
+
+  test("20 idle threads, swept by both processes, 20 deletions in all", T, async (t) => {
+    db = await freshDatabase();
+    const config = await writeConfig({
+      graphs: { agent: exampleGraph("chat.ts") },
+      checkpointer: { ttl: { default_ttl: 0.02, sweep_interval_minutes: 0.005, sweep_limit: 3 } },
+    });
+    const env = {
+      POSTGRES_URI: db.uri,
+      REDIS_URI: REDIS_URI as string,
+      HANGAR_REDIS_PREFIX: `hangar-e2e-ttl-${Date.now()}:`,
+    };
+    processes.push(await startHangar({ command: "serve", config, env }));
+    processes.push(await startHangar({ command: "serve", config, env }));
+    const api = client(processes[0]!.url);
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) ids.push((await api.threads.create()).thread_id);
+    await waitFor(async () => (await api.threads.count()) === 0, { timeoutMs: 20_000, what: "all swept" });
+    const deletedBy = processes.map((p) =>
+      [...p.logs().matchAll(/swept expired threads.* deleted=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0),
+    );
+    t.diagnostic(`deleted per process: ${deletedBy.join(", ")}`);
+    assert.equal(deletedBy[0]! + deletedBy[1]!, 20, `deleted per process: ${deletedBy.join(", ")}`);
   });
 });
