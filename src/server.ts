@@ -5,6 +5,7 @@ import { guardNetworkExposure } from "./cli/exposure.js";
 import type { Logger } from "./cli/logger.js";
 import { ClusterBus, RedisLink } from "./cluster/redis.js";
 import type { Config } from "./config/index.js";
+import { defaultThreadTtl, THREAD_TTL_DEFAULTS } from "./config/sections.js";
 import { createApp } from "./http/app.js";
 import { loadCustomApp } from "./http/custom-app.js";
 import { CronScheduler } from "./runtime/cron-scheduler.js";
@@ -17,6 +18,7 @@ import { RunService } from "./runtime/runs.js";
 import { HangarStore } from "./runtime/store.js";
 import { loadStoreSettings } from "./runtime/store-config.js";
 import { StoreSweeper } from "./runtime/store-sweeper.js";
+import { ThreadSweeper } from "./runtime/thread-sweeper.js";
 import { WorkerStatsTable } from "./runtime/worker-stats.js";
 import { upgradeHandler } from "./sandboxes/dataplane.js";
 import { createSandboxRuntime } from "./sandboxes/runtime/index.js";
@@ -92,7 +94,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const leaseMs = config.leaseSeconds * 1000;
     // With executor threads, this thread's dispatcher executes nothing: it wakes and signals them.
     const dispatcher = new Dispatcher(
-      { graphs, storage, logs, log, localFetch, store },
+      { graphs, storage, logs, log, localFetch, store, webhooks: config.webhooks },
       {
         concurrency: threads ? 0 : config.workers,
         leaseMs,
@@ -100,7 +102,19 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         stats: workerStats.row(0),
       },
     );
-    const runs = new RunService(storage, graphs, dispatcher, logs, config.http.configurable_headers);
+    const runs = new RunService(storage, graphs, dispatcher, logs, {
+      threadTtl: defaultThreadTtl(config),
+      webhookPolicy: config.webhooks?.url,
+      headerRules: config.http.configurable_headers,
+    });
+    // Thread TTLs (langgraph.json checkpointer.ttl, or a thread's own): swept in every process.
+    const threadSweeper = new ThreadSweeper({
+      repo: storage.threads,
+      log,
+      intervalMs:
+        (config.threadTtl?.sweepIntervalMinutes ?? THREAD_TTL_DEFAULTS.sweepIntervalMinutes) * 60_000,
+      limit: config.threadTtl?.sweepLimit ?? THREAD_TTL_DEFAULTS.sweepLimit,
+    });
     const scheduler = new CronScheduler({ crons: storage.crons, runs, log });
     const crons = new CronService(storage, runs, () => scheduler.nudge());
     const sandboxRuntime = createSandboxRuntime({ dataDir: config.dataDir, storage, log });
@@ -119,6 +133,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     await dispatcher.start();
     scheduler.start(); // fires crons that came due while no process ran (once each), then follows them
     sweeper.start();
+    threadSweeper.start();
     // Boots again the sandboxes that ran before a restart and fills pools; a worker serves no sandboxes.
     if (server) await sandboxRuntime.start();
 
@@ -133,6 +148,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         server?.close();
         await scheduler.close();
         await sweeper.close();
+        await threadSweeper.close();
         await dispatcher.close(SHUTDOWN_GRACE_MS);
         await threads?.close(SHUTDOWN_GRACE_MS);
         await sandboxRuntime.close(); // every sandbox process is gone before the process exits

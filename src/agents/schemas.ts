@@ -127,14 +127,38 @@ const superstep = z.object({
   ),
 });
 
+/**
+ * A thread's own TTL, as the SDKs send it: `{strategy, ttl}` in minutes (the JS SDK turns a bare number
+ * into `{strategy: "delete", ttl}`). Minutes after the thread's last update, it is swept.
+ */
+const threadTtl = z
+  .union([
+    z.number().positive({ message: "must be more than 0 minutes" }),
+    z.object({
+      strategy: z.enum(["delete", "keep_latest"]).nullish(),
+      ttl: z
+        .number({ message: "must be a number of minutes" })
+        .positive({ message: "must be more than 0 minutes" }),
+    }),
+  ])
+  .nullish()
+  .transform((t) =>
+    t == null
+      ? undefined
+      : typeof t === "number"
+        ? { strategy: "delete" as const, minutes: t }
+        : { strategy: t.strategy ?? ("delete" as const), minutes: t.ttl },
+  );
+
 export const ThreadCreate = z.object({
   thread_id: uuid.optional(),
   metadata: optionalObj,
   if_exists: z.enum(["raise", "do_nothing"]).nullish(),
   supersteps: z.array(superstep).nullish(),
+  ttl: threadTtl,
 });
 
-export const ThreadPatch = z.object({ metadata: obj });
+export const ThreadPatch = z.object({ metadata: optionalObj, ttl: threadTtl });
 
 const threadFilters = {
   metadata: optionalFilter,

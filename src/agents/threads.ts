@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Hono } from "hono";
 import type { AuthAction } from "../auth/custom.js";
 import { matchesFilter } from "../auth/filter.js";
+import { defaultThreadTtl } from "../config/sections.js";
 import { conflict, notFound } from "../errors.js";
 import { body, params, query } from "../http/validation.js";
 import type { JsonObject, Thread } from "../storage/ports.js";
@@ -33,9 +34,10 @@ export function threadRoutes(deps: AgentDeps) {
         metadata: b.metadata ?? {},
         if_exists: b.if_exists ?? "raise",
       });
+      const ttl = b.ttl ?? defaultThreadTtl(deps.config);
       const thread = await storage.threads.create(
         org,
-        { thread_id: value.thread_id, metadata: value.metadata },
+        { thread_id: value.thread_id, metadata: value.metadata, ...(ttl && { ttl }) },
         value.if_exists,
       );
       if (!matchesFilter(thread.metadata, filter)) throw conflict(`Thread ${value.thread_id} already exists`);
@@ -76,8 +78,8 @@ export function threadRoutes(deps: AgentDeps) {
     .patch("/threads/:thread_id", async (c) => {
       const { thread_id } = params(c, S.ThreadPath);
       const b = await body(c, S.ThreadPatch);
-      const { metadata } = await updateThread(c, thread_id, b.metadata);
-      const thread = await storage.threads.patch(orgOf(c), thread_id, metadata);
+      const { metadata } = await updateThread(c, thread_id, b.metadata ?? {});
+      const thread = await storage.threads.patch(orgOf(c), thread_id, metadata, b.ttl);
       if (!thread) throw notFound(`Thread ${thread_id} not found`);
       return c.json(thread);
     })
@@ -120,7 +122,7 @@ export function threadRoutes(deps: AgentDeps) {
     .patch("/threads/:thread_id/state", async (c) => {
       const { thread_id } = params(c, S.ThreadPath);
       const b = await body(c, S.ThreadPatch);
-      const { metadata } = await updateThread(c, thread_id, b.metadata);
+      const { metadata } = await updateThread(c, thread_id, b.metadata ?? {});
       await storage.threads.patch(orgOf(c), thread_id, metadata);
       return c.body(null, 204);
     })

@@ -19,8 +19,10 @@ import {
   resolveModuleRef,
   resolveUi,
 } from "./project-file.js";
+import { resolveThreadTtl, resolveWebhooks, type ThreadTtlConfig, type WebhooksConfig } from "./sections.js";
 
 export { ConfigError } from "./errors.js";
+export type { ThreadTtlConfig, WebhooksConfig, WebhookUrlPolicy } from "./sections.js";
 
 export interface GraphSpec {
   id: string;
@@ -149,6 +151,10 @@ export interface Config {
   auth?: AuthSpec;
   /** langgraph.json `ui` (with `ui_config`), when it names at least one agent. */
   ui?: UiSpec;
+  /** langgraph.json `checkpointer.ttl`: thread expiry. Absent: only threads given a TTL of their own expire. */
+  threadTtl?: ThreadTtlConfig;
+  /** langgraph.json `webhooks`: URL policy, headers and payload fields of run webhooks. */
+  webhooks?: WebhooksConfig;
 }
 
 export interface ConfigFlags {
@@ -328,6 +334,11 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     ...(auth && { auth }),
     ...(ui && { ui }),
   };
+  const threadTtl = resolveThreadTtl(file.checkpointer);
+  if (threadTtl) config.threadTtl = threadTtl;
+  // Header templates read the real environment first, then langgraph.json `env` (which the server applies).
+  const webhooks = resolveWebhooks(configPath, file.webhooks, { ...fileEnv, ...env });
+  if (webhooks) config.webhooks = webhooks;
   return deepFreeze(config);
 }
 

@@ -1,8 +1,10 @@
 /**
  * langgraph.json: read, parse, validate its shape with zod, and turn its `graphs` and `env` into
- * resolved values. Keys that other LangGraph tools read (dependencies, node_version, dockerfile_lines…)
- * are allowed and ignored; keys that would change how requests are served but Hangar does not honour
- * yet produce a warning rather than being silently dropped.
+ * resolved values. Keys that other LangGraph tools read and that need nothing here (dependencies,
+ * node_version, dockerfile_lines, image_distro, python_version…) are allowed and ignored silently; keys
+ * that would change how requests are served but Hangar does not honour yet produce a warning rather
+ * than being silently dropped. `checkpointer` and `webhooks` are validated here and resolved by
+ * `sections.ts`; `store` by runtime/store-config.ts.
  */
 import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
@@ -150,6 +152,108 @@ const UiConfigSchema = z.looseObject(
   { error: 'must be an object {"shared": ["<module>", ...]}' },
 );
 
+const minutes = z
+  .number({ error: "must be a number of minutes" })
+  .positive({ error: "must be more than 0 minutes" });
+const wholeNumber = z
+  .number({ error: "must be a whole number" })
+  .int({ error: "must be a whole number" })
+  .positive({ error: "must be more than 0" });
+
+/** `checkpointer.ttl` (the official ThreadTTLConfig). Minutes may be fractional, as the official server reads them. */
+const ThreadTtlSchema = z.looseObject(
+  {
+    strategy: z.enum(["delete", "keep_latest"], { error: 'must be "delete" or "keep_latest"' }).optional(),
+    default_ttl: minutes.nullable().optional(),
+    sweep_interval_minutes: minutes.nullable().optional(),
+    sweep_limit: wholeNumber.nullable().optional(),
+  },
+  { error: "must be an object" },
+);
+
+/**
+ * `checkpointer`. `serde` configures the Python server's deserialization (module allowlists, pickle),
+ * which has no counterpart for LangGraph.js checkpoints: accepted as is.
+ */
+const CheckpointerSchema = z.looseObject(
+  {
+    ttl: ThreadTtlSchema.nullable().optional(),
+    serde: z.looseObject({}, { error: "must be an object" }).nullable().optional(),
+    backend: z.string({ error: "must be a string" }).optional(),
+    path: z.string({ error: "must be a string" }).optional(),
+  },
+  { error: "must be an object" },
+);
+
+/** The payload fields `webhooks.allowed_fields` may keep (the official list). */
+export const WEBHOOK_PAYLOAD_FIELDS = [
+  "run_id",
+  "thread_id",
+  "assistant_id",
+  "created_at",
+  "updated_at",
+  "metadata",
+  "kwargs",
+  "multitask_strategy",
+  "status",
+  "run_started_at",
+  "run_ended_at",
+  "webhook_sent_at",
+  "values",
+  "error",
+] as const;
+
+/** `webhooks.url` (the official WebhookUrlPolicy). */
+const WebhookUrlSchema = z.looseObject(
+  {
+    require_https: flag,
+    allowed_domains: z
+      .array(
+        z
+          .string({ error: "must be a string" })
+          .min(1, { error: "must not be empty" })
+          .refine((d) => !d.includes("*") || (d.startsWith("*.") && !d.slice(2).includes("*")), {
+            error: 'a wildcard is only allowed as a prefix, like "*.example.com"',
+          }),
+        { error: "must be an array of host names" },
+      )
+      .optional(),
+    allowed_ports: z
+      .array(
+        z
+          .number({ error: "must be a port number" })
+          .int({ error: "must be a port number" })
+          .min(1, { error: "must be a port from 1 to 65535" })
+          .max(65535, { error: "must be a port from 1 to 65535" }),
+        { error: "must be an array of port numbers" },
+      )
+      .optional(),
+    max_url_length: wholeNumber.optional(),
+    disable_loopback: flag,
+    disable_private_ips: flag,
+  },
+  { error: "must be an object" },
+);
+
+/** `webhooks` (the official WebhooksConfig). */
+const WebhooksSchema = z.looseObject(
+  {
+    env_prefix: z.string({ error: "must be a string" }).optional(),
+    url: WebhookUrlSchema.optional(),
+    headers: z
+      .record(z.string(), z.string({ error: "must be a string" }), { error: "must be an object of strings" })
+      .optional(),
+    allowed_fields: z
+      .array(
+        z.enum(WEBHOOK_PAYLOAD_FIELDS, { error: `must be one of ${WEBHOOK_PAYLOAD_FIELDS.join(", ")}` }),
+        { error: "must be an array of payload field names" },
+      )
+      .nullable()
+      .optional(),
+  },
+  { error: "must be an object" },
+);
+
 const ProjectFileSchema = z.looseObject(
   {
     graphs: z.record(z.string(), GraphEntrySchema, {
@@ -162,9 +266,14 @@ const ProjectFileSchema = z.looseObject(
     auth: AuthSchema.optional(),
     ui: UiSchema.optional(),
     ui_config: UiConfigSchema.optional(),
+    checkpointer: CheckpointerSchema.nullable().optional(),
+    webhooks: WebhooksSchema.nullable().optional(),
   },
   { error: "must contain a JSON object" },
 );
+
+export type CheckpointerSection = z.infer<typeof CheckpointerSchema>;
+export type WebhooksSection = z.infer<typeof WebhooksSchema>;
 
 export type HangarSection = z.infer<typeof HangarSectionSchema>;
 
@@ -176,14 +285,10 @@ export interface ProjectFile {
   auth: z.infer<typeof AuthSchema> | undefined;
   ui: z.infer<typeof UiSchema> | undefined;
   ui_config: z.infer<typeof UiConfigSchema> | undefined;
+  checkpointer: CheckpointerSection | undefined;
+  webhooks: WebhooksSection | undefined;
   warnings: string[];
 }
-
-/** langgraph.json keys that change serving behaviour in the reference servers but not (yet) in Hangar. */
-const UNSUPPORTED_TOP_LEVEL: Record<string, string> = {
-  checkpointer: "checkpointer settings are not supported yet and are ignored",
-  webhooks: "webhook settings are not supported yet and are ignored",
-};
 
 export function readProjectFile(configPath: string): ProjectFile {
   let text: string;
@@ -207,9 +312,6 @@ export function readProjectFile(configPath: string): ProjectFile {
     throw new ConfigError(`${configPath}: graphs: must declare at least one graph`);
   }
   const warnings: string[] = [];
-  for (const [key, why] of Object.entries(UNSUPPORTED_TOP_LEVEL)) {
-    if (file[key] !== undefined) warnings.push(`${configPath}: ${key}: ${why}`);
-  }
   const http = file.http ?? {};
   for (const key of Object.keys(http)) {
     if (!(HTTP_KEYS as readonly string[]).includes(key)) {
@@ -217,6 +319,34 @@ export function readProjectFile(configPath: string): ProjectFile {
     }
   }
   const known = Object.fromEntries(HTTP_KEYS.filter((k) => http[k] !== undefined).map((k) => [k, http[k]]));
+  const checkpointer = file.checkpointer ?? undefined;
+  const webhooks = file.webhooks ?? undefined;
+  const unknownKeys = (at: string, value: object | null | undefined, keys: readonly string[]) => {
+    for (const key of Object.keys(value ?? {}))
+      if (!keys.includes(key)) warnings.push(`${configPath}: ${at}.${key}: unknown setting; ignored`);
+  };
+  unknownKeys("checkpointer", checkpointer, ["ttl", "serde", "backend", "path"]);
+  unknownKeys("checkpointer.ttl", checkpointer?.ttl, [
+    "strategy",
+    "default_ttl",
+    "sweep_interval_minutes",
+    "sweep_limit",
+  ]);
+  unknownKeys("webhooks", webhooks, ["env_prefix", "url", "headers", "allowed_fields"]);
+  unknownKeys("webhooks.url", webhooks?.url, [
+    "require_https",
+    "allowed_domains",
+    "allowed_ports",
+    "max_url_length",
+    "disable_loopback",
+    "disable_private_ips",
+  ]);
+  // Hangar keeps checkpoints in its own database: another backend would change where state lives.
+  if (checkpointer?.path !== undefined || (checkpointer?.backend ?? "default") !== "default") {
+    warnings.push(
+      `${configPath}: checkpointer: custom checkpointer backends are not supported; checkpoints stay in Hangar's database`,
+    );
+  }
   return {
     graphs: file.graphs,
     env: file.env,
@@ -225,6 +355,8 @@ export function readProjectFile(configPath: string): ProjectFile {
     auth: file.auth,
     ui: file.ui,
     ui_config: file.ui_config,
+    checkpointer,
+    webhooks,
     warnings,
   };
 }

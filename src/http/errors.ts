@@ -43,7 +43,7 @@ export function errorHandler(log: Logger) {
     if (err instanceof HangarError) {
       const detail =
         err.kind === "validation"
-          ? err.issues
+          ? (err.issues ?? err.message)
           : err.type
             ? { error: err.type, message: err.message }
             : err.message;

@@ -65,7 +65,7 @@ export function runRequestOf(cron: Cron): RunRequest {
 export class CronService {
   constructor(
     private readonly storage: Storage,
-    private readonly runs: Pick<RunService, "assistant">,
+    private readonly runs: Pick<RunService, "assistant"> & Partial<Pick<RunService, "checkWebhook">>,
     private readonly onChange: () => void = () => {},
     private readonly clock: () => number = Date.now,
   ) {}
@@ -73,6 +73,7 @@ export class CronService {
   /** `userId`: the identity of the user who creates it (custom auth), shown as the cron's `user_id`. */
   async create(org: OrgId, threadId: string | null, req: CronCreateRequest, userId?: string): Promise<Cron> {
     const assistant = await this.runs.assistant(org, req.assistant_id);
+    await this.runs.checkWebhook?.(req.webhook as string | null | undefined);
     const schedule = req.schedule.trim();
     const timezone = req.timezone ?? null;
     const end_time = req.end_time ? new Date(req.end_time).toISOString() : null;
@@ -123,6 +124,7 @@ export class CronService {
    */
   async update(org: OrgId, cronId: string, req: CronUpdateRequest): Promise<Cron> {
     const current = await this.#stored(org, cronId);
+    await this.runs.checkWebhook?.(req.webhook as string | null | undefined);
     const schedule = req.schedule?.trim() ?? current.schedule;
     const timezone = req.timezone !== undefined ? req.timezone : current.timezone;
     const end_time =

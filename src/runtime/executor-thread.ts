@@ -132,7 +132,7 @@ async function main(): Promise<void> {
     store.onExpiry = (at) => send({ type: "store-expiry", at });
     const graphs = await GraphRegistry.load(config.graphs, storage.checkpointer, store);
     dispatcher = new Dispatcher(
-      { graphs, storage, logs, log, localFetch: local.fetch, store },
+      { graphs, storage, logs, log, localFetch: local.fetch, store, webhooks: config.webhooks },
       {
         concurrency: slots,
         leaseMs: config.leaseSeconds * 1000,

@@ -1,6 +1,7 @@
 import { createRequire } from "node:module";
 import { Command, Send } from "@langchain/langgraph";
 import type { Logger } from "../cli/logger.js";
+import type { WebhooksConfig } from "../config/index.js";
 import type { OrgId, Run, Storage } from "../storage/ports.js";
 import type { RunLogs } from "../streams/run-log.js";
 import { interruptsByTask, withCheckpointRefs, withTaskCheckpoint } from "./checkpoint-ref.js";
@@ -26,6 +27,8 @@ export interface ExecutorDeps {
   localFetch: (request: Request) => Promise<Response>;
   /** The long-term memory store; each run gets its organization's view of it. */
   store?: HangarStore;
+  /** langgraph.json `webhooks`: URL policy, headers and payload fields of deliveries. */
+  webhooks?: WebhooksConfig;
 }
 
 /** The LangGraph version Hangar runs graphs with, in run metadata (`langgraph_version`). */

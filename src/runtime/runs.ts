@@ -1,12 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { AuthContext } from "../auth/custom.js";
-import type { HeaderRules } from "../config/index.js";
+import type { HeaderRules, WebhookUrlPolicy } from "../config/index.js";
 import { conflict, notFound } from "../errors.js";
-import type { Assistant, JsonObject, OrgId, Run, RunKwargs, Storage } from "../storage/ports.js";
+import type { Assistant, JsonObject, OrgId, Run, RunKwargs, Storage, ThreadTtl } from "../storage/ports.js";
 import type { RunEvent, RunLogs } from "../streams/run-log.js";
 import type { Dispatcher } from "./dispatcher.js";
 import { defaultAssistantId, type GraphRegistry } from "./graphs.js";
 import type { MultitaskStrategy } from "./statuses.js";
+import { checkWebhookUrl } from "./webhook-policy.js";
 
 /** A run-creation request after validation (snake_case, as on the wire). */
 export interface RunRequest {
@@ -40,15 +41,24 @@ const DEFAULT_HEADER_RULES: HeaderRules = {
   excludes: ["x-api-key", "x-tenant-id", "x-service-key"],
 };
 
+export interface RunServiceOptions {
+  /** The TTL of a thread a run creates (langgraph.json `checkpointer.ttl.default_ttl`). */
+  threadTtl?: ThreadTtl;
+  /** langgraph.json `webhooks.url`: the webhook URLs runs and crons may name. */
+  webhookPolicy?: WebhookUrlPolicy;
+  /** langgraph.json `http.configurable_headers`: the request headers a run gets in `configurable`. */
+  headerRules?: HeaderRules;
+}
+
 export class RunService {
   constructor(
     private readonly storage: Storage,
     private readonly graphs: GraphRegistry,
     private readonly dispatcher: Dispatcher,
     private readonly logs: RunLogs,
-    headerRules: HeaderRules = DEFAULT_HEADER_RULES,
+    private readonly options: RunServiceOptions = {},
   ) {
-    this.#forwarded = headerFilter(headerRules);
+    this.#forwarded = headerFilter(options.headerRules ?? DEFAULT_HEADER_RULES);
   }
 
   /** Whether a request header goes into a run's `configurable` (langgraph.json `http.configurable_headers`). */
@@ -60,6 +70,11 @@ export class RunService {
       if (this.#forwarded(key)) out[key] = value;
     });
     return out;
+  }
+
+  /** Refuses (422, naming the rule) a webhook URL the langgraph.json `webhooks.url` policy does not allow. */
+  async checkWebhook(url: string | null | undefined): Promise<void> {
+    if (url) await checkWebhookUrl(url, this.options.webhookPolicy);
   }
 
   /** An assistant by id, or the default assistant of a graph named by its id. */
@@ -89,6 +104,7 @@ export class RunService {
     user?: AuthContext,
   ): Promise<Run> {
     const assistant = await this.assistant(org, body.assistant_id);
+    await this.checkWebhook(body.webhook);
     const runId = randomUUID();
     const stateless = threadId === null;
     const thread_id = threadId ?? randomUUID();
@@ -141,6 +157,7 @@ export class RunService {
       not_before: new Date(Date.now() + (body.after_seconds ?? 0) * 1000),
       stateless,
       thread_config: threadConfig(config),
+      ...(this.options.threadTtl && { thread_ttl: this.options.threadTtl }),
     });
     // The run is stored: a log that cannot be opened now (Redis unreachable) must not turn its
     // acknowledgement into an error. Its first event opens the log anyway.

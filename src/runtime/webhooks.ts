@@ -1,6 +1,7 @@
 import type { Interrupt, Run } from "../storage/ports.js";
 import type { ExecutorDeps } from "./executor.js";
 import { toJson } from "./serialize.js";
+import { checkWebhookUrl } from "./webhook-policy.js";
 
 /** How an executed run ended, before it is recorded. */
 export type RunOutcome =
@@ -18,13 +19,17 @@ const WEBHOOK_TIMEOUT_MS = 10_000;
 
 /**
  * POSTs the ended run to its webhook (at most once, best effort: a failing receiver is logged, not
- * retried). A URL starting with `/` is a route of this server and is called in process.
+ * retried). A URL starting with `/` is a route of this server and is called in process. langgraph.json
+ * `webhooks` adds its headers, keeps only its `allowed_fields` of the payload, and checks the URL against
+ * its policy again (the policy may have changed since the run was created); under a policy redirects are
+ * not followed, so a receiver cannot send the delivery on to a host the policy refuses.
  */
 export async function sendWebhook(deps: ExecutorDeps, run: Run, outcome: RunOutcome): Promise<void> {
   const url = run.kwargs.webhook!;
+  const settings = deps.webhooks;
   const ended =
     outcome.status === "success" || outcome.status === "error" || outcome.status === "interrupted";
-  const body = toJson({
+  let payload: Record<string, unknown> = {
     ...run,
     status: outcome.status,
     run_started_at: run.updated_at,
@@ -32,14 +37,20 @@ export async function sendWebhook(deps: ExecutorDeps, run: Run, outcome: RunOutc
     webhook_sent_at: new Date().toISOString(),
     values: ended ? outcome.values : undefined,
     error: ended && outcome.error ? outcome.error.message : undefined,
-  });
-  const init = {
+  };
+  if (settings?.allowedFields) {
+    const keep = new Set(settings.allowedFields);
+    payload = Object.fromEntries(Object.entries(payload).filter(([k]) => keep.has(k)));
+  }
+  const init: RequestInit = {
     method: "POST",
-    headers: { "content-type": "application/json" },
-    body,
+    headers: { "content-type": "application/json", ...settings?.headers },
+    body: toJson(payload),
     signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
+    ...(settings?.url && { redirect: "manual" }),
   };
   try {
+    await checkWebhookUrl(url, settings?.url);
     const response = url.startsWith("/")
       ? await deps.localFetch(new Request(new URL(url, "http://hangar.local"), init))
       : await fetch(url, init);

@@ -96,6 +96,23 @@ export interface Thread {
   error?: unknown;
 }
 
+/**
+ * A thread's time-to-live (langgraph.json `checkpointer.ttl`, or the `ttl` of a thread create/update):
+ * `minutes` after its last update (`updated_at`), with no run in flight, the sweeper applies `strategy`:
+ * `delete` removes the thread with its runs and checkpoints, `keep_latest` removes all but the latest
+ * checkpoint of each namespace and keeps the thread.
+ */
+export interface ThreadTtl {
+  strategy: "delete" | "keep_latest";
+  minutes: number;
+}
+
+/** What one sweep did: thread ids deleted, and thread ids whose older checkpoints were pruned. */
+export interface ThreadSweep {
+  deleted: string[];
+  pruned: string[];
+}
+
 export interface ThreadDeletion {
   deleted: boolean;
   runningRunIds: string[];
@@ -164,6 +181,8 @@ export interface RunAdmission {
    * updates build a graph factory with it. Absent: the thread's config is left as it is.
    */
   thread_config?: JsonObject;
+  /** The TTL of a thread this admission creates (`if_not_exists: "create"`); absent: none. */
+  thread_ttl?: ThreadTtl;
 }
 
 export interface AdmissionResult {
@@ -281,13 +300,12 @@ export interface AssistantsRepo {
 export interface ThreadsRepo {
   create(
     org: OrgId,
-    input: { thread_id: string; metadata: JsonObject },
+    input: { thread_id: string; metadata: JsonObject; ttl?: ThreadTtl },
     ifExists: "raise" | "do_nothing",
   ): Promise<Thread>;
   get(org: OrgId, threadId: string): Promise<Thread | null>;
-  /** Shallow-merges metadata; null if absent. */
-  patch(org: OrgId, threadId: string, metadata: JsonObject): Promise<Thread | null>;
-  /** Deletes the thread, its runs and checkpoints; returns the ids of runs that were executing. */
+  /** Shallow-merges metadata and, when given, replaces the thread's TTL; null if absent. */
+  patch(org: OrgId, threadId: string, metadata: JsonObject, ttl?: ThreadTtl): Promise<Thread | null>;
   /** Deletes the thread, its runs and checkpoints; tells which of its runs were in flight when it went. */
   delete(org: OrgId, threadId: string): Promise<ThreadDeletion>;
   search(org: OrgId, query: ThreadQuery): Promise<{ items: Thread[]; total: number }>;
@@ -302,6 +320,13 @@ export interface ThreadsRepo {
   ): Promise<void>;
   /** Sets graph_id/assistant_id metadata and config on a thread before its first state update. */
   bindGraph(org: OrgId, threadId: string, graphId: string, assistantId: string): Promise<void>;
+  /**
+   * Applies expired TTLs (every organization): threads whose TTL ran out by `now` (epoch ms) and that have
+   * no pending or running run, at most `limit`, oldest first. `delete`: the thread, its runs, crons and
+   * checkpoints go; `keep_latest`: all but each namespace's latest checkpoint go, once per update of the
+   * thread. Each thread is swept by one caller only, however many sweep at once.
+   */
+  sweepExpired(now: number, limit: number): Promise<ThreadSweep>;
 }
 
 export interface RunsRepo {

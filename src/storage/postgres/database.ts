@@ -411,6 +411,14 @@ const MIGRATIONS: string[] = [
   CREATE INDEX sandbox_boxes_template ON sandbox_boxes (template_id);
   CREATE INDEX sandbox_boxes_pool ON sandbox_boxes (pool_id);
   `,
+  // 6: thread TTLs (langgraph.json checkpointer.ttl, a thread's own ttl): minutes after updated_at, the
+  // strategy, and the updated_at a keep_latest sweep last pruned at (so it prunes once per update).
+  `
+  ALTER TABLE threads ADD COLUMN ttl_minutes DOUBLE PRECISION;
+  ALTER TABLE threads ADD COLUMN ttl_strategy TEXT;
+  ALTER TABLE threads ADD COLUMN ttl_swept_at TEXT COLLATE "C";
+  CREATE INDEX threads_ttl ON threads (updated_at) WHERE ttl_minutes IS NOT NULL;
+  `,
 ];
 
 export const MIGRATION_COUNT = MIGRATIONS.length;

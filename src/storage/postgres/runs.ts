@@ -27,6 +27,7 @@ import {
   lockThread,
   settledStatus,
   type ThreadRow,
+  ttlColumns,
 } from "./threads.js";
 
 interface RunRow {
@@ -191,6 +192,7 @@ export class PgRuns implements RunsRepo {
           created_at: nowIso,
           updated_at: nowIso,
           state_updated_at: nowIso,
+          ...ttlColumns(a.stateless ? undefined : a.thread_ttl),
         });
         thread = await lockThread(c, a.thread_id);
         if (!thread) throw notFound(`Thread with ID ${a.thread_id} not found`); // deleted in between

@@ -7,7 +7,9 @@ import type {
   Thread,
   ThreadDeletion,
   ThreadQuery,
+  ThreadSweep,
   ThreadsRepo,
+  ThreadTtl,
 } from "../ports.js";
 import type { PgCheckpointer } from "./checkpointer.js";
 import type { PgDatabase, Queryable } from "./database.js";
@@ -28,7 +30,17 @@ export interface ThreadRow {
   created_at: string;
   updated_at: string;
   state_updated_at: string;
+  ttl_minutes: number | null;
+  ttl_strategy: ThreadTtl["strategy"] | null;
+  ttl_swept_at: string | null;
 }
+
+/** The TTL columns of a new thread row. */
+export const ttlColumns = (ttl: ThreadTtl | undefined) => ({
+  ttl_minutes: ttl?.minutes ?? null,
+  ttl_strategy: ttl?.strategy ?? null,
+  ttl_swept_at: null,
+});
 
 export const toThread = (r: ThreadRow): Thread => {
   const thread: Thread = {
@@ -84,8 +96,8 @@ export async function settledStatus(
 export async function insertThread(c: Queryable, row: ThreadRow): Promise<boolean> {
   const { rowCount } = await c.query(
     `INSERT INTO threads (thread_id, org_id, status, metadata, config, "values", interrupts, error, temporary,
-       created_at, updated_at, state_updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+       created_at, updated_at, state_updated_at, ttl_minutes, ttl_strategy, ttl_swept_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
      ON CONFLICT (thread_id) DO NOTHING`,
     [
       row.thread_id,
@@ -100,6 +112,9 @@ export async function insertThread(c: Queryable, row: ThreadRow): Promise<boolea
       row.created_at,
       row.updated_at,
       row.state_updated_at,
+      row.ttl_minutes,
+      row.ttl_strategy,
+      row.ttl_swept_at,
     ],
   );
   return rowCount === 1;
@@ -125,7 +140,7 @@ export class PgThreads implements ThreadsRepo {
 
   async create(
     org: OrgId,
-    input: { thread_id: string; metadata: JsonObject },
+    input: { thread_id: string; metadata: JsonObject; ttl?: ThreadTtl },
     ifExists: "raise" | "do_nothing",
   ): Promise<Thread> {
     return this.#db.tx(async (c) => {
@@ -143,6 +158,7 @@ export class PgThreads implements ThreadsRepo {
         created_at: now,
         updated_at: now,
         state_updated_at: now,
+        ...ttlColumns(input.ttl),
       };
       if (await insertThread(c, row)) return toThread(row);
       const { rows } = await c.query<ThreadRow>("SELECT * FROM threads WHERE thread_id = $1", [
@@ -159,11 +175,21 @@ export class PgThreads implements ThreadsRepo {
     return row ? toThread(row) : null;
   }
 
-  async patch(org: OrgId, threadId: string, metadata: JsonObject): Promise<Thread | null> {
+  async patch(org: OrgId, threadId: string, metadata: JsonObject, ttl?: ThreadTtl): Promise<Thread | null> {
     const { rows } = await this.#db.query<ThreadRow>(
-      `UPDATE threads SET metadata = metadata || $3::jsonb, updated_at = $4
-       WHERE thread_id = $1 AND org_id = $2 RETURNING *`,
-      [threadId, org, JSON.stringify(metadata), new Date().toISOString()],
+      ttl
+        ? `UPDATE threads SET metadata = metadata || $3::jsonb, updated_at = $4, ttl_minutes = $5,
+             ttl_strategy = $6, ttl_swept_at = NULL
+           WHERE thread_id = $1 AND org_id = $2 RETURNING *`
+        : `UPDATE threads SET metadata = metadata || $3::jsonb, updated_at = $4
+           WHERE thread_id = $1 AND org_id = $2 RETURNING *`,
+      [
+        threadId,
+        org,
+        JSON.stringify(metadata),
+        new Date().toISOString(),
+        ...(ttl ? [ttl.minutes, ttl.strategy] : []),
+      ],
     );
     return rows[0] ? toThread(rows[0]) : null;
   }
@@ -233,6 +259,7 @@ export class PgThreads implements ThreadsRepo {
         metadata: { ...source.metadata, thread_id: newThreadId },
         created_at: now,
         updated_at: now,
+        ttl_swept_at: null,
       };
       if (!(await insertThread(c, row))) throw conflict(`Thread ${newThreadId} already exists`);
       await this.#checkpointer.copyThreadIn(c, threadId, newThreadId);
@@ -259,6 +286,51 @@ export class PgThreads implements ThreadsRepo {
           now,
         ],
       );
+    });
+  }
+
+  async sweepExpired(now: number, limit: number): Promise<ThreadSweep> {
+    return this.#db.tx(async (c) => {
+      // SKIP LOCKED: a thread another sweeper (or an admission) holds is left to it, so each expiry
+      // happens once. A thread an admission made busy after this snapshot is re-checked on its new
+      // row version when locked (status), and excluded.
+      const { rows } = await c.query<{ thread_id: string; ttl_strategy: string }>(
+        `SELECT thread_id, ttl_strategy FROM threads t
+         WHERE ttl_minutes IS NOT NULL AND NOT temporary AND status <> 'busy'
+           AND updated_at::timestamptz + ttl_minutes * interval '1 minute' <= to_timestamp($1 / 1000.0)
+           AND (ttl_strategy = 'delete' OR ttl_swept_at IS DISTINCT FROM updated_at)
+           AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.thread_id = t.thread_id
+                             AND r.status IN ('pending', 'running'))
+         ORDER BY updated_at, seq LIMIT $2
+         FOR UPDATE SKIP LOCKED`,
+        [now, limit],
+      );
+      const deleted = rows.filter((r) => r.ttl_strategy !== "keep_latest").map((r) => r.thread_id);
+      const pruned = rows.filter((r) => r.ttl_strategy === "keep_latest").map((r) => r.thread_id);
+      if (deleted.length) {
+        await c.query("DELETE FROM runs WHERE thread_id = ANY($1::text[])", [deleted]);
+        await c.query("DELETE FROM checkpoint_writes WHERE thread_id = ANY($1::text[])", [deleted]);
+        await c.query("DELETE FROM checkpoints WHERE thread_id = ANY($1::text[])", [deleted]);
+        await c.query("DELETE FROM threads WHERE thread_id = ANY($1::text[])", [deleted]);
+      }
+      if (pruned.length) {
+        // All but each namespace's latest checkpoint (ids grow with time), with their pending writes.
+        const latest = `(SELECT MAX(l.checkpoint_id) FROM checkpoints l
+                          WHERE l.thread_id = t.thread_id AND l.checkpoint_ns = t.checkpoint_ns)`;
+        await c.query(
+          `DELETE FROM checkpoint_writes t WHERE thread_id = ANY($1::text[])
+             AND checkpoint_id IS DISTINCT FROM ${latest}`,
+          [pruned],
+        );
+        await c.query(
+          `DELETE FROM checkpoints t WHERE thread_id = ANY($1::text[]) AND checkpoint_id <> ${latest}`,
+          [pruned],
+        );
+        await c.query("UPDATE threads SET ttl_swept_at = updated_at WHERE thread_id = ANY($1::text[])", [
+          pruned,
+        ]);
+      }
+      return { deleted, pruned };
     });
   }
 

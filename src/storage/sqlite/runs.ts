@@ -19,7 +19,13 @@ import type {
 import { DEFAULT_LEASE } from "../ports.js";
 import { type Db, prepared, statementCache } from "./database.js";
 import { jsonContains } from "./json-filter.js";
-import { deleteThreadCheckpoints, insertThread, settledStatus, type ThreadRow } from "./threads.js";
+import {
+  deleteThreadCheckpoints,
+  insertThread,
+  settledStatus,
+  type ThreadRow,
+  ttlColumns,
+} from "./threads.js";
 
 interface RunRow {
   seq: number;
@@ -155,6 +161,7 @@ export class SqliteRuns implements RunsRepo {
           created_at: nowIso,
           updated_at: nowIso,
           state_updated_at: nowIso,
+          ...ttlColumns(a.stateless ? undefined : a.thread_ttl),
         };
         insertThread(this.#db, thread);
       }

@@ -8,7 +8,9 @@ import type {
   Thread,
   ThreadDeletion,
   ThreadQuery,
+  ThreadSweep,
   ThreadsRepo,
+  ThreadTtl,
 } from "../ports.js";
 import { type Db, prepared } from "./database.js";
 import { authClause, jsonContains } from "./json-filter.js";
@@ -26,7 +28,17 @@ export interface ThreadRow {
   created_at: string;
   updated_at: string;
   state_updated_at: string;
+  ttl_minutes: number | null;
+  ttl_strategy: ThreadTtl["strategy"] | null;
+  ttl_swept_at: string | null;
 }
+
+/** The TTL columns of a new thread row. */
+export const ttlColumns = (ttl: ThreadTtl | undefined) => ({
+  ttl_minutes: ttl?.minutes ?? null,
+  ttl_strategy: ttl?.strategy ?? null,
+  ttl_swept_at: null,
+});
 
 export const toThread = (r: ThreadRow): Thread => {
   const thread: Thread = {
@@ -48,6 +60,23 @@ export const toThread = (r: ThreadRow): Thread => {
 export function deleteThreadCheckpoints(db: Db, threadId: string): void {
   prepared(db, "DELETE FROM checkpoint_writes WHERE thread_id = ?").run(threadId);
   prepared(db, "DELETE FROM checkpoints WHERE thread_id = ?").run(threadId);
+}
+
+/**
+ * Deletes all but the latest checkpoint of each of the thread's namespaces, with their pending writes
+ * (checkpoint ids grow with time, so the latest is the greatest).
+ */
+function keepLatestCheckpoints(db: Db, threadId: string): void {
+  const latest = `(SELECT MAX(l.checkpoint_id) FROM checkpoints l
+                    WHERE l.thread_id = ? AND l.checkpoint_ns = t.checkpoint_ns)`;
+  prepared(
+    db,
+    `DELETE FROM checkpoint_writes AS t WHERE thread_id = ? AND checkpoint_id <> COALESCE(${latest}, '')`,
+  ).run(threadId, threadId);
+  prepared(db, `DELETE FROM checkpoints AS t WHERE thread_id = ? AND checkpoint_id <> ${latest}`).run(
+    threadId,
+    threadId,
+  );
 }
 
 /** The status a thread settles to when no run is executing it. */
@@ -77,7 +106,7 @@ export class SqliteThreads implements ThreadsRepo {
 
   async create(
     org: OrgId,
-    input: { thread_id: string; metadata: JsonObject },
+    input: { thread_id: string; metadata: JsonObject; ttl?: ThreadTtl },
     ifExists: "raise" | "do_nothing",
   ): Promise<Thread> {
     return this.#db.transaction(() => {
@@ -103,6 +132,7 @@ export class SqliteThreads implements ThreadsRepo {
         created_at: now,
         updated_at: now,
         state_updated_at: now,
+        ...ttlColumns(input.ttl),
       };
       insertThread(this.#db, row);
       return toThread(row);
@@ -114,20 +144,21 @@ export class SqliteThreads implements ThreadsRepo {
     return row ? toThread(row) : null;
   }
 
-  async patch(org: OrgId, threadId: string, metadata: JsonObject): Promise<Thread | null> {
+  async patch(org: OrgId, threadId: string, metadata: JsonObject, ttl?: ThreadTtl): Promise<Thread | null> {
     return this.#db.transaction(() => {
       const row = this.#get.get(threadId, org);
       if (!row) return null;
-      const next = {
+      const next: ThreadRow = {
         ...row,
         metadata: JSON.stringify({ ...JSON.parse(row.metadata), ...metadata }),
         updated_at: new Date().toISOString(),
+        ...(ttl && ttlColumns(ttl)),
       };
-      prepared(this.#db, "UPDATE threads SET metadata = ?, updated_at = ? WHERE thread_id = ?").run(
-        next.metadata,
-        next.updated_at,
-        threadId,
-      );
+      prepared(
+        this.#db,
+        `UPDATE threads SET metadata = ?, updated_at = ?, ttl_minutes = ?, ttl_strategy = ?, ttl_swept_at = ?
+           WHERE thread_id = ?`,
+      ).run(next.metadata, next.updated_at, next.ttl_minutes, next.ttl_strategy, next.ttl_swept_at, threadId);
       return toThread(next);
     })();
   }
@@ -209,6 +240,7 @@ export class SqliteThreads implements ThreadsRepo {
         metadata: JSON.stringify({ ...JSON.parse(source.metadata), thread_id: newThreadId }),
         created_at: now,
         updated_at: now,
+        ttl_swept_at: null,
       };
       insertThread(this.#db, row);
       this.#checkpointer.copyThread(threadId, newThreadId);
@@ -239,6 +271,38 @@ export class SqliteThreads implements ThreadsRepo {
     })();
   }
 
+  async sweepExpired(now: number, limit: number): Promise<ThreadSweep> {
+    // One IMMEDIATE transaction: no admission can slip a run in between the check and the delete.
+    return this.#db.transaction(() => {
+      const expired = prepared<[number, number], { thread_id: string; ttl_strategy: string }>(
+        this.#db,
+        `SELECT thread_id, ttl_strategy FROM threads
+         WHERE ttl_minutes IS NOT NULL AND temporary = 0 AND status <> 'busy'
+           AND (julianday(updated_at) - 2440587.5) * 86400000.0 + ttl_minutes * 60000.0 <= ?
+           AND (ttl_strategy = 'delete' OR ttl_swept_at IS NULL OR ttl_swept_at <> updated_at)
+           AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.thread_id = threads.thread_id
+                             AND runs.status IN ('pending', 'running'))
+         ORDER BY updated_at, rowid LIMIT ?`,
+      ).all(now, limit);
+      const swept: ThreadSweep = { deleted: [], pruned: [] };
+      for (const { thread_id, ttl_strategy } of expired) {
+        if (ttl_strategy === "keep_latest") {
+          keepLatestCheckpoints(this.#db, thread_id);
+          prepared(this.#db, "UPDATE threads SET ttl_swept_at = updated_at WHERE thread_id = ?").run(
+            thread_id,
+          );
+          swept.pruned.push(thread_id);
+        } else {
+          prepared(this.#db, "DELETE FROM runs WHERE thread_id = ?").run(thread_id);
+          deleteThreadCheckpoints(this.#db, thread_id);
+          prepared(this.#db, "DELETE FROM threads WHERE thread_id = ?").run(thread_id);
+          swept.deleted.push(thread_id);
+        }
+      }
+      return swept;
+    })();
+  }
+
   async bindGraph(org: OrgId, threadId: string, graphId: string, assistantId: string): Promise<void> {
     const row = this.#get.get(threadId, org);
     if (!row) return;
@@ -255,8 +319,8 @@ export function insertThread(db: Db, row: ThreadRow): void {
   prepared(
     db,
     `INSERT INTO threads (thread_id, org_id, status, metadata, config, "values", interrupts, error, temporary,
-       created_at, updated_at, state_updated_at)
+       created_at, updated_at, state_updated_at, ttl_minutes, ttl_strategy, ttl_swept_at)
      VALUES (@thread_id, @org_id, @status, @metadata, @config, @values, @interrupts, @error, @temporary,
-       @created_at, @updated_at, @state_updated_at)`,
+       @created_at, @updated_at, @state_updated_at, @ttl_minutes, @ttl_strategy, @ttl_swept_at)`,
   ).run(row);
 }
