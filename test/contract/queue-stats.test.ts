@@ -5,47 +5,8 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { describe, test } from "node:test";
-import type { Assistant, RunAdmission, Storage } from "../../src/storage/ports.js";
 import { ADAPTERS, useFixtures } from "../helpers/adapters.js";
-
-const ORG = "default";
-
-async function makeAssistant(storage: Storage): Promise<Assistant> {
-  return storage.assistants.create(
-    ORG,
-    {
-      assistant_id: randomUUID(),
-      graph_id: "agent",
-      name: "agent",
-      description: null,
-      config: {},
-      context: {},
-      metadata: {},
-    },
-    "raise",
-  );
-}
-
-function admission(assistant: Assistant, threadId: string, notBefore = new Date()): RunAdmission {
-  return {
-    run_id: randomUUID(),
-    thread_id: threadId,
-    assistant,
-    metadata: {},
-    kwargs: {
-      config: { configurable: { graph_id: assistant.graph_id } },
-      context: {},
-      stream_mode: ["values"],
-      stream_subgraphs: false,
-      stream_resumable: false,
-      temporary: false,
-    },
-    multitask_strategy: "enqueue",
-    if_not_exists: "create",
-    not_before: notBefore,
-    stateless: false,
-  };
-}
+import { admission, makeAssistant, ORG } from "../helpers/storage-records.js";
 
 /** Close enough: the figures are taken a few milliseconds after the test computes its own. */
 function near(actual: number | null, expected: number, what: string) {
@@ -75,7 +36,10 @@ for (const adapter of ADAPTERS) {
       const now = Date.now();
       /** Admits a run on `thread` due at `now + offsetMs` (set by SQL: admission stamps its own time). */
       const queue = async (thread: string, offsetMs: number) => {
-        const { run } = await s.runs.admit(ORG, admission(a, thread, new Date(now + Math.max(0, offsetMs))));
+        const { run } = await s.runs.admit(
+          ORG,
+          admission(a, thread, { not_before: new Date(now + Math.max(0, offsetMs)) }),
+        );
         await fx.sql("UPDATE runs SET not_before = $1 WHERE run_id = $2", [now + offsetMs, run.run_id]);
         return run;
       };

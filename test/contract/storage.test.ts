@@ -10,50 +10,11 @@ import fc from "fast-check";
 import pg from "pg";
 import { type AuthFilter, matchesFilter } from "../../src/auth/filter.js";
 import { HangarError } from "../../src/errors.js";
-import type { Assistant, Run, RunAdmission, Storage, Thread } from "../../src/storage/ports.js";
+import type { Run, Storage, Thread } from "../../src/storage/ports.js";
 import { MIGRATION_COUNT } from "../../src/storage/postgres/database.js";
 import { openPostgresStorage } from "../../src/storage/postgres/index.js";
 import { ADAPTERS, type Fixture, PG_URI } from "../helpers/adapters.js";
-
-const ORG = "default";
-
-async function makeAssistant(storage: Storage, metadata: Record<string, unknown> = {}): Promise<Assistant> {
-  return storage.assistants.create(
-    ORG,
-    {
-      assistant_id: randomUUID(),
-      graph_id: "agent",
-      name: "agent",
-      description: null,
-      config: {},
-      context: {},
-      metadata,
-    },
-    "raise",
-  );
-}
-
-function admission(assistant: Assistant, threadId: string, over: Partial<RunAdmission> = {}): RunAdmission {
-  return {
-    run_id: randomUUID(),
-    thread_id: threadId,
-    assistant,
-    metadata: {},
-    kwargs: {
-      config: { configurable: { graph_id: assistant.graph_id } },
-      context: {},
-      stream_mode: ["values"],
-      stream_subgraphs: false,
-      stream_resumable: false,
-      temporary: false,
-    },
-    multitask_strategy: "enqueue",
-    if_not_exists: "create",
-    not_before: new Date(),
-    stateless: false,
-    ...over,
-  };
-}
+import { admission, makeAssistant, ORG } from "../helpers/storage-records.js";
 
 function checkpoint(id: string, values: Record<string, unknown> = {}): Checkpoint {
   const cp = emptyCheckpoint();

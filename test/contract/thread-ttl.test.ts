@@ -6,51 +6,12 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { describe, test } from "node:test";
 import { emptyCheckpoint } from "@langchain/langgraph-checkpoint";
-import type { Assistant, RunAdmission, Storage, ThreadTtl } from "../../src/storage/ports.js";
+import type { Storage, ThreadTtl } from "../../src/storage/ports.js";
 import { ADAPTERS, type Fixture } from "../helpers/adapters.js";
+import { admission, makeAssistant, ORG } from "../helpers/storage-records.js";
 
-const ORG = "default";
 const MINUTE = 60_000;
 const DELETE: ThreadTtl = { strategy: "delete", minutes: 1 };
-
-const makeAssistant = (s: Storage): Promise<Assistant> =>
-  s.assistants.create(
-    ORG,
-    {
-      assistant_id: randomUUID(),
-      graph_id: "agent",
-      name: "agent",
-      description: null,
-      config: {},
-      context: {},
-      metadata: {},
-    },
-    "raise",
-  );
-
-const admission = (
-  assistant: Assistant,
-  threadId: string,
-  over: Partial<RunAdmission> = {},
-): RunAdmission => ({
-  run_id: randomUUID(),
-  thread_id: threadId,
-  assistant,
-  metadata: {},
-  kwargs: {
-    config: {},
-    context: {},
-    stream_mode: ["values"],
-    stream_subgraphs: false,
-    stream_resumable: false,
-    temporary: false,
-  },
-  multitask_strategy: "enqueue",
-  if_not_exists: "create",
-  not_before: new Date(),
-  stateless: false,
-  ...over,
-});
 
 async function putCheckpoint(s: Storage, threadId: string, id: string, ns = "") {
   const cp = emptyCheckpoint();
