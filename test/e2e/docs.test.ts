@@ -5,14 +5,13 @@
  * under test-output/.
  */
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
+import { launchChromium } from "../helpers/browser.js";
 import { type Hangar, REPO_ROOT, startHangar } from "../helpers/server.js";
 
-const CHROMIUM = "/usr/bin/chromium";
 const OUTPUT = join(REPO_ROOT, "test-output");
 const T = { timeout: 90_000 };
 
@@ -37,22 +36,9 @@ describe("/docs in a browser", () => {
   const problems: string[] = [];
 
   before(async () => {
-    assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: run scripts/install-test-deps.sh`);
     await mkdir(OUTPUT, { recursive: true });
     h = await startHangar();
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.on("request", (r) => requests.push(r.url()));
     page.on("console", (m) => {

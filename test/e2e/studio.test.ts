@@ -14,7 +14,8 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
+import { CHROMIUM, launchChromium } from "../helpers/browser.js";
 import { type Hangar, http, REPO_ROOT, startHangar, waitFor } from "../helpers/server.js";
 
 const T = { timeout: 60_000 };
@@ -100,14 +101,11 @@ describe("Studio and hangar dev", () => {
 
   test("in Chromium, a page served as https://smith.langchain.com reads the server on loopback", {
     ...T,
-    skip: existsSync("/usr/bin/chromium") ? undefined : "/usr/bin/chromium is missing",
+    skip: existsSync(CHROMIUM) ? undefined : `${CHROMIUM} is missing`,
   }, async () => {
     let browser: Browser | undefined;
     try {
-      browser = await chromium.launch({
-        executablePath: "/usr/bin/chromium",
-        args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-component-update"],
-      });
+      browser = await launchChromium();
       // Chromium asks the user before a public page reaches the local network; Studio's users say yes.
       const context = await browser.newContext({ permissions: ["local-network-access"] });
       const page = await context.newPage();

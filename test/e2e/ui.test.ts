@@ -7,7 +7,6 @@
  * stops start-up naming it, and `hangar dev` rebuilds a changed file.
  */
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -16,7 +15,8 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { build } from "esbuild";
 import { SignJWT } from "jose";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
+import { launchChromium } from "../helpers/browser.js";
 import {
   assertValidation,
   type Hangar,
@@ -29,7 +29,6 @@ import {
 
 const FIXTURE = join(REPO_ROOT, "test", "e2e", "fixtures", "ui");
 const CONFIG = join(FIXTURE, "langgraph.json");
-const CHROMIUM = "/usr/bin/chromium";
 const OUTPUT = join(REPO_ROOT, "test-output");
 const KEY = "ui-test-key";
 const T = { timeout: 90_000 };
@@ -167,7 +166,6 @@ describe("generative UI", () => {
     let pageUrl: string;
 
     before(async () => {
-      assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: run scripts/install-test-deps.sh`);
       await mkdir(OUTPUT, { recursive: true });
       const bundle = await build({
         entryPoints: [join(FIXTURE, "page.tsx")],
@@ -192,19 +190,7 @@ describe("generative UI", () => {
       await new Promise<void>((resolve) => pages.listen(0, "127.0.0.1", resolve));
       const { port } = pages.address() as AddressInfo;
       pageUrl = `http://127.0.0.1:${port}/?${new URLSearchParams({ api: h.url, key: KEY })}`;
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: [
-          "--headless",
-          "--no-sandbox",
-          "--disable-gpu",
-          "--disable-quic",
-          "--no-first-run",
-          "--disable-background-networking",
-          "--disable-component-update",
-          "--disable-sync",
-        ],
-      });
+      browser = await launchChromium();
     });
 
     after(async () => {
