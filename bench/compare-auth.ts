@@ -1,20 +1,8 @@
-/**
- * Custom auth, side by side: the same project (test/e2e/fixtures/auth: a JWT `authenticate`, owner
- * stamped on create, owner-only filters, deletes gated by a permission, a namespace per user in the
- * store) served by the reference JS server (bench/reference) and by Hangar, the same requests sent to
- * both as three users, and the statuses compared. Differences Hangar chose (docs/architecture.md) are
- * listed as such; any other makes the exit code 1.
- *
- *   node --import tsx bench/compare-auth.ts
- */
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { SignJWT } from "jose";
 import { startHangar } from "../test/helpers/server.js";
+import { startReference } from "./reference-server.js";
 
 const BENCH = path.dirname(fileURLToPath(import.meta.url));
 const CONFIG = path.join(BENCH, "..", "test", "e2e", "fixtures", "auth", "langgraph.json");
@@ -127,37 +115,7 @@ async function requests(base: string): Promise<Row[]> {
   return rows;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function startReference(): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx", "start.ts"], {
-    cwd: path.join(BENCH, "reference"),
-    env: {
-      ...process.env,
-      PORT: String(port),
-      STATE_DIR: mkdtempSync(path.join(tmpdir(), "ref-auth-")),
-      CONFIG,
-    },
-    stdio: ["ignore", "pipe", "ignore"],
-  });
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.on("data", (chunk: Buffer) => /reference listening/.test(String(chunk)) && resolve());
-    child.once("exit", () =>
-      reject(new Error("the reference server exited; run `npm run bench` once to install it")),
-    );
-  });
-  return { url: `http://127.0.0.1:${port}`, child };
-}
-
-const reference = await startReference();
+const reference = await startReference({ config: CONFIG });
 const hangar = await startHangar({ config: CONFIG });
 try {
   const [ref, ours] = [await requests(reference.url), await requests(hangar.url)];
@@ -174,6 +132,6 @@ try {
   console.log(unexpected ? `${unexpected} unexpected difference(s)` : "no unexpected difference");
   process.exitCode = unexpected ? 1 : 0;
 } finally {
-  reference.child.kill("SIGTERM");
+  await reference.stop();
   await hangar.stop();
 }

@@ -1,28 +1,15 @@
-/**
- * Generative UI, side by side: the UI fixture (test/e2e/fixtures/ui: `ui`, `ui_config.shared`, a graph
- * pushing a component with `typedUi`) served by the reference JS server (bench/reference, whose start.ts
- * passes `ui`) and by Hangar, the same requests sent to both, and status, content type and body
- * compared (ports and the reference's generated ids masked). Differences Hangar chose are listed as
- * such; any other makes the exit code 1.
- *
- *   node --import tsx bench/compare-ui.ts            (REFERENCE_DIR=<bench/reference of another checkout>)
- *
- * The reference bundles relative to its working directory, which is the project's folder, and keeps
- * its state there: it gets a copy of the fixture in a temp folder.
- */
-import { type ChildProcess, spawn } from "node:child_process";
 import { cpSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { request } from "node:http";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { startHangar } from "../test/helpers/server.js";
+import { startReference } from "./reference-server.js";
 
 const BENCH = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.join(BENCH, "..");
 const FIXTURE = path.join(REPO, "test", "e2e", "fixtures", "ui");
-const REFERENCE_DIR = process.env.REFERENCE_DIR ?? path.join(BENCH, "reference");
+const _REFERENCE_DIR = process.env.REFERENCE_DIR ?? path.join(BENCH, "reference");
 
 const SNIPPET_TYPE =
   "the snippet is text/html; charset=utf-8, as the Python server's text/html (the JS reference's c.text() overrides its text/html with text/plain)";
@@ -138,43 +125,11 @@ async function requests(base: string): Promise<Row[]> {
   return rows;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function startReference(project: string): Promise<{ url: string; child: ChildProcess }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx", "start.ts"], {
-    cwd: REFERENCE_DIR,
-    env: {
-      ...process.env,
-      PORT: String(port),
-      STATE_DIR: mkdtempSync(path.join(tmpdir(), "ref-ui-state-")),
-      CONFIG: path.join(project, "langgraph.json"),
-      LANGSMITH_TRACING: "false",
-      LANGCHAIN_TRACING_V2: "false",
-    },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.on("data", (chunk: Buffer) => /reference listening/.test(String(chunk)) && resolve());
-    child.once("exit", () =>
-      reject(new Error("the reference server exited; run `npm run bench` once to install it")),
-    );
-  });
-  return { url: `http://127.0.0.1:${port}`, child };
-}
-
 // The fixture's copy resolves the SDK (typedUi) from this repository's node_modules.
 const project = mkdtempSync(path.join(tmpdir(), "ref-ui-"));
 cpSync(FIXTURE, project, { recursive: true });
 symlinkSync(path.join(REPO, "node_modules"), path.join(project, "node_modules"));
-const reference = await startReference(project);
+const reference = await startReference({ config: path.join(project, "langgraph.json"), logs: true });
 const hangar = await startHangar({ config: path.join(FIXTURE, "langgraph.json") });
 try {
   const [ref, ours] = [await requests(reference.url), await requests(hangar.url)];
@@ -194,7 +149,7 @@ try {
   console.log(unexpected ? `${unexpected} unexpected difference(s)` : "no unexpected difference");
   process.exitCode = unexpected ? 1 : 0;
 } finally {
-  reference.child.kill("SIGTERM");
+  await reference.stop();
   await hangar.stop();
   rmSync(project, { recursive: true, force: true });
 }
