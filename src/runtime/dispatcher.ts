@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import type { Logger } from "../cli/logger.js";
 import {
   DEFAULT_ORG,
+  type JsonObject,
   type Lease,
   type OrgId,
   type Run,
@@ -147,11 +148,16 @@ export class Dispatcher {
         if (claimed.nextDueAt) this.#wakeAt(claimed.nextDueAt);
         return;
       }
-      this.#launch(claimed.run, claimed.org ?? DEFAULT_ORG, claimed.stopRequested);
+      this.#launch(
+        claimed.run,
+        claimed.org ?? DEFAULT_ORG,
+        claimed.threadMetadata ?? {},
+        claimed.stopRequested,
+      );
     }
   }
 
-  #launch(run: Run, org: OrgId, stopRequested?: StopAction): void {
+  #launch(run: Run, org: OrgId, threadMetadata: JsonObject, stopRequested?: StopAction): void {
     const controller = new AbortController();
     // Asked to stop while it waited (e.g. handed back by a shutdown just as a cancel came): it settles
     // as asked without running the graph.
@@ -161,7 +167,7 @@ export class Dispatcher {
     this.#stats?.started();
     const done = Promise.resolve(this.#deps.logs.open(run.run_id))
       .catch(() => undefined) // the log opens with the run's first event anyway
-      .then(() => executeRun(this.#deps, run, org, controller.signal))
+      .then(() => executeRun(this.#deps, run, org, threadMetadata, controller.signal))
       .catch((err): RunEnd => {
         this.#log.error("run executor crashed", { run_id: run.run_id, error: String(err) });
         return "error";

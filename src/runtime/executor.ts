@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import { Command, Send } from "@langchain/langgraph";
 import type { Logger } from "../cli/logger.js";
 import type { WebhooksConfig } from "../config/index.js";
-import type { OrgId, Run, Storage } from "../storage/ports.js";
+import type { JsonObject, OrgId, Run, Storage } from "../storage/ports.js";
 import type { RunLogs } from "../streams/run-log.js";
 import { interruptsByTask, withCheckpointRefs, withTaskCheckpoint } from "./checkpoint-ref.js";
 import type { CompiledGraph, GraphRegistry } from "./graphs.js";
@@ -56,6 +56,8 @@ export async function executeRun(
   deps: ExecutorDeps,
   run: Run,
   org: OrgId,
+  /** The thread's metadata when the run was claimed (`ClaimResult.threadMetadata`). */
+  threadMetadata: JsonObject,
   signal: AbortSignal,
 ): Promise<RunEnd> {
   const { storage, logs } = deps;
@@ -68,13 +70,12 @@ export async function executeRun(
   const graphId = String(configurable.graph_id);
   // Run metadata as the official servers build it: the assistant's (in kwargs since admission), the
   // thread's, the run's, then what the server says about itself and the run.
-  const thread = await storage.threads.get(org, run.thread_id).catch(() => null);
   const config: Record<string, unknown> = {
     ...kwargs.config,
     configurable,
     metadata: {
       ...((kwargs.config.metadata as object) ?? {}),
-      ...(thread?.metadata ?? {}),
+      ...threadMetadata,
       ...run.metadata,
       run_id: run.run_id,
       thread_id: run.thread_id,

@@ -224,6 +224,8 @@ export const DEFAULT_LEASE: Lease = Object.freeze({ workerId: "local", ms: 30_00
 export interface ClaimResult {
   run: Run | null;
   org?: OrgId;
+  /** The run's thread's metadata (read by the claim's own thread update): the graph's run metadata has it. */
+  threadMetadata?: JsonObject;
   nextDueAt: Date | null;
   /** The run was asked to stop before this worker got it: settle it without executing the graph. */
   stopRequested?: StopAction;

@@ -219,11 +219,13 @@ for (const adapter of ADAPTERS) {
           const later = new Date(Date.now() + 60_000);
           await s.runs.admit(ORG, admission(a, randomUUID(), { not_before: later }));
 
+          await s.threads.patch(ORG, t1, { owner: "alice" });
           const c1 = await s.runs.claimNext();
           assert.equal(c1.run?.run_id, a1.run.run_id);
           assert.equal(c1.run?.status, "running");
           assert.equal(c1.run?.attempt, 1);
           assert.equal(c1.org, ORG);
+          assert.equal(c1.threadMetadata?.owner, "alice", "the claim hands over the thread's metadata");
           const c2 = await s.runs.claimNext();
           assert.equal(c2.run?.run_id, b1.run.run_id, "t1 is executing a1, so its a2 waits");
           const c3 = await s.runs.claimNext();

@@ -373,13 +373,14 @@ export class PgRuns implements RunsRepo {
              lease_expires_at = ${DB_NOW_MS} + $4 WHERE run_id = $1`,
           [row.run_id, nowIso, lease.workerId, lease.ms],
         );
-        await c.query("UPDATE threads SET status = 'busy', updated_at = $2 WHERE thread_id = $1", [
-          row.thread_id,
-          nowIso,
-        ]);
+        const thread = await c.query<{ metadata: JsonObject }>(
+          "UPDATE threads SET status = 'busy', updated_at = $2 WHERE thread_id = $1 RETURNING metadata",
+          [row.thread_id, nowIso],
+        );
         return {
           run: toRun({ ...row, status: "running", attempt: row.attempt + 1, updated_at: nowIso }),
           org: row.org_id,
+          threadMetadata: thread.rows[0]?.metadata ?? {},
           nextDueAt: null,
           stopRequested: row.stop_requested ?? undefined,
         };

@@ -322,13 +322,13 @@ export class SqliteRuns implements RunsRepo {
         `UPDATE runs SET status = 'running', attempt = attempt + 1, updated_at = ?, worker_id = ?,
            lease_expires_at = ? WHERE run_id = ?`,
       ).run(nowIso, lease.workerId, now + lease.ms, row.run_id);
-      this.#q("UPDATE threads SET status = 'busy', updated_at = ? WHERE thread_id = ?").run(
-        nowIso,
-        row.thread_id,
-      );
+      const thread: { metadata: string } | undefined = this.#q(
+        "UPDATE threads SET status = 'busy', updated_at = ? WHERE thread_id = ? RETURNING metadata",
+      ).get(nowIso, row.thread_id);
       return {
         run: toRun({ ...row, status: "running", attempt: row.attempt + 1, updated_at: nowIso }),
         org: row.org_id,
+        threadMetadata: thread ? JSON.parse(thread.metadata) : {},
         nextDueAt: null,
         stopRequested: row.stop_requested ?? undefined,
       };
