@@ -8,6 +8,7 @@ import type { Config } from "./config/index.js";
 import { defaultThreadTtl, THREAD_TTL_DEFAULTS } from "./config/sections.js";
 import { createApp } from "./http/app.js";
 import { loadCustomApp } from "./http/custom-app.js";
+import { underPrefix } from "./http/mount-prefix.js";
 import { CronScheduler } from "./runtime/cron-scheduler.js";
 import { CronService } from "./runtime/crons.js";
 import { Dispatcher } from "./runtime/dispatcher.js";
@@ -32,8 +33,10 @@ import { UiBundles } from "./ui/bundle.js";
 const SHUTDOWN_GRACE_MS = 5_000;
 
 export interface RunningServer {
-  /** Empty for a worker process, which serves no HTTP. */
+  /** The address it listens on; empty for a worker process, which serves no HTTP. */
   url: string;
+  /** The API as a client on this machine reaches it: loopback for a wildcard address, under `http.mount_prefix`. */
+  apiUrl: string;
   close(): Promise<void>;
 }
 
@@ -126,8 +129,12 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
 
     await dispatcher.recover();
     await threads?.ready();
-    const server = config.mode === "worker" ? undefined : await listen(app.fetch, config);
-    const serverUrl = server ? loopbackUrl(config.host, (server.address() as AddressInfo).port) : null;
+    const prefix = config.http.mount_prefix;
+    const served = prefix ? underPrefix(prefix, app.fetch) : app.fetch;
+    const server = config.mode === "worker" ? undefined : await listen(served, config);
+    const serverUrl = server
+      ? loopbackUrl(config.host, (server.address() as AddressInfo).port) + (prefix ?? "")
+      : null;
     heard(serverUrl);
     threads?.start({ serverUrl, logs, localFetch, onStoreExpiry: (at) => sweeper.expiresAt(at) });
     await dispatcher.start();
@@ -144,6 +151,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     }
     return {
       url,
+      apiUrl: serverUrl ?? "",
       async close() {
         server?.close();
         await scheduler.close();

@@ -14,6 +14,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "../config/index.js";
+import type { RunningServer } from "../server.js";
 import { ADMIN_COMMANDS, type AdminCommand } from "./admin.js";
 import { createLogger, type Logger } from "./logger.js";
 
@@ -140,7 +141,7 @@ export async function main(argv: string[] = process.argv.slice(2)): Promise<void
 async function run(config: Config, log: Logger): Promise<void> {
   for (const warning of config.warnings) log.warn(warning);
   const shutdown = onShutdownSignal(log);
-  let server: { url: string; close(): Promise<void> };
+  let server: RunningServer;
   try {
     const { startServer } = await import("../server.js");
     server = await startServer(config, log);
@@ -153,7 +154,7 @@ async function run(config: Config, log: Logger): Promise<void> {
     config.mode === "worker" ? "Hangar worker ready\n" : `Hangar listening on ${server.url}\n`,
   );
   if (config.mode === "dev") {
-    process.stderr.write(devBanner(config, server.url));
+    process.stderr.write(devBanner(config, server));
   } else {
     log.info(config.mode === "worker" ? "worker started" : "server started", {
       url: server.url || undefined,
@@ -273,13 +274,13 @@ function wantsStacks(level: string | undefined): boolean {
   return level?.trim().toLowerCase() === "debug";
 }
 
-function devBanner(config: Config, url: string): string {
+function devBanner(config: Config, server: RunningServer): string {
   const graphs = config.graphs.map((g) => g.id).join(", ");
-  // Studio runs in the browser on this machine: a wildcard listen address is reached on loopback.
-  const local = url.replace("//0.0.0.0:", "//127.0.0.1:").replace("//[::]:", "//[::1]:");
+  // Studio runs in the browser on this machine: it reaches the API as a local client does.
+  const local = server.apiUrl;
   return [
     "",
-    `  Hangar dev server  ${url}`,
+    `  Hangar dev server  ${server.url}`,
     "",
     `  API        ${local}`,
     `  Studio     ${studioUrl(local, process.env)}`,

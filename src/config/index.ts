@@ -342,8 +342,14 @@ export function loadConfig(opts: LoadConfigOptions): Config {
   return deepFreeze(config);
 }
 
-/** Headers never forwarded to runs: credentials (the official servers' default exclusions). */
-const PRIVATE_HEADERS = ["x-api-key", "x-tenant-id", "x-service-key"];
+/**
+ * The request headers a run gets in `configurable` unless `http.configurable_headers` says otherwise:
+ * `x-*` and the user agent, never credentials (the official servers' defaults; exclusions always apply).
+ */
+export const DEFAULT_HEADER_RULES: Readonly<HeaderRules> = Object.freeze({
+  includes: ["x-*", "user-agent"],
+  excludes: ["x-api-key", "x-tenant-id", "x-service-key"],
+});
 
 /** langgraph.json `http`, its module reference resolved and its switches reconciled into one meaning. */
 function resolveHttp(configPath: string, projectDir: string, http: ProjectFile["http"]): HttpConfig {
@@ -377,8 +383,8 @@ function resolveHttp(configPath: string, projectDir: string, http: ProjectFile["
       app: { ...resolveModuleRef(configPath, projectDir, app, "http.app", "app"), authenticated },
     }),
     configurable_headers: {
-      includes: headers.includes ?? ["x-*", "user-agent"],
-      excludes: [...PRIVATE_HEADERS, ...(headers.excludes ?? [])],
+      includes: headers.includes ?? DEFAULT_HEADER_RULES.includes,
+      excludes: [...DEFAULT_HEADER_RULES.excludes, ...(headers.excludes ?? [])],
     },
   };
 }

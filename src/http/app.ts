@@ -18,7 +18,7 @@ import { validationFailed } from "../errors.js";
 import { sandboxRoutes } from "../sandboxes/routes.js";
 import { uiRoutes } from "../ui/routes.js";
 import { apiKeyAuth, customAuthentication } from "./auth.js";
-import { composeCustomApp, underPrefix } from "./custom-app.js";
+import { composeCustomApp } from "./custom-app.js";
 import { docsRoutes } from "./docs-routes.js";
 import { errorHandler, notFoundHandler } from "./errors.js";
 import { storableProblem } from "./json-limits.js";
@@ -113,7 +113,7 @@ function customAuthSchemes(config: AgentDeps["config"]): Record<string, Record<s
 /**
  * The HTTP application: request-wide middleware, authentication, then one route module per group;
  * errors mapped in one place. With langgraph.json `http.app`, the project's app is served in front of
- * the built-in routes (custom-app.ts); with `http.mount_prefix`, everything is served under it.
+ * the built-in routes (custom-app.ts). `http.mount_prefix` is the listener's (mount-prefix.ts).
  */
 export function createApp(deps: AgentDeps, log: Logger, custom?: Hono<any>): Hono<AppEnv> {
   const http = deps.config.http;
@@ -144,15 +144,7 @@ export function createApp(deps: AgentDeps, log: Logger, custom?: Hono<any>): Hon
   }
   app.onError(errorHandler(log));
   app.notFound(notFoundHandler);
-  if (!http.mount_prefix) return app;
-  const root = new Hono<AppEnv>();
-  const notFound = () =>
-    Response.json(
-      { detail: `Not found: this server is mounted under ${http.mount_prefix}` },
-      { status: 404 },
-    );
-  root.all("*", (c) => underPrefix(http.mount_prefix as string, app.fetch, notFound)(c.req.raw, c.env));
-  return root;
+  return app;
 }
 
 /** The built-in route groups, less those langgraph.json `http.disable_*` turns off. */
@@ -168,7 +160,7 @@ function mountBuiltIns(app: Hono<AppEnv>, deps: AgentDeps, log: Logger): void {
   if (!http.disable_a2a) app.route("/", a2aRoutes(deps, log));
   if (!http.disable_mcp) app.route("/", mcpRoutes(deps, log));
   app.route("/v2/sandboxes", sandboxRoutes(deps));
-  if (deps.ui) app.route("/", uiRoutes(deps.ui, http.mount_prefix));
+  if (deps.ui) app.route("/", uiRoutes(deps.ui));
   // The API reference: /openapi.json is built from these routes at the first request.
   app.route("/", docsRoutes(app, deps.auth && customAuthSchemes(deps.config)));
 }

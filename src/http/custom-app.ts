@@ -77,30 +77,3 @@ const adoptAuthenticatedVars: MiddlewareHandler<AppEnv> = async (c, next) => {
     for (const [key, value] of Object.entries(vars)) c.set(key as keyof AppEnv["Variables"], value as never);
   await next();
 };
-
-/**
- * `http.mount_prefix`: the whole server under one path (`/my-api/threads/…`); other paths are 404.
- * The prefix is taken off before the app sees the request, so routes and the project's app are
- * written without it (clients put it in their base URL, which the SDK prepends to every path).
- */
-export function underPrefix(
-  prefix: string,
-  fetch: (request: Request, env?: unknown) => Response | Promise<Response>,
-  notFound: () => Response,
-) {
-  return (request: Request, env?: unknown) => {
-    const url = new URL(request.url);
-    if (url.pathname !== prefix && !url.pathname.startsWith(`${prefix}/`)) return notFound();
-    url.pathname = url.pathname.slice(prefix.length) || "/";
-    const init: RequestInit & { duplex?: "half" } = {
-      method: request.method,
-      headers: request.headers,
-      signal: request.signal,
-    };
-    if (request.body) {
-      init.body = request.body;
-      init.duplex = "half";
-    }
-    return fetch(new Request(url, init), env);
-  };
-}

@@ -69,7 +69,8 @@ export function provideGraphHost(log: Logger, serverUrl: Promise<string | null>)
     if (!base)
       throw new Error("This process serves no HTTP API: set LANGGRAPH_API_URL for graph code's Client");
     const url = new URL(input instanceof Request ? input.url : input);
-    const target = new URL(url.pathname + url.search, base);
+    // Appended, not resolved: the base may carry a path (`http.mount_prefix`).
+    const target = new URL(base.replace(/\/$/, "") + url.pathname + url.search);
     if (!(input instanceof Request)) return fetch(target, init);
     const body = input.body ? await input.arrayBuffer() : undefined;
     return fetch(target, {

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { AuthContext } from "../auth/custom.js";
-import type { HeaderRules, WebhookUrlPolicy } from "../config/index.js";
+import { DEFAULT_HEADER_RULES, type HeaderRules, type WebhookUrlPolicy } from "../config/index.js";
 import { conflict, notFound } from "../errors.js";
 import type { Assistant, JsonObject, OrgId, Run, RunKwargs, Storage, ThreadTtl } from "../storage/ports.js";
 import type { RunEvent, RunLogs } from "../streams/run-log.js";
@@ -34,12 +34,6 @@ export interface RunRequest {
 
 /** How often a reader of a log written elsewhere checks storage for a run that settled without ending it. */
 const SETTLED_CHECK_MS = 5_000;
-
-/** `x-*` headers and the user agent, minus credentials: the official servers' default. */
-const DEFAULT_HEADER_RULES: HeaderRules = {
-  includes: ["x-*", "user-agent"],
-  excludes: ["x-api-key", "x-tenant-id", "x-service-key"],
-};
 
 export interface RunServiceOptions {
   /** The TTL of a thread a run creates (langgraph.json `checkpointer.ttl.default_ttl`). */

@@ -7,9 +7,11 @@
  * use, 408 not ready within `timeout`, 503 the sandbox failed to start (`ImagePull`, `SandboxConfig`).
  * Pool create: 400 `TemplateNotFound` / `LangSmithValidationError` (template with volumes), 409, 504.
  */
+
 import { type Context, Hono } from "hono";
 import { type AppEnv, orgOf } from "../agents/context.js";
 import { HangarError, validationFailed } from "../errors.js";
+import { mountPrefixOf } from "../http/mount-prefix.js";
 import { body, params, query } from "../http/validation.js";
 import type { BoxRecord, PoolRecord } from "../storage/ports.js";
 import type { BoxService } from "./boxes.js";
@@ -19,16 +21,16 @@ import * as S from "./schemas.js";
  * Where a box's data plane is, from the origin the client used to reach this server (under the
  * server's `http.mount_prefix`, if any).
  */
-const dataplaneUrl = (c: Context<AppEnv>, box: BoxRecord, mountPrefix: string) =>
-  `${new URL(c.req.url).origin}${mountPrefix}/v2/sandboxes/dataplane/${box.id}`;
+const dataplaneUrl = (c: Context<AppEnv>, box: BoxRecord) =>
+  `${new URL(c.req.url).origin}${mountPrefixOf(c)}/v2/sandboxes/dataplane/${box.id}`;
 
-const boxOut = (c: Context<AppEnv>, b: BoxRecord, mountPrefix: string) => ({
+const boxOut = (c: Context<AppEnv>, b: BoxRecord) => ({
   id: b.id,
   name: b.name,
   template_name: b.template_name,
   status: b.status,
   status_message: b.status_message,
-  dataplane_url: dataplaneUrl(c, b, mountPrefix),
+  dataplane_url: dataplaneUrl(c, b),
   ttl_seconds: b.ttl_seconds,
   idle_ttl_seconds: b.idle_ttl_seconds,
   expires_at: b.expires_at,
@@ -68,25 +70,23 @@ function listQuery(c: Context<AppEnv>) {
 const nameOf = (c: Context<AppEnv>): string => params(c, S.NamePath).name;
 const nextOffset = (hasMore: boolean, offset: number, count: number) => (hasMore ? offset + count : 0);
 
-export function boxRoutes(service: BoxService, mountPrefix = ""): Hono<AppEnv> {
+export function boxRoutes(service: BoxService): Hono<AppEnv> {
   return (
     new Hono<AppEnv>()
       // ---- boxes
       .post("/boxes", async (c) => {
         const b = await bodyOf(c, S.BoxCreate);
-        return c.json(boxOut(c, await service.create(orgOf(c), b), mountPrefix), 201);
+        return c.json(boxOut(c, await service.create(orgOf(c), b)), 201);
       })
       .get("/boxes", async (c) => {
         const q = listQuery(c);
         const page = await service.list(orgOf(c), q);
         return c.json({
-          sandboxes: page.items.map((b) => boxOut(c, b, mountPrefix)),
+          sandboxes: page.items.map((b) => boxOut(c, b)),
           offset: nextOffset(page.hasMore, q.offset, page.items.length),
         });
       })
-      .get("/boxes/:name", async (c) =>
-        c.json(boxOut(c, await service.get(orgOf(c), nameOf(c)), mountPrefix)),
-      )
+      .get("/boxes/:name", async (c) => c.json(boxOut(c, await service.get(orgOf(c), nameOf(c)))))
       .get("/boxes/:name/status", async (c) => {
         const box = await service.get(orgOf(c), nameOf(c));
         return c.json({ status: box.status, status_message: box.status_message });
@@ -94,7 +94,7 @@ export function boxRoutes(service: BoxService, mountPrefix = ""): Hono<AppEnv> {
       .patch("/boxes/:name", async (c) => {
         const name = nameOf(c);
         const b = await bodyOf(c, S.BoxPatch);
-        return c.json(boxOut(c, await service.update(orgOf(c), name, b), mountPrefix));
+        return c.json(boxOut(c, await service.update(orgOf(c), name, b)));
       })
       .delete("/boxes/:name", async (c) => {
         await service.delete(orgOf(c), nameOf(c));
@@ -105,7 +105,7 @@ export function boxRoutes(service: BoxService, mountPrefix = ""): Hono<AppEnv> {
         return c.body(null, 204);
       })
       .post("/boxes/:name/start", async (c) =>
-        c.json(boxOut(c, await service.startBox(orgOf(c), nameOf(c)), mountPrefix), 202),
+        c.json(boxOut(c, await service.startBox(orgOf(c), nameOf(c))), 202),
       )
       // ---- pools
       .post("/pools", async (c) => {

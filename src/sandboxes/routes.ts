@@ -25,7 +25,7 @@ import * as S from "./schemas.js";
 import { SandboxService } from "./service.js";
 
 export interface SandboxDeps {
-  config: Pick<Config, "dataDir"> & { http?: Pick<Config["http"], "mount_prefix"> };
+  config: Pick<Config, "dataDir">;
   storage: Pick<Storage, "sandboxes" | "sandboxBoxes">;
   /** Sandboxes, pools and their driver; server.ts starts and closes it. Default: one made here, not started. */
   sandboxRuntime?: BoxService;
@@ -103,7 +103,7 @@ export function sandboxRoutes(deps: SandboxDeps): Hono<AppEnv> {
 
   return (
     new Hono<AppEnv>()
-      .route("/", boxRoutes(boxes, deps.config.http?.mount_prefix))
+      .route("/", boxRoutes(boxes))
       .route("/", dataplaneRoutes(boxes))
       // ---- volumes
       .post("/volumes", async (c) => {

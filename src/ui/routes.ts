@@ -14,10 +14,12 @@
  * they are the project's component code, the same for everyone); the snippet is asked for with the SDK
  * client's headers, so it needs the API key and passes the custom auth handler like any request.
  */
+
 import { Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../agents/context.js";
 import { notFound } from "../errors.js";
+import { mountPrefixOf } from "../http/mount-prefix.js";
 import type { ApiDocs } from "../http/openapi.js";
 import { body, params } from "../http/validation.js";
 import { type UiBundles, uiGlobalName } from "./bundle.js";
@@ -28,7 +30,7 @@ export const UiComponentRequest = z.object({
 const AgentPath = z.object({ agent: z.string().describe("The agent (langgraph.json `ui` key).") });
 const FilePath = AgentPath.extend({ file: z.string().describe("A file of the agent's bundle.") });
 
-export function uiRoutes(bundles: UiBundles, mountPrefix = ""): Hono<AppEnv> {
+export function uiRoutes(bundles: UiBundles): Hono<AppEnv> {
   return new Hono<AppEnv>()
     .post("/ui/:agent", async (c) => {
       const { agent } = params(c, AgentPath);
@@ -37,7 +39,7 @@ export function uiRoutes(bundles: UiBundles, mountPrefix = ""): Hono<AppEnv> {
       if (!files?.length) throw notFound(`UI not found for agent "${agent}"`);
       const host = c.req.header("host") ?? new URL(c.req.url).host;
       const local = ["localhost", "127.0.0.1"].some((h) => host === h || host.startsWith(`${h}:`));
-      const base = `${local ? "http:" : ""}//${host}${mountPrefix}/ui/${encodeURIComponent(agent)}/`;
+      const base = `${local ? "http:" : ""}//${host}${mountPrefixOf(c)}/ui/${encodeURIComponent(agent)}/`;
       const lines: string[] = [];
       for (const file of files.filter((f) => f.basename.endsWith(".css"))) {
         lines.push(

@@ -173,6 +173,19 @@ describe("http.mount_prefix and http.configurable_headers", () => {
       const state = await sdk.threads.getState(thread.thread_id);
       // Only the headers the rules include, less those they exclude, reach the run.
       assert.deepEqual((state.values as any).headers, ["user-agent", "x-team-name"]);
+      // Graph and route code's new Client() reaches the server under its prefix; the banner says it.
+      const loop = await http(base, "GET", "/custom/loopback");
+      assert.equal(loop.body?.result?.text, "echo: from a route");
+      assert.ok(h.logs().includes(`studio?baseUrl=${base}\n`), "the Studio link names the prefix");
+      // A webhook to a path goes to the app itself; URLs the server hands out carry the prefix.
+      const run = await sdk.runs.create(null, "echo", {
+        input: { text: "hook" },
+        webhook: "/custom/webhook",
+      });
+      await waitFor(async () => (await http(base, "GET", "/custom/webhook")).body?.run_id === run.run_id);
+      const card = await http(base, "GET", `/.well-known/agent-card.json?assistant_id=echo`);
+      assert.equal(card.status, 200);
+      assert.ok(card.body.url.startsWith(`${base}/a2a/`), card.body.url);
     } finally {
       await h.stop();
     }

@@ -7,9 +7,11 @@
  * Every JSON-RPC answer, errors included, is HTTP 200 (the official server's newest convention); only an
  * `Accept` header that rules out the reply's content type gets HTTP 400 `{"error": "…"}`.
  */
+
 import { type Context, Hono } from "hono";
 import type { Logger } from "../../cli/logger.js";
 import { HangarError } from "../../errors.js";
+import { mountPrefixOf } from "../../http/mount-prefix.js";
 import { sseResponse } from "../../http/sse.js";
 import type { RunEvent } from "../../streams/run-log.js";
 import { accessOf } from "../authz.js";
@@ -25,7 +27,7 @@ export function a2aRoutes(deps: AgentDeps, log: Logger) {
   const service = new A2AService(deps);
   // Read once: a malformed HANGAR_PUBLIC_URL stops the server at startup.
   const configuredBase = publicBaseUrl();
-  const baseOf = (c: C) => configuredBase ?? requestBaseUrl(c.req.url, c.req.raw.headers);
+  const baseOf = (c: C) => configuredBase ?? requestBaseUrl(c.req.url, c.req.raw.headers) + mountPrefixOf(c);
 
   /** Anything but an RpcError is a bug: logged, and answered without its details. */
   const asRpcError = (err: unknown, method: string): RpcError => {
