@@ -282,7 +282,7 @@ const routes: Record<string, RouteDoc> = {
       "Writes a checkpoint as if `as_node` had returned `values`. Not while a run is in flight (409).",
     errors: [400, 409],
   }),
-  "PATCH /threads/{thread_id}/state": thread("Update the thread's metadata", { body: S.ThreadPatch }),
+  "PATCH /threads/{thread_id}/state": thread("Update the thread's metadata", { body: S.ThreadStatePatch }),
   "POST /threads/{thread_id}/state/checkpoint": thread("Get the state at a checkpoint (or a subgraph's)", {
     body: S.StateCheckpoint,
     response: R.ThreadState,

@@ -160,6 +160,9 @@ export const ThreadCreate = z.object({
 
 export const ThreadPatch = z.object({ metadata: optionalObj, ttl: threadTtl });
 
+/** `PATCH /threads/{id}/state`: metadata only (a TTL is set on the thread itself). */
+export const ThreadStatePatch = z.object({ metadata: obj });
+
 const threadFilters = {
   metadata: optionalFilter,
   values: optionalFilter,

@@ -121,8 +121,8 @@ export function threadRoutes(deps: AgentDeps) {
     })
     .patch("/threads/:thread_id/state", async (c) => {
       const { thread_id } = params(c, S.ThreadPath);
-      const b = await body(c, S.ThreadPatch);
-      const { metadata } = await updateThread(c, thread_id, b.metadata ?? {});
+      const b = await body(c, S.ThreadStatePatch);
+      const { metadata } = await updateThread(c, thread_id, b.metadata);
       await storage.threads.patch(orgOf(c), thread_id, metadata);
       return c.body(null, 204);
     })

@@ -186,7 +186,7 @@ const CheckpointerSchema = z.looseObject(
 );
 
 /** The payload fields `webhooks.allowed_fields` may keep (the official list). */
-export const WEBHOOK_PAYLOAD_FIELDS = [
+const WEBHOOK_PAYLOAD_FIELDS = [
   "run_id",
   "thread_id",
   "assistant_id",

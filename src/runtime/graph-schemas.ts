@@ -18,7 +18,6 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import type { SchemaParts, StaticSchemas } from "./ts-schemas.js";
 
-export type { SchemaParts };
 
 /** The answer of `/assistants/{id}/schemas` (less `graph_id`) and of each `/subgraphs` entry. */
 export type GraphSchema = {
@@ -131,7 +130,7 @@ function zodPart(
 }
 
 /** Schemas from the graph's run-time definitions (StateSchema or zod), or undefined (an Annotation graph). */
-export function runtimeSchemas(graph: any, lib: SchemaLib): SchemaParts | undefined {
+function runtimeSchemas(graph: any, lib: SchemaLib): SchemaParts | undefined {
   const builder = graph?.builder;
   if (!builder || typeof builder !== "object") return undefined;
   const stateDef = builder._schemaRuntimeDefinition;

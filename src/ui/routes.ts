@@ -24,7 +24,7 @@ import type { ApiDocs } from "../http/openapi.js";
 import { body, params } from "../http/validation.js";
 import { type UiBundles, uiGlobalName } from "./bundle.js";
 
-export const UiComponentRequest = z.object({
+const UiComponentRequest = z.object({
   name: z.string().describe("The component's name: a key of the default export of the agent's `ui` file."),
 });
 const AgentPath = z.object({ agent: z.string().describe("The agent (langgraph.json `ui` key).") });
