@@ -353,15 +353,15 @@ export const DEFAULT_HEADER_RULES: Readonly<HeaderRules> = Object.freeze({
 
 /** langgraph.json `http`, its module reference resolved and its switches reconciled into one meaning. */
 function resolveHttp(configPath: string, projectDir: string, http: ProjectFile["http"]): HttpConfig {
-  const { app, enable_custom_route_auth, middleware_order, configurable_headers, ...rest } = http as Record<
-    string,
-    unknown
-  > & {
-    app?: string;
-    enable_custom_route_auth?: boolean;
-    middleware_order?: "auth_first" | "middleware_first" | null;
-    configurable_headers?: { includes?: string[] | null; excludes?: string[] | null } | null;
-  };
+  // logging_headers: Hangar logs no request headers, so there is nothing to keep out of the log.
+  const {
+    app,
+    enable_custom_route_auth,
+    middleware_order,
+    configurable_headers,
+    logging_headers: _,
+    ...rest
+  } = http;
   // Two orders are possible with a Hono app: authentication before all of it (the default, as the JS
   // server does), or after its middleware and for the built-in routes only (the Python server's default).
   const authenticated = enable_custom_route_auth ?? middleware_order !== "middleware_first";
@@ -377,8 +377,7 @@ function resolveHttp(configPath: string, projectDir: string, http: ProjectFile["
   }
   const headers = configurable_headers ?? {};
   return {
-    // logging_headers: Hangar logs no request headers, so there is nothing to keep out of the log.
-    ...(omit(rest, "logging_headers") as Omit<HttpConfig, "app" | "configurable_headers">),
+    ...rest,
     ...(app !== undefined && {
       app: { ...resolveModuleRef(configPath, projectDir, app, "http.app", "app"), authenticated },
     }),
@@ -469,11 +468,6 @@ function parseAssistantConfigs(
       warnings.push(`LANGGRAPH_CONFIG: ${JSON.stringify(id)}: no graph with this id; ignored`);
   }
   return json as Record<string, Record<string, unknown>>;
-}
-
-function omit(object: Record<string, unknown>, key: string): Record<string, unknown> {
-  const { [key]: _dropped, ...others } = object;
-  return others;
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -37,24 +37,6 @@ const HeaderRulesSchema = z.object(
   { error: 'must be an object {"includes": [...], "excludes": [...]}' },
 );
 
-const HTTP_KEYS = [
-  "app",
-  "mount_prefix",
-  "enable_custom_route_auth",
-  "middleware_order",
-  "configurable_headers",
-  "logging_headers",
-  "cors",
-  "disable_a2a",
-  "disable_mcp",
-  "disable_assistants",
-  "disable_threads",
-  "disable_runs",
-  "disable_store",
-  "disable_meta",
-  "disable_ui",
-] as const;
-
 const HttpSchema = z.looseObject(
   {
     app: z.string({ error: 'must be a string like "./src/app.ts:app"' }).optional(),
@@ -276,11 +258,13 @@ export type CheckpointerSection = z.infer<typeof CheckpointerSchema>;
 export type WebhooksSection = z.infer<typeof WebhooksSchema>;
 
 export type HangarSection = z.infer<typeof HangarSectionSchema>;
+export type HttpSection = z.infer<typeof HttpSchema>;
 
 export interface ProjectFile {
   graphs: z.infer<typeof ProjectFileSchema>["graphs"];
   env: z.infer<typeof EnvSchema> | undefined;
-  http: Record<string, unknown>;
+  /** The `http` keys Hangar knows (the others were dropped with a warning). */
+  http: HttpSection;
   hangar: HangarSection;
   auth: z.infer<typeof AuthSchema> | undefined;
   ui: z.infer<typeof UiSchema> | undefined;
@@ -312,35 +296,27 @@ export function readProjectFile(configPath: string): ProjectFile {
     throw new ConfigError(`${configPath}: graphs: must declare at least one graph`);
   }
   const warnings: string[] = [];
+  // Keys the schemas do not know are dropped, with a warning (the sections are loose for that).
+  const unknownKeys = (
+    at: string,
+    value: object | null | undefined,
+    schema: { shape: object },
+    why: string,
+  ) => {
+    for (const key of Object.keys(value ?? {}))
+      if (!(key in schema.shape)) warnings.push(`${configPath}: ${at}.${key}: ${why}`);
+  };
   const http = file.http ?? {};
-  for (const key of Object.keys(http)) {
-    if (!(HTTP_KEYS as readonly string[]).includes(key)) {
-      warnings.push(`${configPath}: http.${key}: not supported by Hangar; ignored`);
-    }
-  }
-  const known = Object.fromEntries(HTTP_KEYS.filter((k) => http[k] !== undefined).map((k) => [k, http[k]]));
+  unknownKeys("http", http, HttpSchema, "not supported by Hangar; ignored");
+  const known = Object.fromEntries(
+    Object.entries(http).filter(([k, v]) => k in HttpSchema.shape && v !== undefined),
+  );
   const checkpointer = file.checkpointer ?? undefined;
   const webhooks = file.webhooks ?? undefined;
-  const unknownKeys = (at: string, value: object | null | undefined, keys: readonly string[]) => {
-    for (const key of Object.keys(value ?? {}))
-      if (!keys.includes(key)) warnings.push(`${configPath}: ${at}.${key}: unknown setting; ignored`);
-  };
-  unknownKeys("checkpointer", checkpointer, ["ttl", "serde", "backend", "path"]);
-  unknownKeys("checkpointer.ttl", checkpointer?.ttl, [
-    "strategy",
-    "default_ttl",
-    "sweep_interval_minutes",
-    "sweep_limit",
-  ]);
-  unknownKeys("webhooks", webhooks, ["env_prefix", "url", "headers", "allowed_fields"]);
-  unknownKeys("webhooks.url", webhooks?.url, [
-    "require_https",
-    "allowed_domains",
-    "allowed_ports",
-    "max_url_length",
-    "disable_loopback",
-    "disable_private_ips",
-  ]);
+  unknownKeys("checkpointer", checkpointer, CheckpointerSchema, "unknown setting; ignored");
+  unknownKeys("checkpointer.ttl", checkpointer?.ttl, ThreadTtlSchema, "unknown setting; ignored");
+  unknownKeys("webhooks", webhooks, WebhooksSchema, "unknown setting; ignored");
+  unknownKeys("webhooks.url", webhooks?.url, WebhookUrlSchema, "unknown setting; ignored");
   // Hangar keeps checkpoints in its own database: another backend would change where state lives.
   if (checkpointer?.path !== undefined || (checkpointer?.backend ?? "default") !== "default") {
     warnings.push(
@@ -350,7 +326,7 @@ export function readProjectFile(configPath: string): ProjectFile {
   return {
     graphs: file.graphs,
     env: file.env,
-    http: known,
+    http: known as HttpSection,
     hangar: file.hangar ?? {},
     auth: file.auth,
     ui: file.ui,

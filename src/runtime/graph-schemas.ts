@@ -18,7 +18,6 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
 import type { SchemaParts, StaticSchemas } from "./ts-schemas.js";
 
-
 /** The answer of `/assistants/{id}/schemas` (less `graph_id`) and of each `/subgraphs` entry. */
 export type GraphSchema = {
   input_schema?: unknown;
