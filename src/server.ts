@@ -5,7 +5,6 @@ import { guardNetworkExposure } from "./cli/exposure.js";
 import type { Logger } from "./cli/logger.js";
 import { ClusterBus, RedisLink } from "./cluster/redis.js";
 import type { Config } from "./config/index.js";
-import { defaultThreadTtl, THREAD_TTL_DEFAULTS } from "./config/sections.js";
 import { createApp } from "./http/app.js";
 import { loadCustomApp } from "./http/custom-app.js";
 import { underPrefix } from "./http/mount-prefix.js";
@@ -106,7 +105,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       },
     );
     const runs = new RunService(storage, graphs, dispatcher, logs, {
-      threadTtl: defaultThreadTtl(config),
+      threadTtl: config.threadTtl.default,
       webhookPolicy: config.webhooks?.url,
       headerRules: config.http.configurable_headers,
     });
@@ -114,9 +113,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const threadSweeper = new ThreadSweeper({
       repo: storage.threads,
       log,
-      intervalMs:
-        (config.threadTtl?.sweepIntervalMinutes ?? THREAD_TTL_DEFAULTS.sweepIntervalMinutes) * 60_000,
-      limit: config.threadTtl?.sweepLimit ?? THREAD_TTL_DEFAULTS.sweepLimit,
+      intervalMs: config.threadTtl.sweepIntervalMinutes * 60_000,
+      limit: config.threadTtl.sweepLimit,
     });
     const scheduler = new CronScheduler({ crons: storage.crons, runs, log });
     const crons = new CronService(storage, runs, () => scheduler.nudge());

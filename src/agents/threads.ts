@@ -2,7 +2,6 @@ import { randomUUID } from "node:crypto";
 import { Hono } from "hono";
 import type { AuthAction } from "../auth/custom.js";
 import { matchesFilter } from "../auth/filter.js";
-import { defaultThreadTtl } from "../config/sections.js";
 import { conflict, notFound } from "../errors.js";
 import { body, params, query } from "../http/validation.js";
 import type { JsonObject, Thread } from "../storage/ports.js";
@@ -34,7 +33,7 @@ export function threadRoutes(deps: AgentDeps) {
         metadata: b.metadata ?? {},
         if_exists: b.if_exists ?? "raise",
       });
-      const ttl = b.ttl ?? defaultThreadTtl(deps.config);
+      const ttl = b.ttl ?? deps.config.threadTtl.default;
       const thread = await storage.threads.create(
         org,
         { thread_id: value.thread_id, metadata: value.metadata, ...(ttl && { ttl }) },

@@ -151,8 +151,8 @@ export interface Config {
   auth?: AuthSpec;
   /** langgraph.json `ui` (with `ui_config`), when it names at least one agent. */
   ui?: UiSpec;
-  /** langgraph.json `checkpointer.ttl`: thread expiry. Absent: only threads given a TTL of their own expire. */
-  threadTtl?: ThreadTtlConfig;
+  /** langgraph.json `checkpointer.ttl`: thread expiry (without it, only threads given a TTL of their own expire). */
+  threadTtl: ThreadTtlConfig;
   /** langgraph.json `webhooks`: URL policy, headers and payload fields of run webhooks. */
   webhooks?: WebhooksConfig;
 }
@@ -333,9 +333,8 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     maxBodyBytes: (maxBody ? integer(maxBody, 1, 4096) : DEFAULTS.maxBodyMb) * 1024 * 1024,
     ...(auth && { auth }),
     ...(ui && { ui }),
+    threadTtl: resolveThreadTtl(file.checkpointer),
   };
-  const threadTtl = resolveThreadTtl(file.checkpointer);
-  if (threadTtl) config.threadTtl = threadTtl;
   // Header templates read the real environment first, then langgraph.json `env` (which the server applies).
   const webhooks = resolveWebhooks(configPath, file.webhooks, { ...fileEnv, ...env });
   if (webhooks) config.webhooks = webhooks;

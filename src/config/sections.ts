@@ -3,15 +3,19 @@
  * resolved into what the runtime uses: the thread TTL policy, and the webhook URL policy with header
  * templates rendered from the environment (as the official server does at start-up).
  */
+
+import type { ThreadTtl } from "../storage/ports.js";
 import { ConfigError } from "./errors.js";
 import type { CheckpointerSection, WebhooksSection } from "./project-file.js";
 
-/** `checkpointer.ttl`: how threads expire and how often expired ones are swept. */
+/** `checkpointer.ttl`: how threads expire and how often expired ones are swept (defaults filled in). */
 export interface ThreadTtlConfig {
-  /** What happens to an expired thread: deleted, or pruned to its latest checkpoints. */
-  strategy: "delete" | "keep_latest";
-  /** TTL, in minutes after its last update, of a thread created without one of its own; absent: none. */
-  defaultMinutes?: number;
+  /**
+   * The TTL of a thread created without one of its own (`default_ttl` minutes after its last update,
+   * then `strategy`: deleted, or pruned to its latest checkpoints); absent: none.
+   */
+  default?: ThreadTtl;
+  /** Every process sweeps this often, with or without `checkpointer.ttl` (a thread may have its own TTL). */
   sweepIntervalMinutes: number;
   /** At most this many threads per sweep (a sweep that reaches it continues at once). */
   sweepLimit: number;
@@ -40,26 +44,17 @@ export interface WebhooksConfig {
   allowedFields?: string[];
 }
 
-export const THREAD_TTL_DEFAULTS = Object.freeze({ sweepIntervalMinutes: 5, sweepLimit: 1000 });
 const DEFAULT_ENV_PREFIX = "LG_WEBHOOK_";
 
-export function resolveThreadTtl(section: CheckpointerSection | undefined): ThreadTtlConfig | undefined {
+export function resolveThreadTtl(section: CheckpointerSection | undefined): ThreadTtlConfig {
   const ttl = section?.ttl;
-  if (!ttl) return undefined;
   return {
-    strategy: ttl.strategy ?? "delete",
-    ...(ttl.default_ttl != null && { defaultMinutes: ttl.default_ttl }),
-    sweepIntervalMinutes: ttl.sweep_interval_minutes ?? THREAD_TTL_DEFAULTS.sweepIntervalMinutes,
-    sweepLimit: ttl.sweep_limit ?? THREAD_TTL_DEFAULTS.sweepLimit,
+    ...(ttl?.default_ttl != null && {
+      default: { strategy: ttl.strategy ?? "delete", minutes: ttl.default_ttl },
+    }),
+    sweepIntervalMinutes: ttl?.sweep_interval_minutes ?? 5,
+    sweepLimit: ttl?.sweep_limit ?? 1000,
   };
-}
-
-/** The TTL a thread created without one of its own gets (`default_ttl`), if any. */
-export function defaultThreadTtl(config: {
-  threadTtl?: ThreadTtlConfig;
-}): { strategy: ThreadTtlConfig["strategy"]; minutes: number } | undefined {
-  const ttl = config.threadTtl;
-  return ttl?.defaultMinutes ? { strategy: ttl.strategy, minutes: ttl.defaultMinutes } : undefined;
 }
 
 /** `${{ env.VAR }}` in a header value. */

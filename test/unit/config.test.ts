@@ -77,6 +77,8 @@ describe("defaults", () => {
       streamRetentionSeconds: 300,
       logLevel: "info",
       defaultAssistantConfigs: {},
+      // Threads expire only when given a TTL of their own; every process sweeps every 5 minutes.
+      threadTtl: { sweepIntervalMinutes: 5, sweepLimit: 1000 },
       apiKeys: {},
       allowUnauthenticated: false,
       warnings: [],

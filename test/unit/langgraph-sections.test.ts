@@ -42,11 +42,12 @@ function configError(fn: () => unknown): string {
 
 describe("checkpointer", () => {
   test("ttl: defaults (delete, every 5 minutes, 1000 per batch); no default_ttl = none", () => {
-    assert.equal(load({}).threadTtl, undefined);
-    assert.deepEqual(load({ checkpointer: { ttl: {} } }).threadTtl, {
+    const none = { sweepIntervalMinutes: 5, sweepLimit: 1000 };
+    assert.deepEqual(load({}).threadTtl, none);
+    assert.deepEqual(load({ checkpointer: { ttl: {} } }).threadTtl, none);
+    assert.deepEqual(load({ checkpointer: { ttl: { default_ttl: 60 } } }).threadTtl.default, {
       strategy: "delete",
-      sweepIntervalMinutes: 5,
-      sweepLimit: 1000,
+      minutes: 60,
     });
     assert.deepEqual(
       load({
@@ -54,9 +55,9 @@ describe("checkpointer", () => {
           ttl: { strategy: "keep_latest", default_ttl: 43200, sweep_interval_minutes: 0.5, sweep_limit: 10 },
         },
       }).threadTtl,
-      { strategy: "keep_latest", defaultMinutes: 43200, sweepIntervalMinutes: 0.5, sweepLimit: 10 },
+      { default: { strategy: "keep_latest", minutes: 43200 }, sweepIntervalMinutes: 0.5, sweepLimit: 10 },
     );
-    assert.equal(load({ checkpointer: { ttl: null } }).threadTtl, undefined);
+    assert.deepEqual(load({ checkpointer: { ttl: null } }).threadTtl, none);
   });
 
   test("serde and the default backend load silently; unknown keys and other backends are warnings", () => {
