@@ -220,7 +220,7 @@ export class PgAssistants implements AssistantsRepo {
           [org, assistantId, threads],
         )
       ).rows;
-      for (const threadId of threads) await deleteThreadCheckpoints(c, threadId);
+      await deleteThreadCheckpoints(c, threads);
       await c.query("DELETE FROM threads WHERE thread_id = ANY($1::text[])", [threads]);
       // Executing runs keep their rows until the runtime has stopped them (it deletes them then). Those
       // of its runs admitted on other threads since the look above are in what the delete returns.

@@ -22,7 +22,7 @@ import type { PgCheckpointer } from "./checkpointer.js";
 import type { PgDatabase, Queryable } from "./database.js";
 import { jsonContains, Params } from "./json-filter.js";
 import {
-  deleteThreadCheckpoints,
+  deleteThreads,
   insertThread,
   lockThread,
   settledStatus,
@@ -122,9 +122,7 @@ export class PgRuns implements RunsRepo {
     const thread = rows[0];
     if (!thread) return;
     if (thread.temporary) {
-      await c.query("DELETE FROM runs WHERE thread_id = $1", [threadId]);
-      await deleteThreadCheckpoints(c, threadId);
-      await c.query("DELETE FROM threads WHERE thread_id = $1", [threadId]);
+      await deleteThreads(c, [threadId]);
       return;
     }
     const interrupts = patch.interrupts !== undefined ? patch.interrupts : thread.interrupts;

@@ -70,10 +70,17 @@ export async function lockThread(c: Queryable, threadId: string): Promise<Thread
   return rows[0];
 }
 
-/** Deletes a thread's checkpoints (tables owned by checkpointer.ts) in the caller's transaction. */
-export async function deleteThreadCheckpoints(c: Queryable, threadId: string): Promise<void> {
-  await c.query("DELETE FROM checkpoint_writes WHERE thread_id = $1", [threadId]);
-  await c.query("DELETE FROM checkpoints WHERE thread_id = $1", [threadId]);
+/** Deletes threads' checkpoints (tables owned by checkpointer.ts) in the caller's transaction. */
+export async function deleteThreadCheckpoints(c: Queryable, threadIds: string[]): Promise<void> {
+  await c.query("DELETE FROM checkpoint_writes WHERE thread_id = ANY($1::text[])", [threadIds]);
+  await c.query("DELETE FROM checkpoints WHERE thread_id = ANY($1::text[])", [threadIds]);
+}
+
+/** Deletes threads with their runs and checkpoints, in the caller's transaction. */
+export async function deleteThreads(c: Queryable, threadIds: string[]): Promise<void> {
+  await c.query("DELETE FROM runs WHERE thread_id = ANY($1::text[])", [threadIds]);
+  await deleteThreadCheckpoints(c, threadIds);
+  await c.query("DELETE FROM threads WHERE thread_id = ANY($1::text[])", [threadIds]);
 }
 
 /** The status a thread settles to when no run is executing it. */
@@ -202,9 +209,7 @@ export class PgThreads implements ThreadsRepo {
         "SELECT run_id, status FROM runs WHERE thread_id = $1 AND status IN ('pending', 'running')",
         [threadId],
       );
-      await c.query("DELETE FROM runs WHERE thread_id = $1", [threadId]);
-      await deleteThreadCheckpoints(c, threadId);
-      await c.query("DELETE FROM threads WHERE thread_id = $1", [threadId]);
+      await deleteThreads(c, [threadId]);
       return {
         deleted: true,
         runningRunIds: inFlight.rows.filter((r) => r.status === "running").map((r) => r.run_id),
@@ -307,12 +312,7 @@ export class PgThreads implements ThreadsRepo {
       );
       const deleted = rows.filter((r) => r.ttl_strategy !== "keep_latest").map((r) => r.thread_id);
       const pruned = rows.filter((r) => r.ttl_strategy === "keep_latest").map((r) => r.thread_id);
-      if (deleted.length) {
-        await c.query("DELETE FROM runs WHERE thread_id = ANY($1::text[])", [deleted]);
-        await c.query("DELETE FROM checkpoint_writes WHERE thread_id = ANY($1::text[])", [deleted]);
-        await c.query("DELETE FROM checkpoints WHERE thread_id = ANY($1::text[])", [deleted]);
-        await c.query("DELETE FROM threads WHERE thread_id = ANY($1::text[])", [deleted]);
-      }
+      if (deleted.length) await deleteThreads(c, deleted);
       if (pruned.length) {
         // All but each namespace's latest checkpoint (ids grow with time), with their pending writes.
         const latest = `(SELECT MAX(l.checkpoint_id) FROM checkpoints l

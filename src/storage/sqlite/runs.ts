@@ -19,13 +19,7 @@ import type {
 import { DEFAULT_LEASE } from "../ports.js";
 import { type Db, prepared, statementCache } from "./database.js";
 import { jsonContains } from "./json-filter.js";
-import {
-  deleteThreadCheckpoints,
-  insertThread,
-  settledStatus,
-  type ThreadRow,
-  ttlColumns,
-} from "./threads.js";
+import { deleteThread, insertThread, settledStatus, type ThreadRow, ttlColumns } from "./threads.js";
 
 interface RunRow {
   seq: number;
@@ -96,9 +90,7 @@ export class SqliteRuns implements RunsRepo {
     const thread = this.#thread(threadId);
     if (!thread) return;
     if (thread.temporary) {
-      this.#q("DELETE FROM runs WHERE thread_id = ?").run(threadId);
-      deleteThreadCheckpoints(this.#db, threadId);
-      this.#q("DELETE FROM threads WHERE thread_id = ?").run(threadId);
+      deleteThread(this.#db, threadId);
       return;
     }
     const interrupts = patch.interrupts !== undefined ? JSON.stringify(patch.interrupts) : thread.interrupts;

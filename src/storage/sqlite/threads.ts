@@ -62,6 +62,13 @@ export function deleteThreadCheckpoints(db: Db, threadId: string): void {
   prepared(db, "DELETE FROM checkpoints WHERE thread_id = ?").run(threadId);
 }
 
+/** Deletes a thread with its runs and checkpoints, in the caller's transaction. */
+export function deleteThread(db: Db, threadId: string): void {
+  prepared(db, "DELETE FROM runs WHERE thread_id = ?").run(threadId);
+  deleteThreadCheckpoints(db, threadId);
+  prepared(db, "DELETE FROM threads WHERE thread_id = ?").run(threadId);
+}
+
 /**
  * Deletes all but the latest checkpoint of each of the thread's namespaces, with their pending writes
  * (checkpoint ids grow with time, so the latest is the greatest).
@@ -170,9 +177,7 @@ export class SqliteThreads implements ThreadsRepo {
         this.#db,
         "SELECT run_id, status FROM runs WHERE thread_id = ? AND status IN ('pending', 'running')",
       ).all(threadId);
-      prepared(this.#db, "DELETE FROM runs WHERE thread_id = ?").run(threadId);
-      deleteThreadCheckpoints(this.#db, threadId);
-      prepared(this.#db, "DELETE FROM threads WHERE thread_id = ?").run(threadId);
+      deleteThread(this.#db, threadId);
       return {
         deleted: true,
         runningRunIds: inFlight.filter((r) => r.status === "running").map((r) => r.run_id),
@@ -293,9 +298,7 @@ export class SqliteThreads implements ThreadsRepo {
           );
           swept.pruned.push(thread_id);
         } else {
-          prepared(this.#db, "DELETE FROM runs WHERE thread_id = ?").run(thread_id);
-          deleteThreadCheckpoints(this.#db, thread_id);
-          prepared(this.#db, "DELETE FROM threads WHERE thread_id = ?").run(thread_id);
+          deleteThread(this.#db, thread_id);
           swept.deleted.push(thread_id);
         }
       }
