@@ -280,33 +280,20 @@ export class GraphSchemas {
   }
 
   /**
-   * The schemas of `graph`, exported as `exportName` from `file`. `fromSource: false` skips the
+   * The schemas of `graph`, exported as `exportName` from `file`, or of its subgraph at `namespace`
+   * (`child`, `child|grandchild`; `graph` is then that subgraph). `fromSource: false` skips the
    * TypeScript extraction (callers that only need the state's keys at once).
    */
   async schemas(
     graph: any,
     file: string,
     exportName: string,
-    opts: { fromSource?: boolean } = {},
+    opts: { namespace?: string; fromSource?: boolean } = {},
   ): Promise<GraphSchema> {
     const runtime = runtimeSchemas(graph, await this.#lib(file));
     if (runtime && (runtime.state || runtime.input || runtime.output)) return toGraphSchema(runtime, graph);
     const source = opts.fromSource === false ? null : await this.#source(file, exportName);
-    const root = source?.[""];
-    return toGraphSchema({ ...root, config: runtime?.config ?? root?.config }, graph);
-  }
-
-  /** The schemas of the subgraph at `namespace` (`child`, `child|grandchild`) of that graph. */
-  async subgraphSchemas(
-    subgraph: any,
-    namespace: string,
-    file: string,
-    exportName: string,
-  ): Promise<GraphSchema> {
-    const runtime = runtimeSchemas(subgraph, await this.#lib(file));
-    if (runtime && (runtime.state || runtime.input || runtime.output))
-      return toGraphSchema(runtime, subgraph);
-    const parts = (await this.#source(file, exportName))?.[namespace] ?? {};
-    return toGraphSchema({ ...parts, config: runtime?.config ?? parts.config }, subgraph);
+    const parts = source?.[opts.namespace ?? ""] ?? {};
+    return toGraphSchema({ ...parts, config: runtime?.config ?? parts.config }, graph);
   }
 }

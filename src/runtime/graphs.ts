@@ -174,7 +174,7 @@ export class GraphRegistry {
     const graph = await this.get(graphId, config);
     const result: Record<string, GraphSchema> = {};
     for await (const [ns, subgraph] of graph.getSubgraphsAsync(namespace, recurse)) {
-      result[ns] = await this.#schemas.subgraphSchemas(subgraph, ns, spec.file, spec.exportName);
+      result[ns] = await this.#schemas.schemas(subgraph, spec.file, spec.exportName, { namespace: ns });
     }
     return result;
   }
