@@ -1,4 +1,5 @@
 import { createRequire } from "node:module";
+import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import { Command, Send } from "@langchain/langgraph";
 import type { Logger } from "../cli/logger.js";
 import type { WebhooksConfig } from "../config/index.js";
@@ -35,6 +36,23 @@ export interface ExecutorDeps {
 const LANGGRAPH_VERSION: string = createRequire(import.meta.url)("@langchain/langgraph/package.json").version;
 
 /** Stream modes a client may ask for, and the LangGraph mode that feeds each. */
+/** Makes chat models stream (`lc_prefer_streaming`) and listens to nothing, so it costs almost nothing. */
+class PreferStreaming extends BaseCallbackHandler {
+  name = "hangar_prefer_streaming";
+  lc_prefer_streaming = true;
+  override ignoreChain = true;
+  override ignoreAgent = true;
+  override ignoreRetriever = true;
+  override ignoreCustomEvent = true;
+}
+const preferStreaming = new PreferStreaming();
+
+/** Whether a run's stream would show a chat model's message differently had the model not streamed. */
+function showsChunks(requested: string[], graphModes: string[]): boolean {
+  if (graphModes.includes("messages")) return false; // the graph streams messages: models stream anyway
+  return requested.some((m) => m === "updates" || m === "debug" || m === "tasks" || m === "checkpoints");
+}
+
 const GRAPH_MODE: Record<string, string | null> = {
   values: "values",
   updates: "updates",
@@ -107,12 +125,9 @@ export async function executeRun(
         : [[] as string[], ...(chunk as [string, unknown])];
       emit(mode, ns, data);
     };
-    // `messages` always: chat models stream whatever the client asked for (the reference runs every
-    // graph through streamEvents), so the messages they return are the same (chunks) either way.
     const graphModes = [
       ...new Set([
         "values",
-        "messages",
         ...kwargs.stream_mode.map((m) => GRAPH_MODE[m]).filter((m): m is string => Boolean(m)),
       ]),
     ];
@@ -127,6 +142,12 @@ export async function executeRun(
       // The run's organization sees its own long-term memory (LangGraph prefers config.store to graph.store).
       store: deps.store?.withOrg(org),
       signal,
+      // Chat models stream whatever the client asked for (the reference runs every graph through
+      // streamEvents): the messages they return are chunks, as `updates`, `debug`, `tasks` and
+      // `checkpoints` show them (`values` reads them back the same either way). Without a messages mode
+      // a handler that only asks them to stream does it; it costs about 1 ms of CPU per run, so only
+      // runs that would show the difference get it. (A run's config comes from JSON: no callbacks.)
+      ...(showsChunks(kwargs.stream_mode, graphModes) && { callbacks: [preferStreaming] }),
     };
     if (kwargs.stream_mode.includes("events")) {
       for await (const event of graph.streamEvents(input, { ...options, version: "v2" })) {
