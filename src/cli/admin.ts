@@ -19,8 +19,9 @@ import { ConfigError, loadConfig } from "../config/index.js";
 import { generateApiKey, hashApiKey } from "../http/auth.js";
 import { formatGi, QuantityError, toBytes } from "../sandboxes/quantity.js";
 import type { Storage } from "../storage/ports.js";
-import { openPostgresStorage, runMigrations } from "../storage/postgres/index.js";
-import { openSqliteStorage } from "../storage/sqlite/index.js";
+import { openPostgres, openSqlite } from "../storage/sql/database.js";
+import { openPostgresStorage, openSqliteStorage } from "../storage/sql/index.js";
+import { MIGRATIONS } from "../storage/sql/migrations.js";
 
 export const ADMIN_COMMANDS = {
   keys: "Manage API keys: create --org <name> | list | revoke <id|prefix>",
@@ -48,22 +49,25 @@ export async function runAdmin(command: AdminCommand, argv: string[]): Promise<v
   let storage: Storage | undefined;
   try {
     const postgresUri = values["postgres-uri"] || process.env.POSTGRES_URI || undefined;
-    if (command === "migrate" && postgresUri) {
-      const { applied, version } = await runMigrations({ uri: postgresUri });
+    if (command === "migrate") {
+      // Opening a database migrates it (once, across processes opening it at once).
+      const database = postgresUri
+        ? await openPostgres({ uri: postgresUri, max: 1 })
+        : await openSqlite({ dataDir: dataDir(values), synchronous: "full" });
+      await database.close();
+      const { migrated } = database;
       process.stdout.write(
-        `${applied.length ? `Applied migrations ${applied.join(", ")}` : "Nothing to migrate"}; Postgres schema at version ${version}.\n`,
+        `${migrated.length ? `Applied migrations ${migrated.join(", ")}` : "Nothing to migrate"}; schema at ${MIGRATIONS.at(-1)?.name}.\n`,
       );
       return;
     }
     storage = postgresUri
       ? await openPostgresStorage({ uri: postgresUri, max: 2 })
-      : openSqliteStorage({ dataDir: dataDir(values), synchronous: "full" });
+      : await openSqliteStorage({ dataDir: dataDir(values), synchronous: "full" });
     const out =
       command === "keys"
         ? await keys(storage, positionals, values)
-        : command === "orgs"
-          ? await orgs(storage, positionals, values)
-          : "SQLite database migrated (migrations run whenever it is opened).";
+        : await orgs(storage, positionals, values);
     process.stdout.write(`${out}\n`);
   } catch (err) {
     if (err instanceof UsageError) return usage(command, err.message);

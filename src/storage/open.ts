@@ -1,7 +1,6 @@
 import type { Config } from "../config/index.js";
 import type { Storage } from "./ports.js";
-import { openPostgresStorage } from "./postgres/index.js";
-import { openSqliteStorage } from "./sqlite/index.js";
+import { openPostgresStorage, openSqliteStorage } from "./sql/index.js";
 
 /**
  * The storage a config names: Postgres with `postgresUri`, else the SQLite file in `dataDir`.

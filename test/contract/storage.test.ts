@@ -11,8 +11,8 @@ import pg from "pg";
 import { type AuthFilter, matchesFilter } from "../../src/auth/filter.js";
 import { HangarError } from "../../src/errors.js";
 import type { Run, Storage, Thread } from "../../src/storage/ports.js";
-import { MIGRATION_COUNT } from "../../src/storage/postgres/database.js";
-import { openPostgresStorage } from "../../src/storage/postgres/index.js";
+import { openPostgresStorage } from "../../src/storage/sql/index.js";
+import { MIGRATIONS } from "../../src/storage/sql/migrations.js";
 import { ADAPTERS, type Fixture, PG_URI } from "../helpers/adapters.js";
 import { admission, makeAssistant, ORG } from "../helpers/storage-records.js";
 
@@ -1419,12 +1419,10 @@ for (const adapter of ADAPTERS) {
         const client = new pg.Client({ connectionString: uri });
         await client.connect();
         try {
-          const { rows } = await client.query(
-            `SELECT version FROM ${schema}.hangar_migrations ORDER BY version`,
-          );
+          const { rows } = await client.query(`SELECT name FROM ${schema}.hangar_migration ORDER BY name`);
           assert.deepEqual(
-            rows.map((r) => r.version),
-            Array.from({ length: MIGRATION_COUNT }, (_, i) => i + 1),
+            rows.map((r) => r.name),
+            MIGRATIONS.map((m) => m.name),
           );
         } finally {
           for (const s of opened) await s.close();

@@ -15,8 +15,7 @@ import { after, afterEach } from "node:test";
 import Database from "better-sqlite3";
 import pg from "pg";
 import type { Storage } from "../../src/storage/ports.js";
-import { openPostgresStorage } from "../../src/storage/postgres/index.js";
-import { openSqliteStorage } from "../../src/storage/sqlite/index.js";
+import { openPostgresStorage, openSqliteStorage } from "../../src/storage/sql/index.js";
 
 export const PG_URI = process.env.HANGAR_TEST_POSTGRES_URI;
 
@@ -71,7 +70,7 @@ export const ADAPTERS: Adapter[] = [
     name: "sqlite",
     async open() {
       const dataDir = newDataDir();
-      const storage = openSqliteStorage({ dataDir, synchronous: "normal" });
+      const storage = await openSqliteStorage({ dataDir, synchronous: "normal" });
       const reopened: Storage[] = [];
       let raw: Database.Database | undefined;
       return {
@@ -80,7 +79,7 @@ export const ADAPTERS: Adapter[] = [
         dataDir,
         another: async () => storage,
         async reopen() {
-          const other = openSqliteStorage({ dataDir, synchronous: "normal" });
+          const other = await openSqliteStorage({ dataDir, synchronous: "normal" });
           reopened.push(other);
           return other;
         },

@@ -14,7 +14,7 @@ import { createApp } from "../../src/http/app.js";
 import { Dispatcher } from "../../src/runtime/dispatcher.js";
 import { GraphRegistry } from "../../src/runtime/graphs.js";
 import { RunService } from "../../src/runtime/runs.js";
-import { openSqliteStorage } from "../../src/storage/sqlite/index.js";
+import { openSqliteStorage } from "../../src/storage/sql/index.js";
 import { MemoryRunLogs } from "../../src/streams/run-log.js";
 import { EXAMPLES_CONFIG, REPO_ROOT } from "./server.js";
 
@@ -34,7 +34,7 @@ export async function buildApp(
     env: opts.env ?? {},
     cwd: REPO_ROOT,
   });
-  const storage = openSqliteStorage({ dataDir, synchronous: config.sqliteSynchronous });
+  const storage = await openSqliteStorage({ dataDir, synchronous: config.sqliteSynchronous });
   const logs = new MemoryRunLogs({ retentionSeconds: config.streamRetentionSeconds });
   try {
     const graphs = await GraphRegistry.load(config.graphs, storage.checkpointer);

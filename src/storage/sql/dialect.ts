@@ -1,0 +1,197 @@
+/**
+ * What truly differs between SQLite and Postgres, in one place. Repositories are written once against
+ * Kysely and ask this module only for: row locks, the database clock, JSON containment and
+ * authorization filters, booleans, vectors, the insertion-order column, and the errors worth
+ * recognising. Everything else (upserts, RETURNING, JSON text, timestamps) is the same SQL on both.
+ *
+ * Locks: SQLite transactions begin IMMEDIATE (database.ts): the first statement holds the database's
+ * write lock until COMMIT, which is what `FOR UPDATE` gives per row on Postgres, so on SQLite the lock
+ * helpers add nothing. `SKIP LOCKED` likewise has nothing to skip there.
+ */
+import { type Expression, type RawBuilder, type SqlBool, sql } from "kysely";
+import { type AuthFilter, type AuthScalar, conditionOf } from "../../auth/filter.js";
+
+export type EngineName = "sqlite" | "postgres";
+
+/** A select builder that can take a row lock (Kysely's SelectQueryBuilder and its subtypes). */
+interface Lockable<QB> {
+  forUpdate(of?: any): QB;
+  skipLocked(): QB;
+}
+
+export interface Dialect {
+  readonly name: EngineName;
+  /**
+   * `SELECT … FOR UPDATE [OF table] [SKIP LOCKED]` on Postgres; the query as it is on SQLite. `skipLocked`:
+   * rows another transaction holds are left out instead of waited for (each claim happens once).
+   */
+  lock<QB extends Lockable<QB>>(qb: QB, opts?: { skipLocked?: boolean; of?: string }): QB;
+  /** Now, in epoch ms, by the database's clock (leases compare across processes on Postgres). */
+  nowMs(): RawBuilder<number>;
+  /**
+   * JSON containment (`{a: 1, b: {c: "x"}}` ⊆ column): objects match key by key, recursively; `null`
+   * matches a JSON null; arrays and other values match only when equal.
+   */
+  jsonContains(column: string, filter: Record<string, unknown>): Expression<SqlBool>;
+  /** An authorization filter (src/auth/filter.ts) on a metadata column: `$eq` scalars, `$contains` lists. */
+  authFilter(column: string, filter: AuthFilter): Expression<SqlBool>;
+  /** A boolean as the column stores it. */
+  bool(value: boolean): number | boolean;
+  /** An embedding as `store_vectors.embedding` stores it. */
+  vector(values: ArrayLike<number>): unknown;
+  /** An embedding parameter for `hangar_cosine(column, …)` in a query. */
+  vectorParam(values: ArrayLike<number>): RawBuilder<unknown>;
+  /**
+   * The column that orders a table's rows by insertion, where the table has no `seq` of its own
+   * (assistants, threads, api_keys, crons): SQLite's `rowid`, Postgres' `seq`.
+   */
+  insertionOrder(table?: string): RawBuilder<number>;
+  /** A unique or primary-key constraint refused the write. */
+  isUniqueViolation(err: unknown): boolean;
+}
+
+const TRUE = sql<SqlBool>`1 = 1`;
+const and = (clauses: RawBuilder<SqlBool>[]): Expression<SqlBool> =>
+  clauses.length ? sql<SqlBool>`(${sql.join(clauses, sql` AND `)})` : TRUE;
+
+// ── SQLite ─────────────────────────────────────────────────────────────────────────────────────────
+
+/** A JSON path step for SQLite's JSON functions: the key quoted, so dots and quotes in it are literal. */
+const pathKey = (key: string) => `"${key.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`;
+
+/** How SQLite's JSON functions see a scalar: its json_type and its SQL value (booleans are 1 and 0). */
+function jsonAtom(v: AuthScalar): [string, string | number] {
+  if (typeof v === "boolean") return [v ? "true" : "false", v ? 1 : 0];
+  if (typeof v === "number") return [Number.isInteger(v) ? "integer" : "real", v];
+  return ["text", v];
+}
+
+function sqliteContains(
+  column: string,
+  filter: Record<string, unknown>,
+  prefix = "$",
+): RawBuilder<SqlBool>[] {
+  const col = sql.ref(column);
+  const clauses: RawBuilder<SqlBool>[] = [];
+  for (const [key, value] of Object.entries(filter)) {
+    const p = `${prefix}.${pathKey(key)}`;
+    if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+      const nested = sqliteContains(column, value as Record<string, unknown>, p);
+      clauses.push(
+        nested.length
+          ? sql<SqlBool>`(${sql.join(nested, sql` AND `)})`
+          : sql`json_type(${col}, ${p}) = 'object'`,
+      );
+    } else if (value === null) {
+      clauses.push(sql`json_type(${col}, ${p}) = 'null'`);
+    } else if (typeof value === "boolean") {
+      clauses.push(sql`json_type(${col}, ${p}) = ${value ? "true" : "false"}`);
+    } else if (typeof value === "string" || typeof value === "number") {
+      clauses.push(sql`json_extract(${col}, ${p}) = ${value}`);
+    } else {
+      clauses.push(sql`json(json_extract(${col}, ${p})) = json(${JSON.stringify(value)})`);
+    }
+  }
+  return clauses;
+}
+
+function float32Blob(values: ArrayLike<number>): Buffer {
+  const f = Float32Array.from(values as ArrayLike<number>);
+  return Buffer.from(f.buffer, f.byteOffset, f.byteLength);
+}
+
+export const sqliteDialect: Dialect = {
+  name: "sqlite",
+  lock: (qb) => qb,
+  nowMs: () => sql<number>`${Date.now()}`,
+  jsonContains: (column, filter) => and(sqliteContains(column, filter)),
+  authFilter(column, filter) {
+    const col = sql.ref(column);
+    const clauses: RawBuilder<SqlBool>[] = [];
+    for (const [key, condition] of Object.entries(filter)) {
+      const path = `$.${pathKey(key)}`;
+      const c = conditionOf(condition);
+      if ("eq" in c) {
+        const [type, atom] = jsonAtom(c.eq);
+        clauses.push(sql`(json_type(${col}, ${path}) = ${type} AND json_extract(${col}, ${path}) = ${atom})`);
+        continue;
+      }
+      clauses.push(sql`json_type(${col}, ${path}) = 'array'`);
+      for (const v of c.contains) {
+        const [type, atom] = jsonAtom(v);
+        clauses.push(
+          sql`EXISTS (SELECT 1 FROM json_each(${col}, ${path}) e WHERE e.type = ${type} AND e.atom = ${atom})`,
+        );
+      }
+    }
+    return and(clauses);
+  },
+  bool: (value) => (value ? 1 : 0),
+  vector: float32Blob,
+  vectorParam: (values) => sql`${float32Blob(values)}`,
+  insertionOrder: (table) => (table ? sql.ref(`${table}.rowid`) : sql.ref("rowid")),
+  isUniqueViolation: (err) => {
+    const code = (err as { code?: string }).code;
+    return code === "SQLITE_CONSTRAINT_UNIQUE" || code === "SQLITE_CONSTRAINT_PRIMARYKEY";
+  },
+};
+
+// ── Postgres ───────────────────────────────────────────────────────────────────────────────────────
+
+/**
+ * Everything but arrays goes into one `column @> $n` (served by the GIN index); arrays are compared
+ * whole with `#>`, because `@>` would also accept a longer array that merely contains the filter's.
+ */
+function pgContains(column: string, filter: Record<string, unknown>): Expression<SqlBool> {
+  const col = sql.ref(column);
+  const arrays: [string[], unknown[]][] = [];
+  const split = (obj: Record<string, unknown>, path: string[]): Record<string, unknown> => {
+    const out: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(obj)) {
+      if (Array.isArray(value)) arrays.push([[...path, key], value]);
+      else if (value !== null && typeof value === "object")
+        out[key] = split(value as Record<string, unknown>, [...path, key]);
+      else out[key] = value;
+    }
+    return out;
+  };
+  const contained = split(filter, []);
+  const clauses: RawBuilder<SqlBool>[] = [];
+  if (Object.keys(contained).length) clauses.push(sql`${col} @> ${JSON.stringify(contained)}::jsonb`);
+  for (const [path, value] of arrays) {
+    clauses.push(sql`${col} #> ${path}::text[] = ${JSON.stringify(value)}::jsonb`);
+  }
+  return and(clauses);
+}
+
+export const postgresDialect: Dialect = {
+  name: "postgres",
+  lock(qb, opts = {}) {
+    const locked = opts.of ? qb.forUpdate(opts.of) : qb.forUpdate();
+    return opts.skipLocked ? locked.skipLocked() : locked;
+  },
+  nowMs: () => sql<number>`(extract(epoch from clock_timestamp()) * 1000)::bigint`,
+  jsonContains: pgContains,
+  authFilter(column, filter) {
+    const col = sql.ref(column);
+    const clauses: RawBuilder<SqlBool>[] = [];
+    for (const [key, condition] of Object.entries(filter)) {
+      const c = conditionOf(condition);
+      if ("eq" in c) {
+        clauses.push(sql`${col} @> ${JSON.stringify({ [key]: c.eq })}::jsonb`);
+        continue;
+      }
+      const field = sql`${col} -> ${key}::text`;
+      clauses.push(
+        sql`jsonb_typeof(${field}) = 'array'`,
+        sql`${field} @> ${JSON.stringify(c.contains)}::jsonb`,
+      );
+    }
+    return and(clauses);
+  },
+  bool: (value) => value,
+  vector: (values) => Array.from(values as ArrayLike<number>),
+  vectorParam: (values) => sql`${Array.from(values as ArrayLike<number>)}::real[]`,
+  insertionOrder: (table) => (table ? sql.ref(`${table}.seq`) : sql.ref("seq")),
+  isUniqueViolation: (err) => (err as { code?: string }).code === "23505",
+};

@@ -1,0 +1,405 @@
+/**
+ * The schema's versions, one list for both engines, applied in order by Kysely's Migrator (recorded
+ * in `hangar_migration`; on Postgres under its lock table, so processes starting at once migrate one
+ * after the other). Each migration is SQL written once, with the column types that differ per engine
+ * taken from `ColumnTypes`. Never edit a released migration: append a new one.
+ *
+ * One rule on both engines: a database whose schema is newer than this code (it has migrations this
+ * list lacks) is refused with a message, never used.
+ *
+ * Deliberate differences between the engines' tables:
+ * - Postgres' JSON columns are `jsonb` (metadata filters are `@>` containment, GIN-indexed); SQLite's
+ *   are text. Both travel as text (tables.ts).
+ * - Identifier and ordering columns are `COLLATE "C"` on Postgres: byte order, like SQLite's BINARY
+ *   collation, whatever the database's locale.
+ * - Tables ordered by insertion without a `seq` primary key get one on Postgres (`seq bigserial`);
+ *   SQLite has its `rowid` (`dialect.insertionOrder`).
+ */
+import { type Kysely, type Migration, Migrator, sql } from "kysely";
+import type { SqlDatabase } from "./database.js";
+import type { Dialect } from "./dialect.js";
+
+interface ColumnTypes {
+  /** Identifiers and columns searches sort by: byte-ordered text. */
+  id: string;
+  json: string;
+  bool: string;
+  bigint: string;
+  double: string;
+  bytes: string;
+  vector: string;
+  /** An auto-incrementing primary key. */
+  serialKey: string;
+  /** Postgres' insertion-order column for tables without a `seq` key (`, seq bigserial`); none on SQLite. */
+  seqColumn: string;
+}
+
+const COLUMN_TYPES: Record<Dialect["name"], ColumnTypes> = {
+  sqlite: {
+    id: "TEXT",
+    json: "TEXT",
+    bool: "INTEGER",
+    bigint: "INTEGER",
+    double: "REAL",
+    bytes: "BLOB",
+    vector: "BLOB",
+    serialKey: "INTEGER PRIMARY KEY AUTOINCREMENT",
+    seqColumn: "",
+  },
+  postgres: {
+    id: 'TEXT COLLATE "C"',
+    json: "JSONB",
+    bool: "BOOLEAN",
+    bigint: "BIGINT",
+    double: "DOUBLE PRECISION",
+    bytes: "BYTEA",
+    vector: "REAL[]",
+    serialKey: "BIGSERIAL PRIMARY KEY",
+    seqColumn: ",\n    seq BIGSERIAL NOT NULL",
+  },
+};
+
+interface HangarMigration {
+  name: string;
+  /** The migration's statements. */
+  up(t: ColumnTypes, engine: Dialect["name"]): string[];
+  /**
+   * Runs before `up` in the same transaction; true when the database already has what `up` makes
+   * (a database created before migrations were written once), so `up` is skipped.
+   */
+  adopt?(db: Kysely<any>, engine: Dialect["name"]): Promise<boolean>;
+}
+
+/**
+ * Databases created before this list existed were migrated by one list per engine: SQLite to
+ * `user_version` 7, Postgres to version 6 of `hangar_migrations`. Both equal the baseline below.
+ */
+const LEGACY_FINAL = { sqlite: 7, postgres: 6 } as const;
+
+async function adoptLegacy(db: Kysely<any>, engine: Dialect["name"]): Promise<boolean> {
+  let legacy: number;
+  if (engine === "sqlite") {
+    const { rows } = await sql<{ user_version: number }>`PRAGMA user_version`.execute(db);
+    legacy = rows[0]?.user_version ?? 0;
+  } else {
+    const { rows } = await sql<{
+      present: string | null;
+    }>`SELECT to_regclass('hangar_migrations') AS present`.execute(db);
+    if (!rows[0]?.present) return false;
+    const max = await sql<{ v: number | null }>`SELECT MAX(version) AS v FROM hangar_migrations`.execute(db);
+    legacy = max.rows[0]?.v ?? 0;
+  }
+  if (legacy === 0) return false;
+  if (legacy !== LEGACY_FINAL[engine]) {
+    throw new Error(
+      `This ${engine} database was made by a development build of Hangar (schema ${legacy}); open it once with Hangar 0.1.0 to bring it to schema ${LEGACY_FINAL[engine]}`,
+    );
+  }
+  if (engine === "postgres") await sql`DROP TABLE hangar_migrations`.execute(db);
+  return true;
+}
+
+export const MIGRATIONS: HangarMigration[] = [
+  {
+    name: "0001_baseline",
+    adopt: adoptLegacy,
+    up: (t, engine) => [
+      `CREATE TABLE assistants (
+        assistant_id ${t.id} PRIMARY KEY,
+        org_id TEXT NOT NULL,           -- '' = system assistant, visible to every organization
+        graph_id ${t.id} NOT NULL,
+        version INTEGER NOT NULL,
+        name ${t.id} NOT NULL,
+        description TEXT,
+        config ${t.json} NOT NULL,
+        context ${t.json} NOT NULL,
+        metadata ${t.json} NOT NULL,
+        created_at ${t.id} NOT NULL,
+        updated_at ${t.id} NOT NULL${t.seqColumn}
+      )`,
+      "CREATE INDEX assistants_org_created ON assistants (org_id, created_at)",
+      `CREATE TABLE assistant_versions (
+        assistant_id ${t.id} NOT NULL REFERENCES assistants (assistant_id) ON DELETE CASCADE,
+        version INTEGER NOT NULL,
+        graph_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        description TEXT,
+        config ${t.json} NOT NULL,
+        context ${t.json} NOT NULL,
+        metadata ${t.json} NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (assistant_id, version)
+      )`,
+      `CREATE TABLE threads (
+        thread_id ${t.id} PRIMARY KEY,
+        org_id TEXT NOT NULL,
+        status ${t.id} NOT NULL,
+        metadata ${t.json} NOT NULL,
+        config ${t.json} NOT NULL,
+        "values" ${t.json},
+        interrupts ${t.json} NOT NULL,
+        error ${t.json},
+        temporary ${t.bool} NOT NULL DEFAULT ${engine === "sqlite" ? "0" : "FALSE"},
+        created_at ${t.id} NOT NULL,
+        updated_at ${t.id} NOT NULL,
+        state_updated_at ${t.id} NOT NULL,
+        -- thread TTL: minutes after updated_at, the strategy, the updated_at a keep_latest sweep last
+        -- pruned at (so it prunes once per update)
+        ttl_minutes ${t.double},
+        ttl_strategy TEXT,
+        ttl_swept_at ${t.id}${t.seqColumn}
+      )`,
+      "CREATE INDEX threads_org_created ON threads (org_id, created_at)",
+      `CREATE TABLE runs (
+        seq ${t.serialKey},             -- queue order among runs due at the same time
+        run_id ${t.id} NOT NULL UNIQUE,
+        thread_id ${t.id} NOT NULL REFERENCES threads (thread_id) ON DELETE CASCADE,
+        org_id TEXT NOT NULL,
+        assistant_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        metadata ${t.json} NOT NULL,
+        kwargs ${t.json} NOT NULL,
+        multitask_strategy TEXT NOT NULL,
+        attempt INTEGER NOT NULL DEFAULT 0,
+        not_before ${t.bigint} NOT NULL, -- epoch ms; after_seconds makes it later than created_at
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        worker_id TEXT,                  -- the worker executing the run
+        lease_expires_at ${t.bigint},    -- epoch ms until which that worker holds it
+        stop_requested TEXT              -- a recorded stop request: interrupt | rollback
+      )`,
+      "CREATE INDEX runs_thread_status ON runs (thread_id, status)",
+      "CREATE INDEX runs_pending_due ON runs (not_before, seq) WHERE status = 'pending'",
+      "CREATE INDEX runs_assistant ON runs (assistant_id)",
+      "CREATE INDEX runs_running_lease ON runs (lease_expires_at) WHERE status = 'running'",
+      // At most one executing run per thread, enforced by the database itself.
+      "CREATE UNIQUE INDEX runs_one_running ON runs (thread_id) WHERE status = 'running'",
+      `CREATE TABLE checkpoints (
+        thread_id ${t.id} NOT NULL,
+        checkpoint_ns ${t.id} NOT NULL DEFAULT '',
+        checkpoint_id ${t.id} NOT NULL,
+        parent_checkpoint_id TEXT,
+        run_id TEXT,                     -- copied from the metadata, so one run's checkpoints can go
+        type TEXT,
+        checkpoint ${t.bytes} NOT NULL,
+        metadata ${t.bytes} NOT NULL,
+        PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
+      )`,
+      "CREATE INDEX checkpoints_thread_run ON checkpoints (thread_id, run_id)",
+      `CREATE TABLE checkpoint_writes (
+        thread_id ${t.id} NOT NULL,
+        checkpoint_ns ${t.id} NOT NULL DEFAULT '',
+        checkpoint_id ${t.id} NOT NULL,
+        task_id ${t.id} NOT NULL,
+        idx INTEGER NOT NULL,
+        channel TEXT NOT NULL,
+        type TEXT,
+        value ${t.bytes},
+        task_path ${t.id} NOT NULL DEFAULT '',
+        run_id TEXT,
+        PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+      )`,
+      "CREATE INDEX checkpoint_writes_run ON checkpoint_writes (thread_id, run_id)",
+      // The sandbox area: organizations' sandbox storage quota, volumes, templates and their mounts.
+      `CREATE TABLE org_usage_billing (
+        org_id ${t.id} PRIMARY KEY,
+        sandbox_storage_quota_bytes ${t.bigint} NOT NULL,
+        updated_at TEXT NOT NULL
+      )`,
+      `CREATE TABLE sandbox_volumes (
+        seq ${t.serialKey},              -- creation order = list order
+        id TEXT NOT NULL UNIQUE,
+        org_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        size TEXT NOT NULL,              -- as the client wrote it
+        size_bytes ${t.bigint} NOT NULL, -- what comparisons and the quota use
+        storage_class TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (org_id, name)
+      )`,
+      "CREATE INDEX sandbox_volumes_org ON sandbox_volumes (org_id, seq)",
+      `CREATE TABLE sandbox_templates (
+        seq ${t.serialKey},
+        id TEXT NOT NULL UNIQUE,
+        org_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        image TEXT NOT NULL,
+        cpu TEXT NOT NULL,
+        memory TEXT NOT NULL,
+        storage TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (org_id, name)
+      )`,
+      "CREATE INDEX sandbox_templates_org ON sandbox_templates (org_id, seq)",
+      `CREATE TABLE sandbox_template_mounts (
+        template_id TEXT NOT NULL REFERENCES sandbox_templates (id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        volume_id TEXT NOT NULL REFERENCES sandbox_volumes (id),  -- no cascade: a mounted volume stays
+        mount_path TEXT NOT NULL,
+        PRIMARY KEY (template_id, position)
+      )`,
+      "CREATE INDEX sandbox_template_mounts_volume ON sandbox_template_mounts (volume_id)",
+      // API keys: only a SHA-256 hash of each key is stored.
+      `CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        org_id ${t.id} NOT NULL,
+        key_hash TEXT NOT NULL UNIQUE,
+        prefix TEXT NOT NULL,
+        created_at ${t.id} NOT NULL,
+        revoked_at TEXT${t.seqColumn}
+      )`,
+      "CREATE INDEX api_keys_org ON api_keys (org_id)",
+      `CREATE TABLE crons (
+        cron_id ${t.id} PRIMARY KEY,
+        org_id TEXT NOT NULL,
+        assistant_id ${t.id} NOT NULL REFERENCES assistants (assistant_id) ON DELETE CASCADE,
+        thread_id ${t.id} REFERENCES threads (thread_id) ON DELETE CASCADE,  -- NULL: stateless cron
+        user_id TEXT,
+        schedule TEXT NOT NULL,
+        timezone TEXT,
+        end_time ${t.id},
+        enabled ${t.bool} NOT NULL,
+        on_run_completed TEXT,
+        payload ${t.json} NOT NULL,
+        metadata ${t.json} NOT NULL,
+        next_run_at ${t.bigint},         -- epoch ms of the next firing; NULL = none (disabled, ended)
+        created_at ${t.id} NOT NULL,
+        updated_at ${t.id} NOT NULL${t.seqColumn}
+      )`,
+      "CREATE INDEX crons_due ON crons (next_run_at) WHERE next_run_at IS NOT NULL",
+      "CREATE INDEX crons_org_created ON crons (org_id, created_at)",
+      "CREATE INDEX crons_thread ON crons (thread_id)",
+      "CREATE INDEX crons_assistant ON crons (assistant_id)",
+      // The long-term memory store.
+      `CREATE TABLE store_items (
+        org_id ${t.id} NOT NULL,
+        namespace ${t.id} NOT NULL,      -- labels joined with '.', which no label contains
+        key ${t.id} NOT NULL,
+        value ${t.json} NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at ${t.id} NOT NULL,
+        ttl_minutes ${t.double},         -- NULL = never expires
+        expires_at ${t.bigint},          -- epoch ms; reads treat the item as gone from then on
+        PRIMARY KEY (org_id, namespace, key)
+      )`,
+      "CREATE INDEX store_items_expiry ON store_items (expires_at) WHERE expires_at IS NOT NULL",
+      `CREATE TABLE store_vectors (
+        org_id ${t.id} NOT NULL,
+        namespace ${t.id} NOT NULL,
+        key ${t.id} NOT NULL,
+        field TEXT NOT NULL,             -- which text of the item: a field path, '.N' for the Nth of several
+        embedding ${t.vector} NOT NULL,  -- float32 (dialect.vector)
+        PRIMARY KEY (org_id, namespace, key, field),
+        FOREIGN KEY (org_id, namespace, key) REFERENCES store_items (org_id, namespace, key) ON DELETE CASCADE
+      )`,
+      // Running sandboxes ("boxes") and pools of warm ones, pointing at their template by id.
+      `CREATE TABLE sandbox_pools (
+        seq ${t.serialKey},
+        id TEXT NOT NULL UNIQUE,
+        org_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        template_id TEXT NOT NULL REFERENCES sandbox_templates (id),
+        replicas INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (org_id, name)
+      )`,
+      "CREATE INDEX sandbox_pools_template ON sandbox_pools (template_id)",
+      `CREATE TABLE sandbox_boxes (
+        seq ${t.serialKey},              -- creation order = list order
+        id TEXT NOT NULL UNIQUE,
+        org_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        template_id TEXT NOT NULL REFERENCES sandbox_templates (id),
+        pool_id TEXT REFERENCES sandbox_pools (id) ON DELETE SET NULL,  -- set while a warm pool member
+        status TEXT NOT NULL,
+        status_message TEXT,
+        ttl_seconds INTEGER NOT NULL,
+        idle_ttl_seconds INTEGER NOT NULL,
+        expires_at TEXT,
+        last_active_at TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (org_id, name)
+      )`,
+      "CREATE INDEX sandbox_boxes_org ON sandbox_boxes (org_id, seq)",
+      "CREATE INDEX sandbox_boxes_template ON sandbox_boxes (template_id)",
+      "CREATE INDEX sandbox_boxes_pool ON sandbox_boxes (pool_id)",
+      "CREATE INDEX threads_ttl ON threads (updated_at) WHERE ttl_minutes IS NOT NULL",
+      ...(engine === "postgres" ? POSTGRES_ONLY : []),
+    ],
+  },
+  {
+    // The legacy SQLite schema indexed running runs without making them unique per thread.
+    name: "0002_one_running_run_per_thread",
+    up: () => [
+      "DROP INDEX IF EXISTS runs_running",
+      "CREATE UNIQUE INDEX IF NOT EXISTS runs_one_running ON runs (thread_id) WHERE status = 'running'",
+    ],
+  },
+];
+
+/** What only Postgres has: GIN indexes for `@>` filters, and the cosine function SQLite registers in code. */
+const POSTGRES_ONLY = [
+  "CREATE INDEX assistants_metadata ON assistants USING GIN (metadata jsonb_path_ops)",
+  "CREATE INDEX threads_metadata ON threads USING GIN (metadata jsonb_path_ops)",
+  `ALTER TABLE threads ADD COLUMN has_values BOOLEAN GENERATED ALWAYS AS ("values" IS NOT NULL) STORED`,
+  // Cosine similarity of two float32 vectors in double precision, like SQLite's hangar_cosine; NULL
+  // when the lengths differ or a vector is all zeros.
+  `CREATE FUNCTION hangar_cosine(a REAL[], b REAL[]) RETURNS DOUBLE PRECISION
+  LANGUAGE sql IMMUTABLE AS $fn$
+    SELECT CASE WHEN cardinality(a) IS DISTINCT FROM cardinality(b) THEN NULL ELSE (
+      SELECT CASE WHEN SUM(x::float8 * x::float8) = 0 OR SUM(y::float8 * y::float8) = 0 THEN NULL
+             ELSE SUM(x::float8 * y::float8) / SQRT(SUM(x::float8 * x::float8) * SUM(y::float8 * y::float8)) END
+      FROM unnest(a, b) AS t(x, y)) END
+  $fn$`,
+];
+
+export const MIGRATION_TABLE = "hangar_migration";
+
+/** Applies what the database lacks; returns the names applied. */
+export async function migrate(database: SqlDatabase, opts: { schema?: string } = {}): Promise<string[]> {
+  const engine = database.dialect.name;
+  const db = database.db as unknown as Kysely<any>;
+  await refuseNewerSchema(db, opts.schema);
+  const migrations: Record<string, Migration> = {};
+  for (const m of MIGRATIONS) {
+    migrations[m.name] = {
+      async up(tx) {
+        if (m.adopt && (await m.adopt(tx, engine))) return;
+        for (const statement of m.up(COLUMN_TYPES[engine], engine)) await sql.raw(statement).execute(tx);
+      },
+    };
+  }
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations },
+    migrationTableName: MIGRATION_TABLE,
+    migrationLockTableName: `${MIGRATION_TABLE}_lock`,
+    ...(opts.schema && { migrationTableSchema: opts.schema }),
+  });
+  const { error, results = [] } = await migrator.migrateToLatest();
+  if (error) throw error;
+  return results.filter((r) => r.status === "Success").map((r) => r.migrationName);
+}
+
+/** Refuses a database migrated by a newer Hangar (it knows migrations this code does not). */
+async function refuseNewerSchema(db: Kysely<any>, schema: string | undefined): Promise<void> {
+  const table = schema ? `${schema}.${MIGRATION_TABLE}` : MIGRATION_TABLE;
+  let applied: string[];
+  try {
+    const { rows } = await sql<{ name: string }>`SELECT name FROM ${sql.table(table)}`.execute(db);
+    applied = rows.map((r) => r.name);
+  } catch {
+    return; // no migration table yet: a new database (or one from before this list)
+  }
+  const known = new Set(MIGRATIONS.map((m) => m.name));
+  const unknown = applied.filter((name) => !known.has(name)).sort();
+  if (unknown.length) {
+    throw new Error(
+      `The database's schema is newer than this Hangar: it has migration ${unknown.at(-1)}, and this Hangar knows up to ${MIGRATIONS.at(-1)?.name}; upgrade Hangar`,
+    );
+  }
+}
