@@ -4,7 +4,7 @@
  * state of `state.ts`); nothing parses responses with them.
  */
 import { z } from "zod";
-import { MULTITASK_STRATEGIES, RUN_STATUSES, THREAD_STATUSES } from "../runtime/statuses.js";
+import { MULTITASK_STRATEGIES, RUN_STATUSES, THREAD_STATUSES } from "../storage/statuses.js";
 
 const obj = z.record(z.string(), z.unknown());
 const timestamp = z.string().describe("ISO-8601 date-time, e.g. `2025-01-01T00:00:00.000Z`.");

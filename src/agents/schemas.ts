@@ -5,7 +5,7 @@
  * fields of the wrong type are rejected. `null` is accepted wherever the SDK may send it.
  */
 import { z } from "zod";
-import { MULTITASK_STRATEGIES, RUN_STATUSES, THREAD_STATUSES } from "../runtime/statuses.js";
+import { MULTITASK_STRATEGIES, RUN_STATUSES, THREAD_STATUSES } from "../storage/statuses.js";
 
 const obj = z.record(z.string(), z.unknown());
 const uuid = z.uuid({ message: "must be a UUID" });

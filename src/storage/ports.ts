@@ -8,11 +8,11 @@
  */
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import type { AuthFilter } from "../auth/filter.js";
-import type { MultitaskStrategy, RunStatus, ThreadStatus } from "../runtime/statuses.js";
 import type { AuthRepo } from "./auth-ports.js";
 import type { CronsRepo } from "./cron-ports.js";
 import type { SandboxBoxesRepo } from "./sandbox-box-ports.js";
 import type { SandboxesRepo } from "./sandbox-ports.js";
+import type { MultitaskStrategy, RunStatus, ThreadStatus } from "./statuses.js";
 import type { StoreRepo } from "./store-ports.js";
 
 export type * from "./auth-ports.js";

@@ -2,7 +2,7 @@
  * A2A v0.3 tasks from runs. A task is one run: its id is the run id and its `contextId` the thread id.
  * Pure: callers pass the run's result (what `join` answers) or stored statuses.
  */
-import type { RunStatus } from "../../runtime/statuses.js";
+import type { RunStatus } from "../../storage/statuses.js";
 import { isJsonObject } from "../jsonrpc.js";
 import {
   type A2AMessage,

@@ -1,5 +1,4 @@
 import { conflict, notFound } from "../../errors.js";
-import type { MultitaskStrategy, RunStatus } from "../../runtime/statuses.js";
 import type {
   AdmissionResult,
   ClaimResult,
@@ -17,7 +16,7 @@ import type {
   SweepResult,
 } from "../ports.js";
 import { DEFAULT_LEASE } from "../ports.js";
-import { THREAD_BUSY_MESSAGE } from "../sqlite/runs.js";
+import { type MultitaskStrategy, type RunStatus, THREAD_BUSY_MESSAGE } from "../statuses.js";
 import type { PgCheckpointer } from "./checkpointer.js";
 import type { PgDatabase, Queryable } from "./database.js";
 import { jsonContains, Params } from "./json-filter.js";

@@ -1,5 +1,4 @@
 import { conflict } from "../../errors.js";
-import type { ThreadStatus } from "../../runtime/statuses.js";
 import type {
   Interrupt,
   JsonObject,
@@ -11,6 +10,7 @@ import type {
   ThreadsRepo,
   ThreadTtl,
 } from "../ports.js";
+import type { ThreadStatus } from "../statuses.js";
 import type { PgCheckpointer } from "./checkpointer.js";
 import type { PgDatabase, Queryable } from "./database.js";
 import { authClause, jsonContains, Params } from "./json-filter.js";

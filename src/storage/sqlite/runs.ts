@@ -1,5 +1,4 @@
 import { conflict, notFound } from "../../errors.js";
-import type { MultitaskStrategy, RunStatus } from "../../runtime/statuses.js";
 import type {
   AdmissionResult,
   CheckpointStore,
@@ -17,6 +16,7 @@ import type {
   SweepResult,
 } from "../ports.js";
 import { DEFAULT_LEASE } from "../ports.js";
+import { type MultitaskStrategy, type RunStatus, THREAD_BUSY_MESSAGE } from "../statuses.js";
 import { type Db, prepared, statementCache } from "./database.js";
 import { jsonContains } from "./json-filter.js";
 import { deleteThread, insertThread, settledStatus, type ThreadRow, ttlColumns } from "./threads.js";
@@ -52,9 +52,6 @@ const toRun = (r: RunRow): Run => ({
   multitask_strategy: r.multitask_strategy,
   attempt: r.attempt,
 });
-
-export const THREAD_BUSY_MESSAGE =
-  "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.";
 
 /**
  * The run queue. Every `db.transaction` below begins IMMEDIATE (database.ts): it holds the file's write

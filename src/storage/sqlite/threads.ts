@@ -1,5 +1,4 @@
 import { conflict } from "../../errors.js";
-import type { ThreadStatus } from "../../runtime/statuses.js";
 import type {
   CheckpointStore,
   Interrupt,
@@ -12,6 +11,7 @@ import type {
   ThreadsRepo,
   ThreadTtl,
 } from "../ports.js";
+import type { ThreadStatus } from "../statuses.js";
 import { type Db, prepared } from "./database.js";
 import { authClause, jsonContains } from "./json-filter.js";
 

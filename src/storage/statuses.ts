@@ -18,3 +18,7 @@ export type MultitaskStrategy = (typeof MULTITASK_STRATEGIES)[number];
 
 export const isInFlight = (s: RunStatus) => s === "pending" || s === "running";
 export const isFinal = (s: RunStatus) => !isInFlight(s);
+
+/** The conflict a `reject` double text meets (the official servers' wording). */
+export const THREAD_BUSY_MESSAGE =
+  "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.";
