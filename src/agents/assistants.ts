@@ -3,10 +3,11 @@ import { Hono } from "hono";
 import type { AuthAction } from "../auth/custom.js";
 import { matchesFilter } from "../auth/filter.js";
 import { conflict, forbidden, notFound } from "../errors.js";
+import { type AppEnv, orgOf } from "../http/context.js";
 import { body, params, query } from "../http/validation.js";
 import type { Assistant } from "../storage/ports.js";
 import { authorize, visible } from "./authz.js";
-import { type AgentDeps, type AppEnv, orgOf, pick } from "./context.js";
+import { type AgentDeps, pick } from "./context.js";
 import * as S from "./schemas.js";
 
 export function assistantRoutes(deps: AgentDeps) {

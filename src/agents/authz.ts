@@ -9,9 +9,10 @@ import type { Context } from "hono";
 import type { AuthAction, AuthContext, Authorization, AuthResource } from "../auth/custom.js";
 import { matchesFilter } from "../auth/filter.js";
 import { notFound } from "../errors.js";
+import { type AppEnv, orgOf } from "../http/context.js";
 import { defaultAssistantId } from "../runtime/graphs.js";
 import type { Thread } from "../storage/ports.js";
-import { type AgentDeps, type AppEnv, orgOf } from "./context.js";
+import type { AgentDeps } from "./context.js";
 
 type C = Context<AppEnv>;
 

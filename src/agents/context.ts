@@ -1,5 +1,4 @@
-import type { Context } from "hono";
-import type { AuthContext, CustomAuth } from "../auth/custom.js";
+import type { CustomAuth } from "../auth/custom.js";
 import type { Config } from "../config/index.js";
 import type { CronService } from "../runtime/crons.js";
 import type { GraphRegistry } from "../runtime/graphs.js";
@@ -7,7 +6,7 @@ import type { RunService } from "../runtime/runs.js";
 import type { HangarStore } from "../runtime/store.js";
 import type { WorkerStatsTable } from "../runtime/worker-stats.js";
 import type { BoxService } from "../sandboxes/boxes.js";
-import type { OrgId, Storage } from "../storage/ports.js";
+import type { Storage } from "../storage/ports.js";
 import type { UiBundles } from "../ui/bundle.js";
 
 /** What the agent-server routes need, passed in when the app is built (no module singletons). */
@@ -32,14 +31,6 @@ export interface AgentDeps {
   /** The bundled generative UI components (langgraph.json `ui`), when it has any. */
   ui?: UiBundles;
 }
-
-/**
- * Hono environment: `org` is set once per request (by the API key, or to the default organization);
- * `auth` is the user the project's auth handler authenticated, when langgraph.json has `auth`.
- */
-export type AppEnv = { Variables: { org: OrgId; auth?: AuthContext } };
-
-export const orgOf = (c: Context<AppEnv>): OrgId => c.get("org");
 
 /** Keeps only the requested fields of each item (`select` in search bodies). */
 export function pick<T extends object>(items: T[], fields: string[] | null | undefined): Partial<T>[] {

@@ -1,6 +1,7 @@
 import { type Context, Hono } from "hono";
 import { z } from "zod";
 import type { AuthAction } from "../auth/custom.js";
+import { type AppEnv, orgOf } from "../http/context.js";
 import { body, params } from "../http/validation.js";
 import { isTimeZone, scheduleError } from "../runtime/cron-schedule.js";
 import {
@@ -13,7 +14,7 @@ import { defaultAssistantId } from "../runtime/graphs.js";
 import { authConfigurable } from "../runtime/runs.js";
 import type { JsonObject } from "../storage/ports.js";
 import { accessOf, assertUsableAssistant, authorize, visible, visibleThread } from "./authz.js";
-import { type AgentDeps, type AppEnv, orgOf, pick } from "./context.js";
+import { type AgentDeps, pick } from "./context.js";
 import { filterObj, RunCreate, ThreadPath } from "./schemas.js";
 
 // ---- schemas (unknown fields accepted, wrong types 422; see schemas.ts) -----------------------

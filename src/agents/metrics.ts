@@ -10,10 +10,11 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
+import type { AppEnv } from "../http/context.js";
 import { query } from "../http/validation.js";
 import { RUN_ENDS, type RunEnd } from "../runtime/worker-stats.js";
 import type { QueueStats } from "../storage/ports.js";
-import type { AgentDeps, AppEnv } from "./context.js";
+import type { AgentDeps } from "./context.js";
 
 export const MetricsQuery = z.object({
   format: z

@@ -2,12 +2,13 @@ import { type Context, Hono } from "hono";
 import type { AuthAction } from "../auth/custom.js";
 import { matchesFilter } from "../auth/filter.js";
 import { notFound } from "../errors.js";
+import { type AppEnv, orgOf } from "../http/context.js";
 import { lastEventId, sseResponse } from "../http/sse.js";
 import { body, params, query } from "../http/validation.js";
 import type { RunRequest } from "../runtime/runs.js";
 import type { Run } from "../storage/ports.js";
 import { accessOf, assertUsableAssistant, authorize, visibleThread } from "./authz.js";
-import { type AgentDeps, type AppEnv, orgOf } from "./context.js";
+import type { AgentDeps } from "./context.js";
 import * as S from "./schemas.js";
 
 type C = Context<AppEnv>;

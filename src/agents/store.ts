@@ -2,11 +2,12 @@ import { type Context, Hono } from "hono";
 import { z } from "zod";
 import type { AuthAction } from "../auth/custom.js";
 import { badRequest, forbidden } from "../errors.js";
+import { type AppEnv, orgOf } from "../http/context.js";
 import { body, query } from "../http/validation.js";
 import { HangarStore, MAX_TTL_MINUTES, namespaceProblem, parseStoreFilter } from "../runtime/store.js";
 import { DEFAULT_ORG } from "../storage/ports.js";
 import { authorize } from "./authz.js";
-import { type AgentDeps, type AppEnv, orgOf } from "./context.js";
+import type { AgentDeps } from "./context.js";
 import { filterObj } from "./schemas.js";
 
 // ---- schemas (unknown fields accepted, wrong types 422; see schemas.ts) -----------------------

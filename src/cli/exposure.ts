@@ -5,7 +5,7 @@
  * and loudly allowed for `hangar dev`.
  */
 import { type Config, ConfigError } from "../config/index.js";
-import type { Logger } from "./logger.js";
+import type { Logger } from "../logger.js";
 
 /** `authenticated`: API keys are configured, or the project's auth handler authenticates requests. */
 export function guardNetworkExposure(config: Config, authenticated: boolean, log: Logger): void {

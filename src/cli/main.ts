@@ -14,9 +14,9 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "../config/index.js";
+import { createLogger, type Logger } from "../logger.js";
 import type { RunningServer } from "../server.js";
 import { ADMIN_COMMANDS, type AdminCommand } from "./admin.js";
-import { createLogger, type Logger } from "./logger.js";
 
 const COMMANDS = {
   dev: "Run the agent server for local development",

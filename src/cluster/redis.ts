@@ -1,5 +1,5 @@
 import { Redis } from "ioredis";
-import type { Logger } from "../cli/logger.js";
+import type { Logger } from "../logger.js";
 import type { StopAction } from "../storage/ports.js";
 
 /**

@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "../agents/context.js";
 import { type CustomAuth, STUDIO_USER } from "../auth/custom.js";
 import { unauthorized } from "../errors.js";
 import { type AuthRepo, DEFAULT_ORG } from "../storage/ports.js";
+import type { AppEnv } from "./context.js";
 
 export const hashApiKey = (key: string) => createHash("sha256").update(key, "utf8").digest("hex");
 

@@ -10,9 +10,9 @@
  * built-in routes; or after the app's middleware, in front of the built-in routes only.
  */
 import { type Context, type ErrorHandler, Hono, type MiddlewareHandler } from "hono";
-import type { AppEnv } from "../agents/context.js";
 import type { CustomAppSpec } from "../config/index.js";
 import { importProjectExport } from "../runtime/project-module.js";
+import type { AppEnv } from "./context.js";
 
 export class CustomAppLoadError extends Error {
   override name = "CustomAppLoadError";

@@ -14,10 +14,10 @@ import { dirname, join } from "node:path";
 import { Hono } from "hono";
 import { z } from "zod";
 import { agentApiDocs } from "../agents/api-docs.js";
-import type { AppEnv } from "../agents/context.js";
 import { notFound } from "../errors.js";
 import { sandboxApiDocs } from "../sandboxes/api-docs.js";
 import { uiApiDocs } from "../ui/routes.js";
+import type { AppEnv } from "./context.js";
 import { type ApiDocs, buildOpenApi, type RouteSource } from "./openapi.js";
 import { params } from "./validation.js";
 

@@ -2,8 +2,8 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { AuthHandlerError } from "../auth/custom.js";
-import type { Logger } from "../cli/logger.js";
 import { type ErrorKind, HangarError } from "../errors.js";
+import type { Logger } from "../logger.js";
 
 function statusOf(kind: ErrorKind): ContentfulStatusCode {
   switch (kind) {

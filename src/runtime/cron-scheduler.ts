@@ -1,4 +1,4 @@
-import type { Logger } from "../cli/logger.js";
+import type { Logger } from "../logger.js";
 import type { CronsRepo, DueCron, OrgId, Run } from "../storage/ports.js";
 import { nextRunAt } from "./cron-schedule.js";
 import { runRequestOf } from "./crons.js";

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import type { Logger } from "../cli/logger.js";
+import type { Logger } from "../logger.js";
 import {
   DEFAULT_ORG,
   type JsonObject,

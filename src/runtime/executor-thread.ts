@@ -5,7 +5,7 @@
  */
 
 import { type MessagePort, parentPort, workerData } from "node:worker_threads";
-import { createLogger } from "../cli/logger.js";
+import { createLogger } from "../logger.js";
 import { openStorage } from "../storage/open.js";
 import { DEFAULT_ORG, type StopAction, type Storage } from "../storage/ports.js";
 import type { RunEvent, RunLogs } from "../streams/run-log.js";

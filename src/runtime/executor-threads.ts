@@ -13,8 +13,8 @@
  * would without threads; the next start recovers its runs.
  */
 import { Worker } from "node:worker_threads";
-import type { Logger } from "../cli/logger.js";
 import type { Config } from "../config/index.js";
+import type { Logger } from "../logger.js";
 import type { StopAction } from "../storage/ports.js";
 import type { RunLogs } from "../streams/run-log.js";
 import type { WorkerBus } from "./dispatcher.js";

@@ -1,8 +1,8 @@
 import { createRequire } from "node:module";
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import { Command, Send } from "@langchain/langgraph";
-import type { Logger } from "../cli/logger.js";
 import type { WebhooksConfig } from "../config/index.js";
+import type { Logger } from "../logger.js";
 import type { JsonObject, OrgId, Run, Storage } from "../storage/ports.js";
 import type { RunLogs } from "../streams/run-log.js";
 import { interruptsByTask, withCheckpointRefs, withTaskCheckpoint } from "./checkpoint-ref.js";

@@ -1,4 +1,4 @@
-import type { Logger } from "../cli/logger.js";
+import type { Logger } from "../logger.js";
 import type { StoreRepo } from "../storage/ports.js";
 
 export interface StoreSweeperOptions {

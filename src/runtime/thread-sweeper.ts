@@ -1,4 +1,4 @@
-import type { Logger } from "../cli/logger.js";
+import type { Logger } from "../logger.js";
 import type { ThreadSweep, ThreadsRepo } from "../storage/ports.js";
 
 export interface ThreadSweeperOptions {

@@ -1,5 +1,6 @@
+import type { WebhooksConfig } from "../config/sections.js";
+import type { Logger } from "../logger.js";
 import type { Interrupt, Run } from "../storage/ports.js";
-import type { ExecutorDeps } from "./executor.js";
 import { toJson } from "./serialize.js";
 import { checkWebhookUrl } from "./webhook-policy.js";
 
@@ -24,7 +25,14 @@ const WEBHOOK_TIMEOUT_MS = 10_000;
  * its policy again (the policy may have changed since the run was created); under a policy redirects are
  * not followed, so a receiver cannot send the delivery on to a host the policy refuses.
  */
-export async function sendWebhook(deps: ExecutorDeps, run: Run, outcome: RunOutcome): Promise<void> {
+/** What a delivery needs: the policy and headers, the in-process fetch for relative URLs, the log. */
+export interface WebhookDeps {
+  webhooks?: WebhooksConfig;
+  localFetch: (request: Request) => Promise<Response>;
+  log: Logger;
+}
+
+export async function sendWebhook(deps: WebhookDeps, run: Run, outcome: RunOutcome): Promise<void> {
   const url = run.kwargs.webhook!;
   const settings = deps.webhooks;
   const ended =

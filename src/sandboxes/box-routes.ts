@@ -9,8 +9,8 @@
  */
 
 import { type Context, Hono } from "hono";
-import { type AppEnv, orgOf } from "../agents/context.js";
 import { HangarError, validationFailed } from "../errors.js";
+import { type AppEnv, orgOf } from "../http/context.js";
 import { mountPrefixOf } from "../http/mount-prefix.js";
 import { body, params, query } from "../http/validation.js";
 import type { BoxRecord, PoolRecord } from "../storage/ports.js";

@@ -14,8 +14,8 @@
  * one (atomically, in storage) and the pool makes a new one in the background.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import type { Logger } from "../cli/logger.js";
 import { badRequest, conflict, HangarError, notFound, timedOut, unavailable } from "../errors.js";
+import type { Logger } from "../logger.js";
 import type { BoxRecord, OrgId, PoolRecord, SandboxBoxesRepo, SandboxesRepo } from "../storage/ports.js";
 import { type CommandOptions, CommandRegistry, CommandRun } from "./commands.js";
 import type { ExecProcess, ExecRequest, SandboxDriver, SandboxSpec } from "./provisioner.js";

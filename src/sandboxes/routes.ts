@@ -9,11 +9,11 @@
 import path from "node:path";
 import { Hono } from "hono";
 import type { z } from "zod";
-import { type AppEnv, orgOf } from "../agents/context.js";
-import { silentLogger } from "../cli/logger.js";
 import type { Config } from "../config/index.js";
 import { HangarError, validationFailed } from "../errors.js";
+import { type AppEnv, orgOf } from "../http/context.js";
 import { body, params, query } from "../http/validation.js";
+import { silentLogger } from "../logger.js";
 import type { SandboxPage, Storage, TemplateRecord, VolumeRecord } from "../storage/ports.js";
 import { boxRoutes } from "./box-routes.js";
 import type { BoxService } from "./boxes.js";

@@ -25,8 +25,8 @@ import {
   type Plugin,
 } from "esbuild";
 import { getMimeType } from "hono/utils/mime";
-import type { Logger } from "../cli/logger.js";
 import type { UiSpec } from "../config/index.js";
+import type { Logger } from "../logger.js";
 
 /** Modules the page always provides (the SDK's LGUI_REQUIRE answers them), beside `ui_config.shared`. */
 const PAGE_MODULES = ["react", "react-dom", "@langchain/langgraph-sdk"];

@@ -17,8 +17,8 @@
 
 import { Hono } from "hono";
 import { z } from "zod";
-import type { AppEnv } from "../agents/context.js";
 import { notFound } from "../errors.js";
+import type { AppEnv } from "../http/context.js";
 import { mountPrefixOf } from "../http/mount-prefix.js";
 import type { ApiDocs } from "../http/openapi.js";
 import { body, params } from "../http/validation.js";

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { describe, test } from "node:test";
-import { silentLogger } from "../../src/cli/logger.js";
+import { silentLogger } from "../../src/logger.js";
 import { type CronRunner, CronScheduler } from "../../src/runtime/cron-scheduler.js";
 import { type CronCreateRequest, CronService } from "../../src/runtime/crons.js";
 import type { RunRequest } from "../../src/runtime/runs.js";

@@ -9,8 +9,8 @@
 import assert from "node:assert/strict";
 import { randomBytes, randomUUID } from "node:crypto";
 import { describe, test } from "node:test";
-import type { Logger } from "../../src/cli/logger.js";
 import { RedisLink } from "../../src/cluster/redis.js";
+import type { Logger } from "../../src/logger.js";
 import { RedisRunLogs } from "../../src/streams/redis-run-logs.js";
 import { MemoryRunLogs, type RunEvent, type RunLogs } from "../../src/streams/run-log.js";
 

@@ -13,8 +13,8 @@ import {
   START,
   StateGraph,
 } from "@langchain/langgraph";
-import { silentLogger } from "../../src/cli/logger.js";
 import { HangarError } from "../../src/errors.js";
+import { silentLogger } from "../../src/logger.js";
 import { type Embedder, HangarStore, parseStoreFilter, textsAt } from "../../src/runtime/store.js";
 import { StoreSweeper } from "../../src/runtime/store-sweeper.js";
 import { DIMS, embed, vectorOf } from "../e2e/fixtures/memory/embed.js";

@@ -9,13 +9,14 @@
  */
 
 import { type Context, Hono } from "hono";
-import type { Logger } from "../../cli/logger.js";
 import { HangarError } from "../../errors.js";
+import { type AppEnv, orgOf } from "../../http/context.js";
 import { mountPrefixOf } from "../../http/mount-prefix.js";
 import { sseResponse } from "../../http/sse.js";
+import type { Logger } from "../../logger.js";
 import type { RunEvent } from "../../streams/run-log.js";
 import { accessOf } from "../authz.js";
-import { type AgentDeps, type AppEnv, orgOf } from "../context.js";
+import type { AgentDeps } from "../context.js";
 import { accepts, parseEnvelope, RPC, RpcError, type RpcId, rpcError, rpcResult } from "../jsonrpc.js";
 import { agentCard, publicBaseUrl, requestBaseUrl } from "./card.js";
 import { A2AService } from "./service.js";

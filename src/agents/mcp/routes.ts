@@ -8,13 +8,14 @@
  *   POST something else    → 400 with a JSON-RPC error body (-32700 malformed JSON, -32600 otherwise)
  */
 import { type Context, Hono } from "hono";
-import type { Logger } from "../../cli/logger.js";
 import { HangarError } from "../../errors.js";
+import { type AppEnv, orgOf } from "../../http/context.js";
+import type { Logger } from "../../logger.js";
 import type { Assistant } from "../../storage/ports.js";
 import { SERVER_VERSION } from "../a2a/card.js";
 import { errorText } from "../a2a/messages.js";
 import { authorize } from "../authz.js";
-import { type AgentDeps, type AppEnv, orgOf } from "../context.js";
+import type { AgentDeps } from "../context.js";
 import {
   accepts,
   invalidParams,

@@ -8,7 +8,7 @@
  * A sandbox's own files live in `<dataDir>/sandboxes/<id>/`; volumes in `<dataDir>/volumes/<id>/`.
  */
 import path from "node:path";
-import type { Logger } from "../../cli/logger.js";
+import type { Logger } from "../../logger.js";
 import type { Storage } from "../../storage/ports.js";
 import { BoxService } from "../boxes.js";
 import { LocalProvisioner } from "../provisioner.js";

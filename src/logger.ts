@@ -3,7 +3,7 @@
  * `<ISO time> <level> <msg> <k=v …>`. stdout stays free for the one line tools parse
  * (`Hangar listening on <url>`).
  */
-import type { LogLevel } from "../config/index.js";
+import type { LogLevel } from "./config/index.js";
 
 export type LogFields = Record<string, unknown>;
 
