@@ -8,7 +8,7 @@
  * write lock until COMMIT, which is what `FOR UPDATE` gives per row on Postgres, so on SQLite the lock
  * helpers add nothing. `SKIP LOCKED` likewise has nothing to skip there.
  */
-import { type Expression, type RawBuilder, type SqlBool, sql } from "kysely";
+import { type Expression, type Kysely, type RawBuilder, type SqlBool, sql } from "kysely";
 import { type AuthFilter, type AuthScalar, conditionOf } from "../../auth/filter.js";
 
 export type EngineName = "sqlite" | "postgres";
@@ -48,6 +48,12 @@ export interface Dialect {
   insertionOrder(table?: string): RawBuilder<number>;
   /** A unique or primary-key constraint refused the write. */
   isUniqueViolation(err: unknown): boolean;
+  /**
+   * Runs `fn` (the migrations) while no other process migrates the same database: a session advisory
+   * lock keyed by the schema on Postgres (`db` is one connection); SQLite's IMMEDIATE transactions
+   * already serialise the writers, so there it just runs `fn`.
+   */
+  lockMigrations(db: Kysely<any>, schema: string, fn: () => Promise<void>): Promise<void>;
 }
 
 const TRUE = sql<SqlBool>`1 = 1`;
@@ -134,6 +140,7 @@ export const sqliteDialect: Dialect = {
     const code = (err as { code?: string }).code;
     return code === "SQLITE_CONSTRAINT_UNIQUE" || code === "SQLITE_CONSTRAINT_PRIMARYKEY";
   },
+  lockMigrations: (_db, _schema, fn) => fn(),
 };
 
 // ── Postgres ───────────────────────────────────────────────────────────────────────────────────────
@@ -194,4 +201,13 @@ export const postgresDialect: Dialect = {
   vectorParam: (values) => sql`${Array.from(values as ArrayLike<number>)}::real[]`,
   insertionOrder: (table) => (table ? sql.ref(`${table}.seq`) : sql.ref("seq")),
   isUniqueViolation: (err) => (err as { code?: string }).code === "23505",
+  async lockMigrations(db, schema, fn) {
+    await sql`SELECT pg_advisory_lock(726854, hashtext(${schema}))`.execute(db);
+    try {
+      await sql`CREATE SCHEMA IF NOT EXISTS ${sql.id(schema)}`.execute(db);
+      await fn();
+    } finally {
+      await sql`SELECT pg_advisory_unlock(726854, hashtext(${schema}))`.execute(db).catch(() => {});
+    }
+  },
 };

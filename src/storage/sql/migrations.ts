@@ -1,7 +1,6 @@
 /**
- * The schema's versions, one list for both engines, applied in order by Kysely's Migrator (recorded
- * in `hangar_migration`; on Postgres under its lock table, so processes starting at once migrate one
- * after the other). Each migration is SQL written once, with the column types that differ per engine
+ * The schema's versions, one list for both engines, applied in order and recorded in
+ * `hangar_migration` (see `migrate`). Each migration is SQL written once, with the column types that differ per engine
  * taken from `ColumnTypes`. Never edit a released migration: append a new one.
  *
  * One rule on both engines: a database whose schema is newer than this code (it has migrations this
@@ -15,7 +14,7 @@
  * - Tables ordered by insertion without a `seq` primary key get one on Postgres (`seq bigserial`);
  *   SQLite has its `rowid` (`dialect.insertionOrder`).
  */
-import { type Kysely, type Migration, Migrator, sql } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { SqlDatabase } from "./database.js";
 import type { Dialect } from "./dialect.js";
 
@@ -359,44 +358,54 @@ const POSTGRES_ONLY = [
 
 export const MIGRATION_TABLE = "hangar_migration";
 
-/** Applies what the database lacks; returns the names applied. */
+/**
+ * Applies what the database lacks, each migration in its own transaction with its record; returns the
+ * names applied. Processes opening one database at once: on Postgres they take turns under an
+ * advisory lock (`dialect.lockMigrations`); on SQLite each transaction begins IMMEDIATE and checks its
+ * record first. (Kysely's Migrator was tried first: it looks for its table by introspecting every
+ * schema of the database, which fails when another client drops a schema meanwhile.)
+ */
 export async function migrate(database: SqlDatabase, opts: { schema?: string } = {}): Promise<string[]> {
   const engine = database.dialect.name;
-  const db = database.db as unknown as Kysely<any>;
-  await refuseNewerSchema(db, opts.schema);
-  const migrations: Record<string, Migration> = {};
-  for (const m of MIGRATIONS) {
-    migrations[m.name] = {
-      async up(tx) {
-        if (m.adopt && (await m.adopt(tx, engine))) return;
-        for (const statement of m.up(COLUMN_TYPES[engine], engine)) await sql.raw(statement).execute(tx);
-      },
-    };
-  }
-  const migrator = new Migrator({
-    db,
-    provider: { getMigrations: async () => migrations },
-    migrationTableName: MIGRATION_TABLE,
-    migrationLockTableName: `${MIGRATION_TABLE}_lock`,
-    ...(opts.schema && { migrationTableSchema: opts.schema }),
+  const applied: string[] = [];
+  await (database.db as unknown as Kysely<any>).connection().execute(async (db) => {
+    await database.dialect.lockMigrations(db, opts.schema ?? "public", async () => {
+      await sql`CREATE TABLE IF NOT EXISTS ${sql.table(MIGRATION_TABLE)} (
+        name TEXT PRIMARY KEY,
+        applied_at TEXT NOT NULL
+      )`.execute(db);
+      await refuseNewerSchema(db);
+      for (const m of MIGRATIONS) {
+        await db.transaction().execute(async (tx) => {
+          const done = await tx
+            .selectFrom(MIGRATION_TABLE)
+            .select("name")
+            .where("name", "=", m.name)
+            .executeTakeFirst();
+          if (done) return;
+          if (!(m.adopt && (await m.adopt(tx, engine)))) {
+            for (const statement of m.up(COLUMN_TYPES[engine], engine)) await sql.raw(statement).execute(tx);
+          }
+          await tx
+            .insertInto(MIGRATION_TABLE)
+            .values({ name: m.name, applied_at: new Date().toISOString() })
+            .execute();
+          applied.push(m.name);
+        });
+      }
+    });
   });
-  const { error, results = [] } = await migrator.migrateToLatest();
-  if (error) throw error;
-  return results.filter((r) => r.status === "Success").map((r) => r.migrationName);
+  return applied;
 }
 
-/** Refuses a database migrated by a newer Hangar (it knows migrations this code does not). */
-async function refuseNewerSchema(db: Kysely<any>, schema: string | undefined): Promise<void> {
-  const table = schema ? `${schema}.${MIGRATION_TABLE}` : MIGRATION_TABLE;
-  let applied: string[];
-  try {
-    const { rows } = await sql<{ name: string }>`SELECT name FROM ${sql.table(table)}`.execute(db);
-    applied = rows.map((r) => r.name);
-  } catch {
-    return; // no migration table yet: a new database (or one from before this list)
-  }
+/** Refuses a database migrated by a newer Hangar (it has migrations this code does not know). */
+async function refuseNewerSchema(db: Kysely<any>): Promise<void> {
+  const rows = await db.selectFrom(MIGRATION_TABLE).select("name").execute();
   const known = new Set(MIGRATIONS.map((m) => m.name));
-  const unknown = applied.filter((name) => !known.has(name)).sort();
+  const unknown = rows
+    .map((r) => r.name as string)
+    .filter((name) => !known.has(name))
+    .sort();
   if (unknown.length) {
     throw new Error(
       `The database's schema is newer than this Hangar: it has migration ${unknown.at(-1)}, and this Hangar knows up to ${MIGRATIONS.at(-1)?.name}; upgrade Hangar`,
