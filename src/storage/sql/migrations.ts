@@ -198,7 +198,6 @@ export const MIGRATIONS: HangarMigration[] = [
         run_id TEXT,
         PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
       )`,
-      "CREATE INDEX checkpoint_writes_run ON checkpoint_writes (thread_id, run_id)",
       // The sandbox area: organizations' sandbox storage quota, volumes, templates and their mounts.
       `CREATE TABLE org_usage_billing (
         org_id ${t.id} PRIMARY KEY,
@@ -331,11 +330,14 @@ export const MIGRATIONS: HangarMigration[] = [
     ],
   },
   {
-    // The legacy SQLite schema indexed running runs without making them unique per thread.
-    name: "0002_one_running_run_per_thread",
+    // Where the two legacy schemas differed, the baseline's choice: SQLite's running runs become unique
+    // per thread (as on Postgres); Postgres' index of writes by run goes (as on SQLite: a run's writes
+    // are found within its thread's primary-key range, and the index cost every putWrites a write).
+    name: "0002_align_legacy_schemas",
     up: () => [
       "DROP INDEX IF EXISTS runs_running",
       "CREATE UNIQUE INDEX IF NOT EXISTS runs_one_running ON runs (thread_id) WHERE status = 'running'",
+      "DROP INDEX IF EXISTS checkpoint_writes_run",
     ],
   },
 ];
