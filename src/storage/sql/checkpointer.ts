@@ -148,7 +148,7 @@ function compileQueries(db: Executor) {
     .where("checkpoint_id", "=", slot("checkpointId"));
   // Identifier columns compare bytes (SQLite's BINARY collation, Postgres' COLLATE "C"), i.e. code
   // points: the order `compareWritesSortKeys` defines.
-  const writesOrder = ["task_path", "task_id", "idx"] as const;
+  const inWritesOrder = (q: typeof writes) => q.orderBy("task_path").orderBy("task_id").orderBy("idx");
   return {
     getById: new Prepared<CheckpointRow, "threadId" | "ns" | "checkpointId">(
       checkpoints
@@ -163,9 +163,9 @@ function compileQueries(db: Executor) {
         .orderBy("checkpoint_id", "desc")
         .limit(sql.lit(1)),
     ),
-    getWrites: new Prepared<WriteRow, "threadId" | "ns" | "checkpointId">(writes.orderBy([...writesOrder])),
+    getWrites: new Prepared<WriteRow, "threadId" | "ns" | "checkpointId">(inWritesOrder(writes)),
     getSends: new Prepared<WriteRow, "threadId" | "ns" | "checkpointId" | "channel">(
-      writes.where("channel", "=", slot("channel")).orderBy([...writesOrder]),
+      inWritesOrder(writes.where("channel", "=", slot("channel"))),
     ),
     upsertCheckpoint: new Prepared<
       never,
