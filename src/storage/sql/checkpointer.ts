@@ -108,9 +108,9 @@ const slot = (name: string): any => SLOT + name;
 
 /**
  * A query whose shape never changes, built with Kysely's builder and compiled once: Kysely compiles
- * every query it builds, which on the hot path costs as much as running the statement on SQLite.
- * Built with `slot(name)` placeholders; each execution binds its values by name, in the order the
- * compiled SQL wants them.
+ * every query it builds, and building and compiling `put`'s upsert costs 20-80 µs, a third to half of
+ * running it on SQLite (a micro-benchmark of 20k calls). Built with `slot(name)` placeholders; each
+ * execution binds its values by name, in the order the compiled SQL wants them.
  */
 class Prepared<R, K extends string = string> {
   readonly #sql: string;
