@@ -691,22 +691,22 @@ async function inproc(ctx: Ctx, m: Record<string, number>): Promise<void> {
     graph: any;
   };
   const { MemorySaver } = await import("@langchain/langgraph");
-  const { SqliteCheckpointer } = await import("../src/storage/sqlite/checkpointer.js");
-  const { openDatabase } = await import("../src/storage/sqlite/database.js");
+  const { SqlCheckpointer } = await import("../src/storage/sql/checkpointer.js");
+  const { openSqlite } = await import("../src/storage/sql/database.js");
   const { mkdtempSync, rmSync } = await import("node:fs");
   const dir = mkdtempSync(path.join(os.tmpdir(), "hangar-bench-inproc-"));
-  const db = openDatabase(dir, "normal");
+  const db = await openSqlite({ dataDir: dir, synchronous: "normal" });
   const variants: [string, any, (g: any, i: number) => Promise<unknown>][] = [
     ["none", false, (g) => g.invoke(HUMAN_INPUT)],
     ["memory", new MemorySaver(), (g, i) => g.invoke(HUMAN_INPUT, { configurable: { thread_id: `m${i}` } })],
     [
       "sqlite",
-      new SqliteCheckpointer(db),
+      new SqlCheckpointer(db),
       (g, i) => g.invoke(HUMAN_INPUT, { configurable: { thread_id: `s${i}` } }),
     ],
     [
       "hangar_executor",
-      new SqliteCheckpointer(db),
+      new SqlCheckpointer(db),
       async (g, i) => {
         const config = { configurable: { thread_id: `h${i}` } };
         for await (const _ of await g.stream(HUMAN_INPUT, { ...config, streamMode: ["values"] })) {
@@ -735,7 +735,7 @@ async function inproc(ctx: Ctx, m: Record<string, number>): Promise<void> {
       m[`inproc.${name}.cpu_us`] = round((cpu.user + cpu.system) / Math.max(1, times.length), 1);
     }
   } finally {
-    db.close();
+    await db.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -1,6 +1,7 @@
 /**
- * What both checkpointers (sqlite/, postgres/) share: the metadata a checkpoint is stored with, the
- * rollback fence, and the preparation of a checkpoint row. Each adapter only writes the row.
+ * What the checkpointer (sql/checkpointer.ts; during issue 18's transition also the per-engine ones in
+ * sqlite/ and postgres/) does before it writes a row: the metadata a checkpoint is stored with, the
+ * rollback fence, and the preparation of a checkpoint row.
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {

@@ -1,8 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { after, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
@@ -22,31 +19,30 @@ import {
   emptyCheckpoint,
   TASKS,
 } from "@langchain/langgraph-checkpoint";
-import Database from "better-sqlite3";
 import type { CheckpointStore } from "../../src/storage/ports.js";
-import { PgCheckpointer } from "../../src/storage/postgres/checkpointer.js";
-import { MIGRATION_COUNT, openDatabase as openPgDatabase } from "../../src/storage/postgres/database.js";
-import { SqliteCheckpointer } from "../../src/storage/sqlite/checkpointer.js";
-import { openDatabase as openSqliteDatabase } from "../../src/storage/sqlite/database.js";
+import { copyThreadCheckpoints } from "../../src/storage/sql/checkpoint-rows.js";
+import { SqlCheckpointer } from "../../src/storage/sql/checkpointer.js";
+import { openPostgres, openSqlite, type SqlDatabase } from "../../src/storage/sql/database.js";
+import { MIGRATIONS } from "../../src/storage/sql/migrations.js";
 import { ADAPTERS, type Fixture, PG_URI, useFixtures } from "../helpers/adapters.js";
 
-/**
- * What both adapters' checkpointers offer beyond the port: SQLite answers `hasCheckpoints` (and runs
- * `deleteRun` / `copyThread`) synchronously, Postgres asynchronously, so the tests await them all.
- */
+/** What the checkpointer offers beyond the port. */
 type Saver = CheckpointStore & {
-  hasCheckpoints(threadId: string): boolean | Promise<boolean>;
+  hasCheckpoints(threadId: string): Promise<boolean>;
   isFenced(runId: string): boolean;
 };
 
+/** A connection of its own to the fixture's database. */
+function ownDatabase(fx: Fixture): Promise<SqlDatabase> {
+  return fx.adapter === "sqlite"
+    ? openSqlite({ dataDir: fx.dataDir as string, synchronous: "normal" })
+    : openPostgres({ uri: PG_URI as string, schema: fx.schema });
+}
+
 /** A checkpointer built here, with its own options and connection, on the fixture's database. */
 async function ownSaver(fx: Fixture, options: { fenceCapacity?: number } = {}) {
-  if (fx.adapter === "sqlite") {
-    const db = openSqliteDatabase(fx.dataDir as string, "normal");
-    return { saver: new SqliteCheckpointer(db, options) as Saver, close: async () => db.close() };
-  }
-  const db = await openPgDatabase({ uri: PG_URI as string, schema: fx.schema });
-  return { saver: new PgCheckpointer(db, options) as Saver, close: () => db.pool.end() };
+  const database = await ownDatabase(fx);
+  return { saver: new SqlCheckpointer(database, options) as Saver, database, close: () => database.close() };
 }
 
 /** Fixed-width ids so lexical order = numeric order. */
@@ -105,48 +101,6 @@ const ids = (tuples: CheckpointTuple[]) => tuples.map((t) => t.checkpoint.id);
 /** Stored metadata carries the run's keys (run_id, thread_id, ...) beyond the CheckpointMetadata type. */
 const md = (t: { metadata?: unknown } | undefined) => t?.metadata as Record<string, unknown> | undefined;
 
-/** SQLite only: the checkpointer's own migration of a bare SQLite file (Postgres has versioned migrations). */
-const tmp = mkdtempSync(path.join(os.tmpdir(), "hangar-checkpointer-"));
-after(() => rmSync(tmp, { recursive: true, force: true }));
-let dbCount = 0;
-function openDb(file = path.join(tmp, `db-${++dbCount}.sqlite`)) {
-  const db = new Database(file);
-  db.pragma("journal_mode = WAL");
-  db.pragma("synchronous = NORMAL");
-  return db;
-}
-
-describe("sqlite only: SqliteCheckpointer schema", () => {
-  test("migrate is idempotent and creates both tables and the run index", () => {
-    const db = openDb();
-    new SqliteCheckpointer(db);
-    SqliteCheckpointer.migrate(db);
-    new SqliteCheckpointer(db);
-    const names = (
-      db.prepare("SELECT name FROM sqlite_master WHERE type IN ('table','index')").all() as { name: string }[]
-    ).map((r) => r.name);
-    assert.ok(names.includes("checkpoints"));
-    assert.ok(names.includes("checkpoint_writes"));
-    assert.ok(names.includes("checkpoints_thread_run"));
-    const indexCols = (
-      db.prepare("PRAGMA index_info(checkpoints_thread_run)").all() as { name: string }[]
-    ).map((r) => r.name);
-    assert.deepEqual(indexCols, ["thread_id", "run_id"]);
-  });
-
-  test("upgrades a checkpoint_writes table created without task_path/run_id", async () => {
-    const db = openDb();
-    db.exec(`CREATE TABLE checkpoint_writes (thread_id TEXT NOT NULL, checkpoint_ns TEXT NOT NULL DEFAULT '',
-      checkpoint_id TEXT NOT NULL, task_id TEXT NOT NULL, idx INTEGER NOT NULL, channel TEXT NOT NULL,
-      type TEXT, value BLOB, PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx))`);
-    const saver = new SqliteCheckpointer(db);
-    await saver.put(cfg("t"), makeCheckpoint(cid(1)), meta(-1), {});
-    await saver.putWrites(cfg("t", { id: cid(1) }), [["x", 1]], "task");
-    const t = await saver.getTuple(cfg("t"));
-    assert.deepEqual(t?.pendingWrites, [["task", "x", 1]]);
-  });
-});
-
 for (const adapter of ADAPTERS) {
   describe(`checkpointer: ${adapter.name}`, { skip: adapter.skip }, () => {
     const open = useFixtures(adapter);
@@ -185,8 +139,40 @@ for (const adapter of ADAPTERS) {
         assert.match(index?.indexdef ?? "", /\(thread_id, run_id\)$/);
         // A second process opening the schema finds nothing left to migrate.
         await fx.another();
-        const versions = await fx.sql<{ version: number }>("SELECT version FROM hangar_migrations");
-        assert.equal(versions.length, MIGRATION_COUNT);
+        const applied = await fx.sql<{ name: string }>("SELECT name FROM hangar_migration ORDER BY name");
+        assert.deepEqual(
+          applied.map((r) => r.name),
+          MIGRATIONS.map((m) => m.name),
+        );
+      });
+    } else {
+      test("sqlite only: migrations create both tables and the run indexes; opening again changes nothing", async () => {
+        const { fx } = await fresh();
+        const names = (
+          await fx.sql<{ name: string }>("SELECT name FROM sqlite_master WHERE type IN ('table','index')")
+        ).map((r) => r.name);
+        for (const name of [
+          "checkpoints",
+          "checkpoint_writes",
+          "checkpoints_thread_run",
+          "checkpoint_writes_run",
+        ])
+          assert.ok(names.includes(name), name);
+        const indexColumns = async (index: string) =>
+          (await fx.sql<{ name: string }>(`PRAGMA index_info(${index})`)).map((r) => r.name);
+        assert.deepEqual(await indexColumns("checkpoints_thread_run"), ["thread_id", "run_id"]);
+        assert.deepEqual(await indexColumns("checkpoint_writes_run"), ["thread_id", "run_id"]);
+        const writeColumns = (await fx.sql<{ name: string }>("PRAGMA table_info(checkpoint_writes)")).map(
+          (r) => r.name,
+        );
+        for (const c of ["task_path", "run_id"]) assert.ok(writeColumns.includes(c), writeColumns.join());
+        const reopened = await fx.reopen();
+        assert.equal(await (reopened.checkpointer as Saver).hasCheckpoints("none"), false);
+        const applied = await fx.sql<{ name: string }>("SELECT name FROM hangar_migration ORDER BY name");
+        assert.deepEqual(
+          applied.map((r) => r.name),
+          MIGRATIONS.map((m) => m.name),
+        );
       });
     }
 
@@ -410,6 +396,51 @@ for (const adapter of ADAPTERS) {
         assert.deepEqual(listed[0].pendingWrites, t?.pendingWrites);
       });
 
+      test("one batch: a special channel written twice keeps its last value; large batches store whole", async () => {
+        const { saver, fx } = await fresh();
+        await saver.put(cfg("t"), makeCheckpoint(cid(1)), meta(-1), {});
+        const at = cfg("t", { id: cid(1), runId: "r1" });
+        await saver.putWrites(
+          at,
+          [
+            [INTERRUPT, "first"],
+            ["a", 1],
+            [INTERRUPT, "second"],
+          ],
+          "task-1",
+        );
+        assert.deepEqual((await saver.getTuple(cfg("t")))?.pendingWrites, [
+          ["task-1", INTERRUPT, "second"],
+          ["task-1", "a", 1],
+        ]);
+        // more writes than one statement takes (a fan-out): all stored, in order, in one transaction
+        const many = Array.from({ length: 1234 }, (_, i): [string, unknown] => [`c${i}`, i]);
+        await saver.putWrites(at, many, "task-2");
+        const writes = (await saver.getTuple(cfg("t")))?.pendingWrites ?? [];
+        assert.equal(writes.length, 2 + many.length);
+        assert.deepEqual(
+          writes.slice(2),
+          many.map(([channel, value]) => ["task-2", channel, value]),
+        );
+        const [row] = await fx.sql<{ n: number }>(
+          "SELECT CAST(count(*) AS INTEGER) AS n FROM checkpoint_writes WHERE run_id = 'r1' AND task_path = ''",
+        );
+        assert.equal(row.n, 2 + many.length);
+        // a batch repeated: regular writes keep their first value, special ones take the new one
+        await saver.putWrites(
+          at,
+          [
+            [INTERRUPT, "third"],
+            ["a", 2],
+          ],
+          "task-1",
+        );
+        assert.deepEqual((await saver.getTuple(cfg("t")))?.pendingWrites?.slice(0, 2), [
+          ["task-1", INTERRUPT, "third"],
+          ["task-1", "a", 1],
+        ]);
+      });
+
       test("putWrites needs thread_id and checkpoint_id; writes on a missing checkpoint are harmless", async () => {
         const { saver } = await fresh();
         await assert.rejects(saver.putWrites(cfg("t"), [["a", 1]], "task"), /checkpoint_id/);
@@ -550,50 +581,26 @@ for (const adapter of ADAPTERS) {
         assert.equal((await collect(saver.list(cfg("src")))).length, 3);
       });
 
-      // The in-transaction forms differ by adapter: a synchronous better-sqlite3 transaction around
-      // copyThread, a Postgres transaction client handed to copyThreadIn.
-      if (adapter.name === "sqlite") {
-        test("sqlite: copyThread runs inside a caller's transaction and rolls back with it", async () => {
-          const { fx } = await fresh();
-          const db = openSqliteDatabase(fx.dataDir as string, "normal");
-          try {
-            const saver = new SqliteCheckpointer(db);
-            await putChain(saver, "src", 2);
-            assert.throws(() =>
-              db.transaction(() => {
-                saver.copyThread("src", "dst");
-                throw new Error("abort");
-              })(),
-            );
-            assert.equal(saver.hasCheckpoints("dst"), false);
-            db.transaction(() => saver.copyThread("src", "dst"))();
-            assert.equal(saver.hasCheckpoints("dst"), true);
-          } finally {
-            db.close();
-          }
-        });
-      } else {
-        test("postgres: copyThreadIn runs inside a caller's transaction and rolls back with it", async () => {
-          const { fx } = await fresh();
-          const db = await openPgDatabase({ uri: PG_URI as string, schema: fx.schema });
-          try {
-            const saver = new PgCheckpointer(db);
-            await putChain(saver, "src", 2);
-            await assert.rejects(
-              db.tx(async (c) => {
-                await saver.copyThreadIn(c, "src", "dst");
-                throw new Error("abort");
-              }),
-              /abort/,
-            );
-            assert.equal(await saver.hasCheckpoints("dst"), false);
-            await db.tx((c) => saver.copyThreadIn(c, "src", "dst"));
-            assert.equal(await saver.hasCheckpoints("dst"), true);
-          } finally {
-            await db.pool.end();
-          }
-        });
-      }
+      test("copyThreadCheckpoints runs inside a caller's transaction and rolls back with it", async () => {
+        const { fx } = await fresh();
+        const { saver, database, close } = await ownSaver(fx);
+        try {
+          await putChain(saver, "src", 2);
+          await assert.rejects(
+            database.transaction(async (tx) => {
+              await copyThreadCheckpoints(tx, "src", "dst");
+              throw new Error("abort");
+            }),
+            /abort/,
+          );
+          assert.equal(await saver.hasCheckpoints("dst"), false);
+          await database.transaction((tx) => copyThreadCheckpoints(tx, "src", "dst"));
+          assert.equal(await saver.hasCheckpoints("dst"), true);
+          assert.deepEqual(ids(await collect(saver.list(cfg("dst")))), [cid(2), cid(1)]);
+        } finally {
+          await close();
+        }
+      });
 
       test("fenceRun drops later put/putWrites of that run only, and is bounded", async () => {
         const { fx } = await fresh();

@@ -1,8 +1,9 @@
 /**
  * What truly differs between SQLite and Postgres, in one place. Repositories are written once against
- * Kysely and ask this module only for: row locks, the database clock, JSON containment and
- * authorization filters, booleans, vectors, the insertion-order column, and the errors worth
- * recognising. Everything else (upserts, RETURNING, JSON text, timestamps) is the same SQL on both.
+ * Kysely and ask this module only for: row locks, the database clock, JSON containment, JSON key
+ * equality (checkpoint metadata) and authorization filters, booleans, vectors, the insertion-order
+ * column, and the errors worth recognising. Everything else (upserts, RETURNING, JSON text,
+ * timestamps) is the same SQL on both.
  *
  * Locks: SQLite transactions begin IMMEDIATE (database.ts): the first statement holds the database's
  * write lock until COMMIT, which is what `FOR UPDATE` gives per row on Postgres, so on SQLite the lock
@@ -33,6 +34,12 @@ export interface Dialect {
    * matches a JSON null; arrays and other values match only when equal.
    */
   jsonContains(column: string, filter: Record<string, unknown>): Expression<SqlBool>;
+  /**
+   * A top-level key of a JSON document stored as UTF-8 bytes (`checkpoints.metadata`) equals `value`,
+   * compared as JSON: SQLite compares the key's JSON text with the value's (objects by their text, key
+   * order included), Postgres as jsonb (objects whatever their key order). Absent keys never match.
+   */
+  jsonBytesKeyEquals(column: string, key: string, value: unknown): Expression<SqlBool>;
   /** An authorization filter (src/auth/filter.ts) on a metadata column: `$eq` scalars, `$contains` lists. */
   authFilter(column: string, filter: AuthFilter): Expression<SqlBool>;
   /** A boolean as the column stores it. */
@@ -111,6 +118,8 @@ export const sqliteDialect: Dialect = {
   lock: (qb) => qb,
   nowMs: () => sql<number>`${Date.now()}`,
   jsonContains: (column, filter) => and(sqliteContains(column, filter)),
+  jsonBytesKeyEquals: (column, key, value) =>
+    sql<SqlBool>`(CAST(${sql.ref(column)} AS TEXT) -> ${`$.${JSON.stringify(key)}`}) = json(${JSON.stringify(value)})`,
   authFilter(column, filter) {
     const col = sql.ref(column);
     const clauses: RawBuilder<SqlBool>[] = [];
@@ -179,6 +188,8 @@ export const postgresDialect: Dialect = {
   },
   nowMs: () => sql<number>`(extract(epoch from clock_timestamp()) * 1000)::bigint`,
   jsonContains: pgContains,
+  jsonBytesKeyEquals: (column, key, value) =>
+    sql<SqlBool>`(convert_from(${sql.ref(column)}, 'UTF8')::jsonb -> ${key}::text) = ${JSON.stringify(value)}::jsonb`,
   authFilter(column, filter) {
     const col = sql.ref(column);
     const clauses: RawBuilder<SqlBool>[] = [];

@@ -17,6 +17,7 @@ import { SqliteSandboxBoxes } from "../sqlite/sandbox-boxes.js";
 import { SqliteSandboxes } from "../sqlite/sandboxes.js";
 import { SqliteStore } from "../sqlite/store.js";
 import { SqliteThreads } from "../sqlite/threads.js";
+import { SqlCheckpointer } from "./checkpointer.js";
 import { openPostgres, openSqlite, type SqlDatabase } from "./database.js";
 
 export { migrate } from "./migrations.js";
@@ -25,13 +26,14 @@ export { migrate } from "./migrations.js";
 function storageOver(database: SqlDatabase): Storage {
   // TRANSITION (issue 18): each repository below moves to one implementation over `database`.
   const raw = database.legacy;
+  const checkpointer = new SqlCheckpointer(database);
   if (database.dialect.name === "sqlite") {
-    const checkpointer = new SqliteCheckpointer(raw);
+    const legacyCheckpointer = fencingOn(checkpointer, new SqliteCheckpointer(raw));
     return {
       exclusive: true,
       assistants: new SqliteAssistants(raw),
-      threads: new SqliteThreads(raw, checkpointer),
-      runs: new SqliteRuns(raw, checkpointer),
+      threads: new SqliteThreads(raw, legacyCheckpointer),
+      runs: new SqliteRuns(raw, legacyCheckpointer),
       sandboxes: new SqliteSandboxes(raw),
       sandboxBoxes: new SqliteSandboxBoxes(raw),
       checkpointer,
@@ -41,12 +43,12 @@ function storageOver(database: SqlDatabase): Storage {
       close: () => database.close(),
     };
   }
-  const checkpointer = new PgCheckpointer(raw);
+  const legacyCheckpointer = fencingOn(checkpointer, new PgCheckpointer(raw));
   return {
     exclusive: false,
     assistants: new PgAssistants(raw),
-    threads: new PgThreads(raw, checkpointer),
-    runs: new PgRuns(raw, checkpointer),
+    threads: new PgThreads(raw, legacyCheckpointer),
+    runs: new PgRuns(raw, legacyCheckpointer),
     sandboxes: new PgSandboxes(raw),
     sandboxBoxes: new PgSandboxBoxes(raw),
     checkpointer,
@@ -55,6 +57,17 @@ function storageOver(database: SqlDatabase): Storage {
     store: new PgStore(raw),
     close: () => database.close(),
   };
+}
+
+/**
+ * TRANSITION (issue 18): the per-engine runs and threads delete a run's checkpoints and copy a thread's
+ * inside their own (synchronous SQLite, client-bound Postgres) transactions through a legacy
+ * checkpointer; its `deleteRun` fences the run on the server's checkpointer, the one graphs write
+ * through. Goes when runs and threads call checkpoint-rows.ts.
+ */
+function fencingOn<T extends { fenceRun(runId: string): void }>(checkpointer: SqlCheckpointer, legacy: T): T {
+  legacy.fenceRun = (runId) => checkpointer.fenceRun(runId);
+  return legacy;
 }
 
 /**
