@@ -243,7 +243,7 @@ export class SqlAssistants implements AssistantsRepo {
     return (eb: ExpressionBuilder<Tables, "assistants">) => {
       const clauses: Expression<SqlBool>[] = [eb("org_id", "in", [org, SYSTEM])];
       if (q.graph_id !== undefined) clauses.push(eb("graph_id", "=", q.graph_id));
-      // A case-insensitive substring (LIKE with the text escaped: SQLite's instr, Postgres' strpos).
+      // A case-insensitive substring: LIKE with the text's %, _ and \ escaped (one SQL for both engines).
       if (q.name !== undefined)
         clauses.push(sql<SqlBool>`lower(name) LIKE '%' || lower(${likeLiteral(q.name)}) || '%' ESCAPE '\\'`);
       if (q.metadata && Object.keys(q.metadata).length)
