@@ -705,6 +705,105 @@ for (const adapter of ADAPTERS) {
           assert.equal(await s.assistants.get(ORG, a.assistant_id), null);
         }),
       );
+
+      test(
+        "delete: with its threads (their runs and checkpoints), its queued runs elsewhere; running runs stay",
+        withStorage(async (s) => {
+          const [a, b, c] = [await makeAssistant(s), await makeAssistant(s), await makeAssistant(s)];
+          const [t1, t2, t3] = [randomUUID(), randomUUID(), randomUUID()];
+          const r1 = (await s.runs.admit(ORG, admission(a, t1))).run;
+          assert.equal((await s.runs.claimNext()).run?.run_id, r1.run_id);
+          await putCheckpoint(s, t1, r1.run_id, "1");
+          const rB1 = (await s.runs.admit(ORG, admission(b, t2))).run;
+          assert.equal((await s.runs.claimNext()).run?.run_id, rB1.run_id);
+          const rA = (await s.runs.admit(ORG, admission(a, t2))).run; // queued behind rB1
+          const rB2 = (await s.runs.admit(ORG, admission(b, t2))).run; // t2 is b's again
+          const rC = (await s.runs.admit(ORG, admission(c, t3))).run;
+          const elsewhere = randomUUID(); // another organization's thread naming the same assistant
+          await s.threads.create(
+            "org-b",
+            { thread_id: elsewhere, metadata: { assistant_id: a.assistant_id } },
+            "raise",
+          );
+
+          assert.deepEqual(await s.assistants.delete(ORG, a.assistant_id, { deleteThreads: true }), {
+            deleted: true,
+            runningRunIds: [r1.run_id],
+            pendingRunIds: [rA.run_id],
+          });
+          assert.equal(await s.threads.get(ORG, t1), null, "its thread goes");
+          assert.equal(await s.runs.get(ORG, null, r1.run_id), null, "with its runs");
+          assert.deepEqual(await checkpointIds(s, t1), [], "and checkpoints");
+          assert.ok(await s.threads.get("org-b", elsewhere), "other organizations' threads stay");
+          assert.deepEqual(await statuses(s, t2), ["pending", "running"], "its queued run elsewhere goes");
+          assert.equal((await s.threads.get(ORG, t2))?.status, "busy");
+
+          assert.deepEqual(await s.assistants.delete(ORG, c.assistant_id, { deleteThreads: false }), {
+            deleted: true,
+            runningRunIds: [],
+            pendingRunIds: [rC.run_id],
+          });
+          assert.equal((await s.threads.get(ORG, t3))?.status, "idle", "a thread left with nothing settles");
+
+          assert.deepEqual(await s.assistants.delete(ORG, b.assistant_id, { deleteThreads: false }), {
+            deleted: true,
+            runningRunIds: [rB1.run_id],
+            pendingRunIds: [rB2.run_id],
+          });
+          assert.deepEqual(await statuses(s, t2), ["running"], "an executing run keeps its row");
+          assert.equal((await s.threads.get(ORG, t2))?.status, "busy");
+          assert.equal(
+            (await s.assistants.delete(ORG, b.assistant_id, { deleteThreads: true })).deleted,
+            false,
+          );
+        }),
+      );
+
+      test(
+        "search: names match as literal substrings; ties keep creation order both ways across pages",
+        withStorage(async (s) => {
+          const named = async (name: string) =>
+            (
+              await s.assistants.create(
+                ORG,
+                {
+                  assistant_id: randomUUID(),
+                  graph_id: "agent",
+                  name,
+                  description: null,
+                  config: {},
+                  context: {},
+                  metadata: {},
+                },
+                "raise",
+              )
+            ).assistant_id;
+          const ids = [await named("Same"), await named("same"), await named("SAME")];
+          const odd = [await named("50%_off\\x"), await named("500 off")];
+          assert.equal(await s.assistants.count(ORG, { name: "0%_" }), 1, "% and _ are literal");
+          assert.equal(await s.assistants.count(ORG, { name: "_" }), 1);
+          assert.equal(await s.assistants.count(ORG, { name: "f\\" }), 1);
+          assert.equal(await s.assistants.count(ORG, { name: "SAm" }), 3, "case-insensitive");
+          assert.equal(await s.assistants.count(ORG, { name: "" }), 5);
+          const page = async (sort_order: "asc" | "desc", offset: number) =>
+            await s.assistants.search(ORG, {
+              name: "same",
+              sort_by: "graph_id",
+              sort_order,
+              limit: 2,
+              offset,
+            });
+          for (const order of ["asc", "desc"] as const) {
+            const all = [...(await page(order, 0)).items, ...(await page(order, 2)).items];
+            assert.deepEqual(
+              all.map((x) => x.assistant_id),
+              order === "asc" ? ids : [...ids].reverse(),
+            );
+            assert.equal((await page(order, 2)).total, 3);
+          }
+          assert.equal(odd.length, 2);
+        }),
+      );
     });
 
     describe("threads", () => {
@@ -1139,6 +1238,48 @@ for (const adapter of ADAPTERS) {
           assert.equal(await s.crons.get(ORG, c1.cron_id), null, "deleting the thread deletes its crons");
           assert.equal(await s.crons.delete(ORG, c2.cron_id), true);
           assert.equal(await s.crons.delete(ORG, c2.cron_id), false);
+        }),
+      );
+
+      test(
+        "a cron needs its assistant; searches keep creation order among ties, NULLs last both ways",
+        withStorage(async (s) => {
+          const a = await makeAssistant(s);
+          const input = (over: Record<string, unknown> = {}) => ({
+            cron_id: randomUUID(),
+            assistant_id: a.assistant_id,
+            thread_id: null,
+            user_id: null,
+            schedule: "* * * * *",
+            timezone: null,
+            end_time: null,
+            enabled: true,
+            on_run_completed: "delete" as const,
+            payload: {},
+            metadata: {},
+            next_run_at: 1_000,
+            ...over,
+          });
+          await assert.rejects(
+            s.crons.create(ORG, input({ assistant_id: randomUUID() })),
+            isKind("not_found"),
+          );
+          const ids: string[] = [];
+          for (const next_run_at of [5_000, 5_000, null, 5_000])
+            ids.push((await s.crons.create(ORG, input({ next_run_at }))).cron_id);
+          const order = async (sort_order: "asc" | "desc") => {
+            const q = { sort_by: "next_run_date", sort_order, limit: 3 } as const;
+            const first = await s.crons.search(ORG, { ...q, offset: 0 });
+            const rest = await s.crons.search(ORG, { ...q, offset: 3 });
+            assert.equal(first.total, 4);
+            return [...first.items, ...rest.items].map((c) => c.cron_id);
+          };
+          assert.deepEqual(await order("asc"), [ids[0], ids[1], ids[3], ids[2]]);
+          assert.deepEqual(await order("desc"), [ids[3], ids[1], ids[0], ids[2]]);
+          assert.deepEqual(
+            (await s.crons.listDue(5_000, 10)).map((d) => d.cron.cron_id),
+            [ids[0], ids[1], ids[3]],
+          );
         }),
       );
     });

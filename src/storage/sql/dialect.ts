@@ -17,6 +17,7 @@ export type EngineName = "sqlite" | "postgres";
 /** A select builder that can take a row lock (Kysely's SelectQueryBuilder and its subtypes). */
 interface Lockable<QB> {
   forUpdate(of?: any): QB;
+  forShare(of?: any): QB;
   skipLocked(): QB;
 }
 
@@ -25,8 +26,10 @@ export interface Dialect {
   /**
    * `SELECT … FOR UPDATE [OF table] [SKIP LOCKED]` on Postgres; the query as it is on SQLite. `skipLocked`:
    * rows another transaction holds are left out instead of waited for (each claim happens once).
+   * `share`: `FOR SHARE` instead, for a row that must stay (not be changed or deleted) until COMMIT
+   * while other transactions may still read and share-lock it (a parent row checked before an insert).
    */
-  lock<QB extends Lockable<QB>>(qb: QB, opts?: { skipLocked?: boolean; of?: string }): QB;
+  lock<QB extends Lockable<QB>>(qb: QB, opts?: { skipLocked?: boolean; of?: string; share?: boolean }): QB;
   /** Now, in epoch ms, by the database's clock (leases compare across processes on Postgres). */
   nowMs(): RawBuilder<number>;
   /**
@@ -183,7 +186,13 @@ function pgContains(column: string, filter: Record<string, unknown>): Expression
 export const postgresDialect: Dialect = {
   name: "postgres",
   lock(qb, opts = {}) {
-    const locked = opts.of ? qb.forUpdate(opts.of) : qb.forUpdate();
+    const locked = opts.share
+      ? opts.of
+        ? qb.forShare(opts.of)
+        : qb.forShare()
+      : opts.of
+        ? qb.forUpdate(opts.of)
+        : qb.forUpdate();
     return opts.skipLocked ? locked.skipLocked() : locked;
   },
   nowMs: () => sql<number>`(extract(epoch from clock_timestamp()) * 1000)::bigint`,

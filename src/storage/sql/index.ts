@@ -1,23 +1,20 @@
 import type { Storage } from "../ports.js";
-import { PgAssistants } from "../postgres/assistants.js";
-import { PgAuth } from "../postgres/auth.js";
 import { PgCheckpointer } from "../postgres/checkpointer.js";
-import { PgCrons } from "../postgres/crons.js";
 import { PgRuns } from "../postgres/runs.js";
 import { PgSandboxBoxes } from "../postgres/sandbox-boxes.js";
 import { PgSandboxes } from "../postgres/sandboxes.js";
 import { PgStore } from "../postgres/store.js";
 import { PgThreads } from "../postgres/threads.js";
-import { SqliteAssistants } from "../sqlite/assistants.js";
-import { SqliteAuth } from "../sqlite/auth.js";
 import { SqliteCheckpointer } from "../sqlite/checkpointer.js";
-import { SqliteCrons } from "../sqlite/crons.js";
 import { SqliteRuns } from "../sqlite/runs.js";
 import { SqliteSandboxBoxes } from "../sqlite/sandbox-boxes.js";
 import { SqliteSandboxes } from "../sqlite/sandboxes.js";
 import { SqliteStore } from "../sqlite/store.js";
 import { SqliteThreads } from "../sqlite/threads.js";
+import { SqlAssistants } from "./assistants.js";
+import { SqlAuth } from "./auth.js";
 import { SqlCheckpointer } from "./checkpointer.js";
+import { SqlCrons } from "./crons.js";
 import { openPostgres, openSqlite, type SqlDatabase } from "./database.js";
 
 export { migrate } from "./migrations.js";
@@ -31,14 +28,14 @@ function storageOver(database: SqlDatabase): Storage {
     const legacyCheckpointer = fencingOn(checkpointer, new SqliteCheckpointer(raw));
     return {
       exclusive: true,
-      assistants: new SqliteAssistants(raw),
+      assistants: new SqlAssistants(database),
       threads: new SqliteThreads(raw, legacyCheckpointer),
       runs: new SqliteRuns(raw, legacyCheckpointer),
       sandboxes: new SqliteSandboxes(raw),
       sandboxBoxes: new SqliteSandboxBoxes(raw),
       checkpointer,
-      auth: new SqliteAuth(raw),
-      crons: new SqliteCrons(raw),
+      auth: new SqlAuth(database),
+      crons: new SqlCrons(database),
       store: new SqliteStore(raw),
       close: () => database.close(),
     };
@@ -46,14 +43,14 @@ function storageOver(database: SqlDatabase): Storage {
   const legacyCheckpointer = fencingOn(checkpointer, new PgCheckpointer(raw));
   return {
     exclusive: false,
-    assistants: new PgAssistants(raw),
+    assistants: new SqlAssistants(database),
     threads: new PgThreads(raw, legacyCheckpointer),
     runs: new PgRuns(raw, legacyCheckpointer),
     sandboxes: new PgSandboxes(raw),
     sandboxBoxes: new PgSandboxBoxes(raw),
     checkpointer,
-    auth: new PgAuth(raw),
-    crons: new PgCrons(raw),
+    auth: new SqlAuth(database),
+    crons: new SqlCrons(database),
     store: new PgStore(raw),
     close: () => database.close(),
   };

@@ -1,0 +1,324 @@
+/**
+ * Assistants and their versions. Every change writes a new row of `assistant_versions` and copies it
+ * into `assistants` (the latest); `setLatest` copies an older version back.
+ */
+import { type Expression, type ExpressionBuilder, type Selectable, type SqlBool, sql } from "kysely";
+import { conflict } from "../../errors.js";
+import {
+  type Assistant,
+  type AssistantDeletion,
+  type AssistantInput,
+  type AssistantPatch,
+  type AssistantQuery,
+  type AssistantsRepo,
+  type AssistantVersion,
+  DEFAULT_ORG,
+  type JsonObject,
+  type OrgId,
+} from "../ports.js";
+import type { Executor, SqlDatabase } from "./database.js";
+import type { Dialect } from "./dialect.js";
+import type { AssistantsTable, AssistantVersionsTable, Tables } from "./tables.js";
+import { deleteThreads, settledStatus } from "./thread-rows.js";
+
+/** System (default) assistants have org_id '' and are visible to every organization. */
+const SYSTEM = "";
+
+type AssistantRow = Selectable<AssistantsTable>;
+type VersionRow = Selectable<AssistantVersionsTable>;
+type Filter = Pick<AssistantQuery, "graph_id" | "name" | "metadata" | "auth">;
+
+const toVersion = (r: VersionRow): AssistantVersion => ({
+  assistant_id: r.assistant_id,
+  graph_id: r.graph_id,
+  version: r.version,
+  name: r.name,
+  description: r.description,
+  config: JSON.parse(r.config),
+  context: JSON.parse(r.context),
+  metadata: JSON.parse(r.metadata),
+  created_at: r.created_at,
+});
+
+const toAssistant = (r: AssistantRow): Assistant => ({ ...toVersion(r), updated_at: r.updated_at });
+
+/**
+ * System assistants are shared by every organization, so only the default organization (the operator's;
+ * everyone's when auth is off) may change them. Others get a conflict that says what to do instead.
+ */
+function assertMayChange(row: AssistantRow, org: OrgId): void {
+  if (row.org_id === SYSTEM && org !== DEFAULT_ORG) {
+    throw conflict(
+      `Assistant ${row.assistant_id} is a default assistant shared by every organization and cannot be changed; ` +
+        `create an assistant of your own for graph "${row.graph_id}" instead`,
+    );
+  }
+}
+
+/** Sort keys of the API → columns (the route schema validates them; this map keeps them columns). */
+const SORT_COLUMN = {
+  assistant_id: "assistant_id",
+  graph_id: "graph_id",
+  name: "name",
+  created_at: "created_at",
+  updated_at: "updated_at",
+} as const satisfies Record<AssistantQuery["sort_by"], keyof AssistantsTable>;
+
+/** `needle` as a LIKE pattern's literal text (`\` escapes). */
+const likeLiteral = (needle: string) => needle.replace(/[\\%_]/g, "\\$&");
+
+export class SqlAssistants implements AssistantsRepo {
+  readonly #database: SqlDatabase;
+  readonly #dialect: Dialect;
+
+  constructor(database: SqlDatabase) {
+    this.#database = database;
+    this.#dialect = database.dialect;
+  }
+
+  /** The assistant if the organization sees it (its own, or a system one); `lock`: FOR UPDATE. */
+  #get(ex: Executor, org: OrgId, assistantId: string, lock = false): Promise<AssistantRow | undefined> {
+    const qb = ex
+      .selectFrom("assistants")
+      .selectAll()
+      .where("assistant_id", "=", assistantId)
+      .where("org_id", "in", [org, SYSTEM]);
+    return (lock ? this.#dialect.lock(qb) : qb).executeTakeFirst();
+  }
+
+  #create(org: string, input: AssistantInput, ifExists: "raise" | "do_nothing"): Promise<Assistant> {
+    const now = new Date().toISOString();
+    const version = {
+      assistant_id: input.assistant_id,
+      version: 1,
+      graph_id: input.graph_id,
+      name: input.name,
+      description: input.description,
+      config: JSON.stringify(input.config),
+      context: JSON.stringify(input.context),
+      metadata: JSON.stringify(input.metadata),
+      created_at: now,
+    };
+    const row: AssistantRow = { ...version, org_id: org, updated_at: now };
+    return this.#database.transaction(async (tx) => {
+      // ON CONFLICT DO NOTHING: two processes ensuring the same system assistant at once both succeed.
+      const { numInsertedOrUpdatedRows: inserted } = await tx
+        .insertInto("assistants")
+        .values(row)
+        .onConflict((oc) => oc.column("assistant_id").doNothing())
+        .executeTakeFirstOrThrow();
+      if (inserted) {
+        await tx.insertInto("assistant_versions").values(version).execute();
+        return toAssistant(row);
+      }
+      const existing = await tx
+        .selectFrom("assistants")
+        .selectAll()
+        .where("assistant_id", "=", input.assistant_id)
+        .executeTakeFirst();
+      // An id taken in another organization is reported like any conflict, without revealing it.
+      if (existing && ifExists === "do_nothing" && (existing.org_id === org || existing.org_id === SYSTEM)) {
+        return toAssistant(existing);
+      }
+      throw conflict(`Assistant ${input.assistant_id} already exists`);
+    });
+  }
+
+  create(org: OrgId, input: AssistantInput, ifExists: "raise" | "do_nothing"): Promise<Assistant> {
+    return this.#create(org, input, ifExists);
+  }
+
+  ensureSystem(input: AssistantInput): Promise<Assistant> {
+    return this.#create(SYSTEM, input, "do_nothing");
+  }
+
+  async get(org: OrgId, assistantId: string): Promise<Assistant | null> {
+    const row = await this.#get(this.#database.db, org, assistantId);
+    return row ? toAssistant(row) : null;
+  }
+
+  update(org: OrgId, assistantId: string, patch: AssistantPatch): Promise<Assistant | null> {
+    return this.#database.transaction(async (tx) => {
+      // The row lock serializes concurrent updates, so each gets its own version number.
+      const row = await this.#get(tx, org, assistantId, true);
+      if (!row) return null;
+      assertMayChange(row, org);
+      const { max } = await tx
+        .selectFrom("assistant_versions")
+        .select((eb) => eb.fn.max("version").as("max"))
+        .where("assistant_id", "=", assistantId)
+        .executeTakeFirstOrThrow();
+      const now = new Date().toISOString();
+      const next = {
+        version: (max ?? row.version) + 1,
+        graph_id: patch.graph_id ?? row.graph_id,
+        name: patch.name ?? row.name,
+        description: patch.description !== undefined ? patch.description : row.description,
+        config: patch.config ? JSON.stringify(patch.config) : row.config,
+        context: patch.context ? JSON.stringify(patch.context) : row.context,
+        metadata: JSON.stringify({ ...JSON.parse(row.metadata), ...(patch.metadata ?? {}) }),
+      };
+      await tx
+        .insertInto("assistant_versions")
+        .values({ assistant_id: assistantId, ...next, created_at: now })
+        .execute();
+      await tx
+        .updateTable("assistants")
+        .set({ ...next, updated_at: now })
+        .where("assistant_id", "=", assistantId)
+        .execute();
+      return toAssistant({ ...row, ...next, updated_at: now });
+    });
+  }
+
+  delete(org: OrgId, assistantId: string, opts: { deleteThreads: boolean }): Promise<AssistantDeletion> {
+    return this.#database.transaction(async (tx): Promise<AssistantDeletion> => {
+      // System assistants are shared; an organization cannot delete them for everyone.
+      const { numDeletedRows } = await tx
+        .deleteFrom("assistants")
+        .where("assistant_id", "=", assistantId)
+        .where("org_id", "=", org)
+        .executeTakeFirstOrThrow();
+      if (!numDeletedRows) return { deleted: false, runningRunIds: [], pendingRunIds: [] };
+      // The threads that go with it are locked first (in a fixed order), as admission locks a thread: no
+      // run can be admitted on them between the look at their runs and their deletion.
+      const threads = opts.deleteThreads
+        ? (
+            await this.#dialect
+              .lock(
+                tx
+                  .selectFrom("threads")
+                  .select("thread_id")
+                  .where("org_id", "=", org)
+                  .where(this.#dialect.jsonContains("metadata", { assistant_id: assistantId }))
+                  .orderBy("thread_id"),
+              )
+              .execute()
+          ).map((r) => r.thread_id)
+        : [];
+      const inFlight = await tx
+        .selectFrom("runs")
+        .select(["run_id", "thread_id", "status"])
+        .where("org_id", "=", org)
+        .where("status", "in", ["pending", "running"])
+        .where((eb) =>
+          threads.length
+            ? eb.or([eb("assistant_id", "=", assistantId), eb("thread_id", "in", threads)])
+            : eb("assistant_id", "=", assistantId),
+        )
+        .execute();
+      await deleteThreads(tx, threads);
+      // Executing runs keep their rows until the runtime has stopped them (it deletes them then). Those
+      // of its runs admitted on other threads since the look above (Postgres) are in what the delete
+      // returns.
+      const removed = await tx
+        .deleteFrom("runs")
+        .where("assistant_id", "=", assistantId)
+        .where("org_id", "=", org)
+        .where("status", "<>", "running")
+        .returning(["run_id", "thread_id", "status"])
+        .execute();
+      for (const row of removed) if (!inFlight.some((r) => r.run_id === row.run_id)) inFlight.push(row);
+      // A thread whose queued runs were deleted stops being `busy` once nothing of it is in flight.
+      for (const threadId of new Set(inFlight.map((r) => r.thread_id))) {
+        const thread = await tx
+          .selectFrom("threads")
+          .select(["status", "interrupts"])
+          .where("thread_id", "=", threadId)
+          .executeTakeFirst();
+        if (thread?.status !== "busy") continue;
+        const hasNext = Object.keys(JSON.parse(thread.interrupts) ?? {}).length > 0;
+        const status = await settledStatus(tx, threadId, hasNext, false);
+        await tx.updateTable("threads").set({ status }).where("thread_id", "=", threadId).execute();
+      }
+      return {
+        deleted: true,
+        runningRunIds: inFlight.filter((r) => r.status === "running").map((r) => r.run_id),
+        pendingRunIds: inFlight.filter((r) => r.status === "pending").map((r) => r.run_id),
+      };
+    });
+  }
+
+  #where(org: OrgId, q: Filter) {
+    return (eb: ExpressionBuilder<Tables, "assistants">) => {
+      const clauses: Expression<SqlBool>[] = [eb("org_id", "in", [org, SYSTEM])];
+      if (q.graph_id !== undefined) clauses.push(eb("graph_id", "=", q.graph_id));
+      // A case-insensitive substring: LIKE with the text's %, _ and \ escaped (one SQL for both engines).
+      if (q.name !== undefined)
+        clauses.push(sql<SqlBool>`lower(name) LIKE '%' || lower(${likeLiteral(q.name)}) || '%' ESCAPE '\\'`);
+      if (q.metadata && Object.keys(q.metadata).length)
+        clauses.push(this.#dialect.jsonContains("metadata", q.metadata));
+      if (q.auth) clauses.push(this.#dialect.authFilter("metadata", q.auth));
+      return eb.and(clauses);
+    };
+  }
+
+  async search(org: OrgId, q: AssistantQuery): Promise<{ items: Assistant[]; total: number }> {
+    const rows = await this.#database.db
+      .selectFrom("assistants")
+      .selectAll()
+      .where(this.#where(org, q))
+      .orderBy(SORT_COLUMN[q.sort_by], q.sort_order)
+      .orderBy(this.#dialect.insertionOrder(), q.sort_order)
+      .limit(q.limit)
+      .offset(q.offset)
+      .execute();
+    return { items: rows.map(toAssistant), total: await this.count(org, q) };
+  }
+
+  async count(org: OrgId, q: Filter): Promise<number> {
+    const { n } = await this.#database.db
+      .selectFrom("assistants")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where(this.#where(org, q))
+      .executeTakeFirstOrThrow();
+    return Number(n);
+  }
+
+  async versions(
+    org: OrgId,
+    assistantId: string,
+    q: { metadata?: JsonObject; limit: number; offset: number },
+  ): Promise<AssistantVersion[]> {
+    const db = this.#database.db;
+    if (!(await this.#get(db, org, assistantId))) return [];
+    const rows = await db
+      .selectFrom("assistant_versions")
+      .selectAll()
+      .where("assistant_id", "=", assistantId)
+      .where(this.#dialect.jsonContains("metadata", q.metadata ?? {}))
+      .orderBy("version", "desc")
+      .limit(q.limit)
+      .offset(q.offset)
+      .execute();
+    return rows.map(toVersion);
+  }
+
+  setLatest(org: OrgId, assistantId: string, version: number): Promise<Assistant | null> {
+    return this.#database.transaction(async (tx) => {
+      const current = await this.#get(tx, org, assistantId, true);
+      if (!current) return null;
+      assertMayChange(current, org);
+      const v = await tx
+        .selectFrom("assistant_versions")
+        .selectAll()
+        .where("assistant_id", "=", assistantId)
+        .where("version", "=", version)
+        .executeTakeFirst();
+      if (!v) return null;
+      const now = new Date().toISOString();
+      const latest = {
+        version: v.version,
+        graph_id: v.graph_id,
+        name: v.name,
+        description: v.description,
+        config: v.config,
+        context: v.context,
+        metadata: v.metadata,
+        updated_at: now,
+      };
+      await tx.updateTable("assistants").set(latest).where("assistant_id", "=", assistantId).execute();
+      return toAssistant({ ...current, ...latest });
+    });
+  }
+}

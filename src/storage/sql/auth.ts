@@ -1,0 +1,115 @@
+/**
+ * API keys and organizations (auth-ports.ts). Only a SHA-256 hash of each key is stored; an
+ * organization is known from its keys or from its billing settings (`org_usage_billing`).
+ */
+import { randomUUID } from "node:crypto";
+import { conflict } from "../../errors.js";
+import type { ApiKeyRecord, AuthRepo, OrganizationRecord } from "../auth-ports.js";
+import type { SqlDatabase } from "./database.js";
+import type { Dialect } from "./dialect.js";
+
+const KEY_COLUMNS = ["id", "org_id", "prefix", "created_at", "revoked_at"] as const;
+
+export class SqlAuth implements AuthRepo {
+  readonly #database: SqlDatabase;
+  readonly #dialect: Dialect;
+
+  constructor(database: SqlDatabase) {
+    this.#database = database;
+    this.#dialect = database.dialect;
+  }
+
+  async createKey(org: string, keyHash: string, prefix: string): Promise<ApiKeyRecord> {
+    const record: ApiKeyRecord = {
+      id: randomUUID(),
+      org_id: org,
+      prefix,
+      created_at: new Date().toISOString(),
+      revoked_at: null,
+    };
+    await this.#database.db
+      .insertInto("api_keys")
+      .values({ ...record, key_hash: keyHash })
+      .execute();
+    return record;
+  }
+
+  async findActiveKey(keyHash: string): Promise<{ id: string; org_id: string } | null> {
+    const row = await this.#database.db
+      .selectFrom("api_keys")
+      .select(["id", "org_id"])
+      .where("key_hash", "=", keyHash)
+      .where("revoked_at", "is", null)
+      .executeTakeFirst();
+    return row ?? null;
+  }
+
+  async countActiveKeys(): Promise<number> {
+    const { n } = await this.#database.db
+      .selectFrom("api_keys")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where("revoked_at", "is", null)
+      .executeTakeFirstOrThrow();
+    return Number(n);
+  }
+
+  listKeys(): Promise<ApiKeyRecord[]> {
+    return this.#database.db
+      .selectFrom("api_keys")
+      .select(KEY_COLUMNS)
+      .orderBy("created_at")
+      .orderBy(this.#dialect.insertionOrder())
+      .execute();
+  }
+
+  revokeKey(idOrPrefix: string): Promise<ApiKeyRecord | null> {
+    return this.#database.transaction(async (tx) => {
+      const matches = await this.#dialect
+        .lock(
+          tx
+            .selectFrom("api_keys")
+            .select(KEY_COLUMNS)
+            .where((eb) => eb.or([eb("id", "=", idOrPrefix), eb("prefix", "=", idOrPrefix)])),
+        )
+        .execute();
+      if (matches.length > 1) throw conflict(`"${idOrPrefix}" matches ${matches.length} keys; revoke by id`);
+      const key = matches[0];
+      if (!key) return null;
+      const revokedAt = key.revoked_at ?? new Date().toISOString();
+      await tx.updateTable("api_keys").set({ revoked_at: revokedAt }).where("id", "=", key.id).execute();
+      return { ...key, revoked_at: revokedAt };
+    });
+  }
+
+  async listOrgs(): Promise<OrganizationRecord[]> {
+    const rows = await this.#database.db
+      .selectFrom((eb) =>
+        eb
+          .selectFrom("api_keys")
+          .select("org_id")
+          .union(eb.selectFrom("org_usage_billing").select("org_id"))
+          .as("o"),
+      )
+      .select((eb) => [
+        "o.org_id",
+        eb
+          .selectFrom("api_keys as k")
+          .select((k) => k.fn.countAll<number>().as("n"))
+          .whereRef("k.org_id", "=", "o.org_id")
+          .where("k.revoked_at", "is", null)
+          .as("active_keys"),
+        eb
+          .selectFrom("org_usage_billing as b")
+          .select("b.sandbox_storage_quota_bytes")
+          .whereRef("b.org_id", "=", "o.org_id")
+          .as("sandbox_storage_quota_bytes"),
+      ])
+      .orderBy("o.org_id")
+      .execute();
+    return rows.map((r) => ({
+      org_id: r.org_id,
+      active_keys: Number(r.active_keys),
+      sandbox_storage_quota_bytes: r.sandbox_storage_quota_bytes ?? null,
+    }));
+  }
+}

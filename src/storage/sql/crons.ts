@@ -1,0 +1,212 @@
+/**
+ * Crons (table `crons`). A thread cron's row references its thread and every cron its assistant, both
+ * ON DELETE CASCADE: deleting the thread or the assistant deletes its crons. The scheduler moves
+ * `next_run_at` forward only through `claimTick`, a compare-and-set (cron-ports.ts).
+ */
+import type { Expression, ExpressionBuilder, Selectable, SqlBool } from "kysely";
+import { notFound } from "../../errors.js";
+import type { Cron, CronInput, CronPatch, CronQuery, CronsRepo, DueCron, OrgId } from "../ports.js";
+import type { SqlDatabase } from "./database.js";
+import type { Dialect } from "./dialect.js";
+import type { CronsTable, Tables } from "./tables.js";
+
+type CronRow = Selectable<CronsTable>;
+type Filter = Pick<CronQuery, "assistant_id" | "thread_id" | "enabled" | "metadata" | "auth">;
+
+const toCron = (r: CronRow): Cron => ({
+  cron_id: r.cron_id,
+  assistant_id: r.assistant_id,
+  thread_id: r.thread_id,
+  user_id: r.user_id,
+  schedule: r.schedule,
+  timezone: r.timezone,
+  end_time: r.end_time,
+  enabled: Boolean(r.enabled),
+  on_run_completed: r.on_run_completed as Cron["on_run_completed"],
+  payload: JSON.parse(r.payload),
+  metadata: JSON.parse(r.metadata),
+  next_run_date: r.next_run_at === null ? null : new Date(r.next_run_at).toISOString(),
+  created_at: r.created_at,
+  updated_at: r.updated_at,
+});
+
+/** Sort keys of the API → columns (`next_run_date` is stored as epoch ms). */
+const SORT_COLUMN = {
+  cron_id: "cron_id",
+  assistant_id: "assistant_id",
+  thread_id: "thread_id",
+  next_run_date: "next_run_at",
+  end_time: "end_time",
+  created_at: "created_at",
+  updated_at: "updated_at",
+} as const satisfies Record<CronQuery["sort_by"], keyof CronsTable>;
+
+export class SqlCrons implements CronsRepo {
+  readonly #database: SqlDatabase;
+  readonly #dialect: Dialect;
+
+  constructor(database: SqlDatabase) {
+    this.#database = database;
+    this.#dialect = database.dialect;
+  }
+
+  create(org: OrgId, input: CronInput): Promise<Cron> {
+    const now = new Date().toISOString();
+    const row: CronRow = {
+      ...input,
+      org_id: org,
+      enabled: this.#dialect.bool(input.enabled),
+      payload: JSON.stringify(input.payload),
+      metadata: JSON.stringify(input.metadata),
+      created_at: now,
+      updated_at: now,
+    };
+    return this.#database.transaction(async (tx) => {
+      const share = { share: true };
+      if (input.thread_id !== null) {
+        // FOR SHARE: the thread cannot be deleted between this check and the insert.
+        const thread = await this.#dialect
+          .lock(
+            tx
+              .selectFrom("threads")
+              .select("thread_id")
+              .where("thread_id", "=", input.thread_id)
+              .where("org_id", "=", org),
+            share,
+          )
+          .executeTakeFirst();
+        if (!thread) throw notFound(`Thread with ID ${input.thread_id} not found`);
+      }
+      // The assistant too (locked against a concurrent delete, which would take the cron with it); one
+      // deleted since the caller resolved it is reported as absent, not as a foreign-key error.
+      const assistant = await this.#dialect
+        .lock(
+          tx.selectFrom("assistants").select("assistant_id").where("assistant_id", "=", input.assistant_id),
+          share,
+        )
+        .executeTakeFirst();
+      if (!assistant) throw notFound(`Assistant ${input.assistant_id} not found`);
+      await tx.insertInto("crons").values(row).execute();
+      return toCron(row);
+    });
+  }
+
+  async get(org: OrgId, cronId: string): Promise<Cron | null> {
+    const row = await this.#database.db
+      .selectFrom("crons")
+      .selectAll()
+      .where("cron_id", "=", cronId)
+      .where("org_id", "=", org)
+      .executeTakeFirst();
+    return row ? toCron(row) : null;
+  }
+
+  update(org: OrgId, cronId: string, patch: CronPatch): Promise<Cron | null> {
+    const updatedAt = new Date().toISOString();
+    const changes = {
+      ...(patch.schedule !== undefined && { schedule: patch.schedule }),
+      ...(patch.timezone !== undefined && { timezone: patch.timezone }),
+      ...(patch.end_time !== undefined && { end_time: patch.end_time }),
+      ...(patch.enabled !== undefined && { enabled: this.#dialect.bool(patch.enabled) }),
+      ...(patch.on_run_completed !== undefined && { on_run_completed: patch.on_run_completed }),
+      ...(patch.payload !== undefined && { payload: JSON.stringify(patch.payload) }),
+      ...(patch.metadata !== undefined && { metadata: JSON.stringify(patch.metadata) }),
+      ...(patch.next_run_at !== undefined && { next_run_at: patch.next_run_at }),
+      updated_at: updatedAt,
+    };
+    return this.#database.transaction(async (tx) => {
+      const row = await this.#dialect
+        .lock(tx.selectFrom("crons").selectAll().where("cron_id", "=", cronId).where("org_id", "=", org))
+        .executeTakeFirst();
+      if (!row) return null;
+      await tx.updateTable("crons").set(changes).where("cron_id", "=", cronId).execute();
+      return toCron({ ...row, ...changes });
+    });
+  }
+
+  async delete(org: OrgId, cronId: string): Promise<boolean> {
+    const { numDeletedRows } = await this.#database.db
+      .deleteFrom("crons")
+      .where("cron_id", "=", cronId)
+      .where("org_id", "=", org)
+      .executeTakeFirstOrThrow();
+    return numDeletedRows > 0n;
+  }
+
+  #where(org: OrgId, q: Filter) {
+    return (eb: ExpressionBuilder<Tables, "crons">) => {
+      const clauses: Expression<SqlBool>[] = [eb("org_id", "=", org)];
+      if (q.assistant_id !== undefined) clauses.push(eb("assistant_id", "=", q.assistant_id));
+      if (q.thread_id !== undefined) clauses.push(eb("thread_id", "=", q.thread_id));
+      if (q.enabled !== undefined) clauses.push(eb("enabled", "=", this.#dialect.bool(q.enabled)));
+      if (q.metadata && Object.keys(q.metadata).length)
+        clauses.push(this.#dialect.jsonContains("metadata", q.metadata));
+      if (q.auth) clauses.push(this.#dialect.authFilter("metadata", q.auth));
+      return eb.and(clauses);
+    };
+  }
+
+  async search(org: OrgId, q: CronQuery): Promise<{ items: Cron[]; total: number }> {
+    const order = q.sort_order === "asc" ? "asc" : "desc";
+    // NULLs (no thread, no end, not firing) sort last either way; the insertion order keeps ties in
+    // creation order.
+    const rows = await this.#database.db
+      .selectFrom("crons")
+      .selectAll()
+      .where(this.#where(org, q))
+      .orderBy(SORT_COLUMN[q.sort_by], (ob) => ob[order]().nullsLast())
+      .orderBy(this.#dialect.insertionOrder(), order)
+      .limit(q.limit)
+      .offset(q.offset)
+      .execute();
+    return { items: rows.map(toCron), total: await this.count(org, q) };
+  }
+
+  async count(org: OrgId, q: Filter): Promise<number> {
+    const { n } = await this.#database.db
+      .selectFrom("crons")
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .where(this.#where(org, q))
+      .executeTakeFirstOrThrow();
+    return Number(n);
+  }
+
+  async listDue(now: number, limit: number): Promise<DueCron[]> {
+    const rows = await this.#database.db
+      .selectFrom("crons")
+      .selectAll()
+      .where("next_run_at", "is not", null)
+      .where("next_run_at", "<=", now)
+      .where("enabled", "=", this.#dialect.bool(true))
+      .orderBy("next_run_at")
+      .orderBy(this.#dialect.insertionOrder())
+      .limit(limit)
+      .execute();
+    return rows.map((r) => ({ org: r.org_id, cron: toCron(r), next_run_at: r.next_run_at as number }));
+  }
+
+  /**
+   * One conditional UPDATE, so a tick is won once across processes: on Postgres a concurrent claimer
+   * waits for the winner's row lock, then finds `next_run_at` moved on and updates nothing.
+   */
+  async claimTick(cronId: string, dueAt: number, nextAt: number | null): Promise<boolean> {
+    const { numUpdatedRows } = await this.#database.db
+      .updateTable("crons")
+      .set({ next_run_at: nextAt })
+      .where("cron_id", "=", cronId)
+      .where("enabled", "=", this.#dialect.bool(true))
+      .where("next_run_at", "=", dueAt)
+      .executeTakeFirstOrThrow();
+    return numUpdatedRows === 1n;
+  }
+
+  async nextDueAt(): Promise<number | null> {
+    const { t } = await this.#database.db
+      .selectFrom("crons")
+      .select((eb) => eb.fn.min("next_run_at").as("t"))
+      .where("next_run_at", "is not", null)
+      .where("enabled", "=", this.#dialect.bool(true))
+      .executeTakeFirstOrThrow();
+    return t === null ? null : Number(t);
+  }
+}
