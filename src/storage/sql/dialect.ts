@@ -8,7 +8,7 @@
  * write lock until COMMIT, which is what `FOR UPDATE` gives per row on Postgres, so on SQLite the lock
  * helpers add nothing. `SKIP LOCKED` likewise has nothing to skip there.
  */
-import { type Expression, type RawBuilder, type SqlBool, sql } from "kysely";
+import { type Expression, type Kysely, type RawBuilder, type SqlBool, sql } from "kysely";
 import { type AuthFilter, type AuthScalar, conditionOf } from "../../auth/filter.js";
 
 export type EngineName = "sqlite" | "postgres";
@@ -48,6 +48,25 @@ export interface Dialect {
   insertionOrder(table?: string): RawBuilder<number>;
   /** A unique or primary-key constraint refused the write. */
   isUniqueViolation(err: unknown): boolean;
+  /**
+   * Compares a top-level field of a JSON object column with a number or a string: true only when the
+   * field holds a JSON value of the same kind (numbers never compare with strings) and the comparison
+   * holds. Numbers compare numerically, strings byte by byte (SQLite's BINARY collation, Postgres'
+   * `COLLATE "C"`). The store's `$gt`, `$gte`, `$lt`, `$lte` filters.
+   */
+  jsonCompare(
+    column: string,
+    field: string,
+    op: ">" | ">=" | "<" | "<=",
+    value: number | string,
+  ): Expression<SqlBool>;
+  /**
+   * Serialises the transactions that take the same (`space`, `key`) until they end: Postgres'
+   * transaction-scoped advisory lock, for check-then-write rules over rows that may not exist yet
+   * (unique names, quotas). Nothing on SQLite, whose IMMEDIATE transactions already hold the
+   * database's write lock. `tx` must be a transaction.
+   */
+  advisoryLock(tx: Kysely<any>, space: number, key: string): Promise<void>;
 }
 
 const TRUE = sql<SqlBool>`1 = 1`;
@@ -134,6 +153,13 @@ export const sqliteDialect: Dialect = {
     const code = (err as { code?: string }).code;
     return code === "SQLITE_CONSTRAINT_UNIQUE" || code === "SQLITE_CONSTRAINT_PRIMARYKEY";
   },
+  jsonCompare(column, field, op, value) {
+    const col = sql.ref(column);
+    const path = `$.${pathKey(field)}`;
+    const types = typeof value === "number" ? sql`('integer', 'real')` : sql`('text')`;
+    return sql<SqlBool>`(json_type(${col}, ${path}) IN ${types} AND json_extract(${col}, ${path}) ${sql.raw(op)} ${value})`;
+  },
+  advisoryLock: async () => {},
 };
 
 // ── Postgres ───────────────────────────────────────────────────────────────────────────────────────
@@ -194,4 +220,13 @@ export const postgresDialect: Dialect = {
   vectorParam: (values) => sql`${Array.from(values as ArrayLike<number>)}::real[]`,
   insertionOrder: (table) => (table ? sql.ref(`${table}.seq`) : sql.ref("seq")),
   isUniqueViolation: (err) => (err as { code?: string }).code === "23505",
+  jsonCompare(column, field, op, value) {
+    const col = sql.ref(column);
+    return typeof value === "number"
+      ? sql<SqlBool>`(jsonb_typeof(${col} -> ${field}::text) = 'number' AND (${col} ->> ${field}::text)::numeric ${sql.raw(op)} ${value}::numeric)`
+      : sql<SqlBool>`(jsonb_typeof(${col} -> ${field}::text) = 'string' AND (${col} ->> ${field}::text) COLLATE "C" ${sql.raw(op)} ${value}::text)`;
+  },
+  async advisoryLock(tx, space, key) {
+    await sql`SELECT pg_advisory_xact_lock(${space}, hashtext(${key}))`.execute(tx);
+  },
 };

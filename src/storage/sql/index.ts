@@ -6,7 +6,6 @@ import { PgCrons } from "../postgres/crons.js";
 import { PgRuns } from "../postgres/runs.js";
 import { PgSandboxBoxes } from "../postgres/sandbox-boxes.js";
 import { PgSandboxes } from "../postgres/sandboxes.js";
-import { PgStore } from "../postgres/store.js";
 import { PgThreads } from "../postgres/threads.js";
 import { SqliteAssistants } from "../sqlite/assistants.js";
 import { SqliteAuth } from "../sqlite/auth.js";
@@ -15,9 +14,9 @@ import { SqliteCrons } from "../sqlite/crons.js";
 import { SqliteRuns } from "../sqlite/runs.js";
 import { SqliteSandboxBoxes } from "../sqlite/sandbox-boxes.js";
 import { SqliteSandboxes } from "../sqlite/sandboxes.js";
-import { SqliteStore } from "../sqlite/store.js";
 import { SqliteThreads } from "../sqlite/threads.js";
 import { openPostgres, openSqlite, type SqlDatabase } from "./database.js";
+import { SqlStore } from "./store.js";
 
 export { migrate } from "./migrations.js";
 
@@ -37,7 +36,7 @@ function storageOver(database: SqlDatabase): Storage {
       checkpointer,
       auth: new SqliteAuth(raw),
       crons: new SqliteCrons(raw),
-      store: new SqliteStore(raw),
+      store: new SqlStore(database),
       close: () => database.close(),
     };
   }
@@ -52,7 +51,7 @@ function storageOver(database: SqlDatabase): Storage {
     checkpointer,
     auth: new PgAuth(raw),
     crons: new PgCrons(raw),
-    store: new PgStore(raw),
+    store: new SqlStore(database),
     close: () => database.close(),
   };
 }
