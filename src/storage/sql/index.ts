@@ -4,18 +4,16 @@ import { PgAuth } from "../postgres/auth.js";
 import { PgCheckpointer } from "../postgres/checkpointer.js";
 import { PgCrons } from "../postgres/crons.js";
 import { PgRuns } from "../postgres/runs.js";
-import { PgSandboxBoxes } from "../postgres/sandbox-boxes.js";
-import { PgSandboxes } from "../postgres/sandboxes.js";
 import { PgThreads } from "../postgres/threads.js";
 import { SqliteAssistants } from "../sqlite/assistants.js";
 import { SqliteAuth } from "../sqlite/auth.js";
 import { SqliteCheckpointer } from "../sqlite/checkpointer.js";
 import { SqliteCrons } from "../sqlite/crons.js";
 import { SqliteRuns } from "../sqlite/runs.js";
-import { SqliteSandboxBoxes } from "../sqlite/sandbox-boxes.js";
-import { SqliteSandboxes } from "../sqlite/sandboxes.js";
 import { SqliteThreads } from "../sqlite/threads.js";
 import { openPostgres, openSqlite, type SqlDatabase } from "./database.js";
+import { SqlSandboxBoxes } from "./sandbox-boxes.js";
+import { SqlSandboxes } from "./sandboxes.js";
 import { SqlStore } from "./store.js";
 
 export { migrate } from "./migrations.js";
@@ -31,8 +29,8 @@ function storageOver(database: SqlDatabase): Storage {
       assistants: new SqliteAssistants(raw),
       threads: new SqliteThreads(raw, checkpointer),
       runs: new SqliteRuns(raw, checkpointer),
-      sandboxes: new SqliteSandboxes(raw),
-      sandboxBoxes: new SqliteSandboxBoxes(raw),
+      sandboxes: new SqlSandboxes(database),
+      sandboxBoxes: new SqlSandboxBoxes(database),
       checkpointer,
       auth: new SqliteAuth(raw),
       crons: new SqliteCrons(raw),
@@ -46,8 +44,8 @@ function storageOver(database: SqlDatabase): Storage {
     assistants: new PgAssistants(raw),
     threads: new PgThreads(raw, checkpointer),
     runs: new PgRuns(raw, checkpointer),
-    sandboxes: new PgSandboxes(raw),
-    sandboxBoxes: new PgSandboxBoxes(raw),
+    sandboxes: new SqlSandboxes(database),
+    sandboxBoxes: new SqlSandboxBoxes(database),
     checkpointer,
     auth: new PgAuth(raw),
     crons: new PgCrons(raw),
