@@ -1525,6 +1525,148 @@ for (const adapter of ADAPTERS) {
           assert.deepEqual(await s.sandboxes.deleteTemplate(ORG, "plain2"), { status: "deleted" });
         }),
       );
+
+      test(
+        "name filters: a case-insensitive substring, LIKE's wildcards taken literally; template pages keep their mounts",
+        withStorage(async (s) => {
+          await s.sandboxes.ensureStorageQuota(ORG, 1024 ** 4);
+          const names = ["a%b", "a_b", "axb", "AXB", "a\\b"];
+          for (const name of names) {
+            const created = await s.sandboxes.createVolume(ORG, {
+              id: randomUUID(),
+              name,
+              size: "1Gi",
+              size_bytes: 1024 ** 3,
+              storage_class: "standard",
+            });
+            assert.equal(created.status, "created");
+          }
+          const volumes = async (name_contains: string) =>
+            (await s.sandboxes.listVolumes(ORG, { limit: 10, offset: 0, name_contains })).items.map(
+              (v) => v.name,
+            );
+          assert.deepEqual(await volumes("%"), ["a%b"]);
+          assert.deepEqual(await volumes("_"), ["a_b"]);
+          assert.deepEqual(await volumes("\\"), ["a\\b"]);
+          assert.deepEqual(await volumes("X"), ["axb", "AXB"]);
+          assert.deepEqual(await volumes(""), names);
+
+          const template = (name: string, mounts: string[]) => ({
+            id: randomUUID(),
+            name,
+            image: "hangar/host",
+            resources: { cpu: "1", memory: "1Gi" },
+            volume_mounts: mounts.map((m, i) => ({ volume_name: m, mount_path: `/m/${i}` })),
+          });
+          await s.sandboxes.createTemplate(ORG, template("t_1", ["axb", "a%b", "AXB"]));
+          await s.sandboxes.createTemplate(ORG, template("t-2", []));
+          await s.sandboxes.createTemplate(ORG, template("T_3", ["a_b"]));
+          const page = await s.sandboxes.listTemplates(ORG, { limit: 10, offset: 0, name_contains: "_" });
+          assert.deepEqual(
+            page.items.map((t) => [t.name, t.volume_mounts.map((m) => `${m.volume_name}@${m.mount_path}`)]),
+            [
+              ["t_1", ["axb@/m/0", "a%b@/m/1", "AXB@/m/2"]],
+              ["T_3", ["a_b@/m/0"]],
+            ],
+          );
+
+          await s.sandboxBoxes.createBox(ORG, {
+            id: randomUUID(),
+            name: "Box_1",
+            template_name: "t-2",
+            ttl_seconds: 0,
+            idle_ttl_seconds: 0,
+            expires_at: null,
+          });
+          await s.sandboxBoxes.createBox(ORG, {
+            id: randomUUID(),
+            name: "box-2",
+            template_name: "t-2",
+            ttl_seconds: 0,
+            idle_ttl_seconds: 0,
+            expires_at: null,
+          });
+          const boxes = async (name_contains: string) =>
+            (await s.sandboxBoxes.listBoxes(ORG, { limit: 10, offset: 0, name_contains })).items.map(
+              (b) => b.name,
+            );
+          assert.deepEqual(await boxes("_"), ["Box_1"]);
+          assert.deepEqual(await boxes("BOX"), ["Box_1", "box-2"]);
+          await s.sandboxBoxes.createPool(ORG, {
+            id: randomUUID(),
+            name: "p_1",
+            template_name: "t-2",
+            replicas: 0,
+          });
+          await s.sandboxBoxes.createPool(ORG, {
+            id: randomUUID(),
+            name: "P-2",
+            template_name: "t-2",
+            replicas: 0,
+          });
+          const pools = async (name_contains: string) =>
+            (await s.sandboxBoxes.listPools(ORG, { limit: 10, offset: 0, name_contains })).items.map(
+              (p) => p.name,
+            );
+          assert.deepEqual(await pools("_"), ["p_1"]);
+          assert.deepEqual(await pools("p"), ["p_1", "P-2"]);
+        }),
+      );
+
+      test(
+        "concurrent warm claims from several connections: each warm box goes to one create",
+        withStorage(async (s, fx) => {
+          await s.sandboxes.createTemplate(ORG, {
+            id: randomUUID(),
+            name: "warm",
+            image: "hangar/host",
+            resources: { cpu: "1", memory: "1Gi" },
+            volume_mounts: [],
+          });
+          const pool = await s.sandboxBoxes.createPool(ORG, {
+            id: randomUUID(),
+            name: "p",
+            template_name: "warm",
+            replicas: 3,
+          });
+          assert.equal(pool.status, "created");
+          if (pool.status !== "created") return;
+          for (let i = 0; i < 3; i++) {
+            const warm = await s.sandboxBoxes.createBox(ORG, {
+              id: randomUUID(),
+              name: `warm-${i}`,
+              template_name: "warm",
+              pool_id: pool.pool.id,
+              ttl_seconds: 0,
+              idle_ttl_seconds: 0,
+              expires_at: null,
+            });
+            assert.equal(warm.status, "created");
+            if (warm.status === "created") await s.sandboxBoxes.setBoxStatus(warm.box.id, "ready", null);
+          }
+          const views = [s, await fx.another(), await fx.another()];
+          const results = await Promise.all(
+            Array.from({ length: 8 }, (_, i) =>
+              views[i % views.length].sandboxBoxes.claimWarmBox(ORG, "warm", {
+                name: `mine-${i}`,
+                ttl_seconds: 0,
+                idle_ttl_seconds: 0,
+                expires_at: null,
+                now: new Date().toISOString(),
+              }),
+            ),
+          );
+          const claimed = results.flatMap((r) => (r.status === "claimed" ? [r.box] : []));
+          assert.equal(claimed.length, 3);
+          assert.equal(new Set(claimed.map((b) => b.id)).size, 3);
+          assert.equal(results.filter((r) => r.status === "none").length, 5);
+          assert.deepEqual(await s.sandboxBoxes.poolBoxes(pool.pool.id), []);
+          assert.deepEqual(
+            (await s.sandboxBoxes.listBoxes(ORG, { limit: 10, offset: 0 })).items.map((b) => b.name).sort(),
+            claimed.map((b) => b.name).sort(),
+          );
+        }),
+      );
     });
 
     if (adapter.name === "postgres") {

@@ -283,6 +283,37 @@ for (const adapter of ADAPTERS) {
         assert.equal((await store.searchItems(["pets"], { query: "feline" }))[0].key, "both");
       });
 
+      test("the port: a field given twice keeps its last vector; an item's best vector is its score", async () => {
+        const { storage } = await fresh();
+        const now = Date.parse("2026-01-01T00:00:00Z");
+        await storage.store.write(
+          "default",
+          [
+            {
+              namespace: ["v"],
+              key: "k",
+              value: { a: 1 },
+              ttlMinutes: null,
+              vectors: [
+                { field: "text", vector: [1, 0, 0] },
+                { field: "text", vector: [0, 1, 0] },
+                { field: "title", vector: [0, 0.6, 0.8] },
+              ],
+            },
+          ],
+          now,
+        );
+        const search = (queryVector: number[]) =>
+          storage.store.search(
+            "default",
+            { namespacePrefix: ["v"], filter: [], limit: 10, offset: 0, queryVector, refreshTtl: false },
+            now,
+          );
+        assert.equal((await search([1, 0, 0]))[0].score, 0, "the first vector of `text` was replaced");
+        assert.ok(Math.abs(((await search([0, 1, 0]))[0].score as number) - 1) < 1e-6);
+        assert.ok(Math.abs(((await search([0, 0, 1]))[0].score as number) - 0.8) < 1e-6);
+      });
+
       test("a wrong embedding size is an error, not silent garbage", async () => {
         const { storage } = await fresh();
         const bad = new HangarStore(storage.store, "default", {

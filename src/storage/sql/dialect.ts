@@ -64,6 +64,25 @@ export interface Dialect {
    * already serialise the writers, so there it just runs `fn`.
    */
   lockMigrations(db: Kysely<any>, schema: string, fn: () => Promise<void>): Promise<void>;
+  /**
+   * Compares a top-level field of a JSON object column with a number or a string: true only when the
+   * field holds a JSON value of the same kind (numbers never compare with strings) and the comparison
+   * holds. Numbers compare numerically, strings byte by byte (SQLite's BINARY collation, Postgres'
+   * `COLLATE "C"`). The store's `$gt`, `$gte`, `$lt`, `$lte` filters.
+   */
+  jsonCompare(
+    column: string,
+    field: string,
+    op: ">" | ">=" | "<" | "<=",
+    value: number | string,
+  ): Expression<SqlBool>;
+  /**
+   * Serialises the transactions that take the same (`space`, `key`) until they end: Postgres'
+   * transaction-scoped advisory lock, for check-then-write rules over rows that may not exist yet
+   * (unique names, quotas). Nothing on SQLite, whose IMMEDIATE transactions already hold the
+   * database's write lock. `tx` must be a transaction.
+   */
+  advisoryLock(tx: Kysely<any>, space: number, key: string): Promise<void>;
 }
 
 const TRUE = sql<SqlBool>`1 = 1`;
@@ -153,6 +172,13 @@ export const sqliteDialect: Dialect = {
     return code === "SQLITE_CONSTRAINT_UNIQUE" || code === "SQLITE_CONSTRAINT_PRIMARYKEY";
   },
   lockMigrations: (_db, _schema, fn) => fn(),
+  jsonCompare(column, field, op, value) {
+    const col = sql.ref(column);
+    const path = `$.${pathKey(field)}`;
+    const types = typeof value === "number" ? sql`('integer', 'real')` : sql`('text')`;
+    return sql<SqlBool>`(json_type(${col}, ${path}) IN ${types} AND json_extract(${col}, ${path}) ${sql.raw(op)} ${value})`;
+  },
+  advisoryLock: async () => {},
 };
 
 // ── Postgres ───────────────────────────────────────────────────────────────────────────────────────
@@ -229,5 +255,14 @@ export const postgresDialect: Dialect = {
     } finally {
       await sql`SELECT pg_advisory_unlock(726854, hashtext(${schema}))`.execute(db).catch(() => {});
     }
+  },
+  jsonCompare(column, field, op, value) {
+    const col = sql.ref(column);
+    return typeof value === "number"
+      ? sql<SqlBool>`(jsonb_typeof(${col} -> ${field}::text) = 'number' AND (${col} ->> ${field}::text)::numeric ${sql.raw(op)} ${value}::numeric)`
+      : sql<SqlBool>`(jsonb_typeof(${col} -> ${field}::text) = 'string' AND (${col} ->> ${field}::text) COLLATE "C" ${sql.raw(op)} ${value}::text)`;
+  },
+  async advisoryLock(tx, space, key) {
+    await sql`SELECT pg_advisory_xact_lock(${space}, hashtext(${key}))`.execute(tx);
   },
 };

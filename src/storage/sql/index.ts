@@ -1,21 +1,18 @@
 import type { Storage } from "../ports.js";
 import { PgCheckpointer } from "../postgres/checkpointer.js";
 import { PgRuns } from "../postgres/runs.js";
-import { PgSandboxBoxes } from "../postgres/sandbox-boxes.js";
-import { PgSandboxes } from "../postgres/sandboxes.js";
-import { PgStore } from "../postgres/store.js";
 import { PgThreads } from "../postgres/threads.js";
 import { SqliteCheckpointer } from "../sqlite/checkpointer.js";
 import { SqliteRuns } from "../sqlite/runs.js";
-import { SqliteSandboxBoxes } from "../sqlite/sandbox-boxes.js";
-import { SqliteSandboxes } from "../sqlite/sandboxes.js";
-import { SqliteStore } from "../sqlite/store.js";
 import { SqliteThreads } from "../sqlite/threads.js";
 import { SqlAssistants } from "./assistants.js";
 import { SqlAuth } from "./auth.js";
 import { SqlCheckpointer } from "./checkpointer.js";
 import { SqlCrons } from "./crons.js";
 import { openPostgres, openSqlite, type SqlDatabase } from "./database.js";
+import { SqlSandboxBoxes } from "./sandbox-boxes.js";
+import { SqlSandboxes } from "./sandboxes.js";
+import { SqlStore } from "./store.js";
 
 export { migrate } from "./migrations.js";
 
@@ -31,12 +28,12 @@ function storageOver(database: SqlDatabase): Storage {
       assistants: new SqlAssistants(database),
       threads: new SqliteThreads(raw, legacyCheckpointer),
       runs: new SqliteRuns(raw, legacyCheckpointer),
-      sandboxes: new SqliteSandboxes(raw),
-      sandboxBoxes: new SqliteSandboxBoxes(raw),
+      sandboxes: new SqlSandboxes(database),
+      sandboxBoxes: new SqlSandboxBoxes(database),
       checkpointer,
       auth: new SqlAuth(database),
       crons: new SqlCrons(database),
-      store: new SqliteStore(raw),
+      store: new SqlStore(database),
       close: () => database.close(),
     };
   }
@@ -46,12 +43,12 @@ function storageOver(database: SqlDatabase): Storage {
     assistants: new SqlAssistants(database),
     threads: new PgThreads(raw, legacyCheckpointer),
     runs: new PgRuns(raw, legacyCheckpointer),
-    sandboxes: new PgSandboxes(raw),
-    sandboxBoxes: new PgSandboxBoxes(raw),
+    sandboxes: new SqlSandboxes(database),
+    sandboxBoxes: new SqlSandboxBoxes(database),
     checkpointer,
     auth: new SqlAuth(database),
     crons: new SqlCrons(database),
-    store: new PgStore(raw),
+    store: new SqlStore(database),
     close: () => database.close(),
   };
 }

@@ -1,0 +1,273 @@
+/**
+ * The long-term memory store (tables `store_items`, `store_vectors`), one implementation for both
+ * engines.
+ *
+ * A namespace is stored as its labels joined with `.`, which no label may contain (the runtime
+ * validates that), so "every namespace under a.b" is the index range `['a.b.', 'a.b/')` plus `a.b`
+ * itself ('/' sorts right after '.'; the column compares bytes on both engines, migrations.ts).
+ * Vectors are ranked in SQL by `hangar_cosine` (registered on the SQLite connection, a SQL function
+ * on Postgres), so ranking, filtering and pagination are one query.
+ */
+import { type Expression, type ExpressionBuilder, type SqlBool, sql } from "kysely";
+import type {
+  NamespaceQuery,
+  OrgId,
+  StoreFilterCondition,
+  StoreItemRecord,
+  StoreRepo,
+  StoreSearchHit,
+  StoreSearchQuery,
+  StoreWrite,
+} from "../ports.js";
+import { literalPrefix, selectNamespaces } from "../store-namespaces.js";
+import type { Executor, SqlDatabase } from "./database.js";
+import type { Dialect } from "./dialect.js";
+import type { StoreItemsTable } from "./tables.js";
+
+type ItemRow = StoreItemsTable & { score?: number | null };
+type Eb = ExpressionBuilder<{ i: StoreItemsTable }, "i">;
+
+const MINUTE_MS = 60_000;
+
+const toItem = (r: ItemRow): StoreItemRecord => ({
+  namespace: r.namespace.split("."),
+  key: r.key,
+  value: JSON.parse(r.value),
+  created_at: r.created_at,
+  updated_at: r.updated_at,
+});
+
+/** Not expired at `now`: expired items are invisible to every read before the sweeper removes them. */
+const live = (eb: Eb, now: number) => eb.or([eb("i.expires_at", "is", null), eb("i.expires_at", ">", now)]);
+
+/** `i.namespace` is `labels` joined or lies under it. */
+function underNamespace(eb: Eb, labels: string[]): Expression<SqlBool> {
+  if (labels.length === 0) return sql<SqlBool>`1 = 1`;
+  const joined = labels.join(".");
+  return eb.or([
+    eb("i.namespace", "=", joined),
+    eb.and([eb("i.namespace", ">=", `${joined}.`), eb("i.namespace", "<", `${joined}/`)]),
+  ]);
+}
+
+const COMPARISON = { gt: ">", gte: ">=", lt: "<", lte: "<=" } as const;
+
+/** One filter condition on the item's value as SQL. */
+function condition(dialect: Dialect, c: StoreFilterCondition): Expression<SqlBool> {
+  const eq = (value: unknown) => dialect.jsonContains("i.value", { [c.field]: value });
+  const anyOf = (values: unknown[]): Expression<SqlBool> =>
+    values.length === 0 ? sql<SqlBool>`1 = 0` : sql<SqlBool>`(${sql.join(values.map(eq), sql` OR `)})`;
+  // Containment can be NULL for a missing field: `ne` and `nin` hold for it.
+  const not = (e: Expression<SqlBool>) => sql<SqlBool>`NOT COALESCE(${e}, 1 = 0)`;
+  switch (c.op) {
+    case "eq":
+      return eq(c.value);
+    case "ne":
+      return not(eq(c.value));
+    case "in":
+      return anyOf(c.value as unknown[]);
+    case "nin":
+      return not(anyOf(c.value as unknown[]));
+    default:
+      return dialect.jsonCompare("i.value", c.field, COMPARISON[c.op], c.value as number | string);
+  }
+}
+
+export class SqlStore implements StoreRepo {
+  readonly #database: SqlDatabase;
+
+  constructor(database: SqlDatabase) {
+    this.#database = database;
+  }
+
+  /**
+   * Per write: a delete (value null), or an upsert, the item's vectors deleted and its new ones inserted
+   * in one statement.
+   */
+  async write(org: OrgId, writes: StoreWrite[], now: number): Promise<void> {
+    const { dialect } = this.#database;
+    const nowIso = new Date(now).toISOString();
+    const rows = writes.map((w) => ({
+      w,
+      namespace: w.namespace.join("."),
+      value: w.value === null ? null : JSON.stringify(w.value),
+      // A field given twice keeps its last vector, as consecutive upserts would.
+      vectors: [...new Map(w.vectors.map((v) => [v.field, dialect.vector(v.vector)])).entries()],
+    }));
+    await this.#database.transaction(async (tx) => {
+      for (const { w, namespace, value, vectors } of rows) {
+        if (value === null) {
+          await tx
+            .deleteFrom("store_items")
+            .where("org_id", "=", org)
+            .where("namespace", "=", namespace)
+            .where("key", "=", w.key)
+            .execute();
+          continue;
+        }
+        // An item rewritten after it expired (not swept yet) starts a new life: a new created_at.
+        await tx
+          .insertInto("store_items")
+          .values({
+            org_id: org,
+            namespace,
+            key: w.key,
+            value,
+            created_at: nowIso,
+            updated_at: nowIso,
+            ttl_minutes: w.ttlMinutes,
+            expires_at: w.ttlMinutes === null ? null : Math.round(now + w.ttlMinutes * MINUTE_MS),
+          })
+          .onConflict((oc) =>
+            oc.columns(["org_id", "namespace", "key"]).doUpdateSet((eb) => ({
+              value: eb.ref("excluded.value"),
+              created_at: eb
+                .case()
+                .when("store_items.expires_at", "<=", now)
+                .then(eb.ref("excluded.created_at"))
+                .else(eb.ref("store_items.created_at"))
+                .end(),
+              updated_at: eb.ref("excluded.updated_at"),
+              ttl_minutes: eb.ref("excluded.ttl_minutes"),
+              expires_at: eb.ref("excluded.expires_at"),
+            })),
+          )
+          .execute();
+        await tx
+          .deleteFrom("store_vectors")
+          .where("org_id", "=", org)
+          .where("namespace", "=", namespace)
+          .where("key", "=", w.key)
+          .execute();
+        if (vectors.length) {
+          await tx
+            .insertInto("store_vectors")
+            .values(
+              vectors.map(([field, embedding]) => ({ org_id: org, namespace, key: w.key, field, embedding })),
+            )
+            .execute();
+        }
+      }
+    });
+  }
+
+  /** Restarts the TTL of the given live items that have one: one update per such item. */
+  async #refresh(tx: Executor, org: OrgId, items: ItemRow[], now: number): Promise<void> {
+    for (const item of items) {
+      if (item.ttl_minutes === null) continue;
+      await tx
+        .updateTable("store_items")
+        .set({ expires_at: Math.round(now + item.ttl_minutes * MINUTE_MS) })
+        .where("org_id", "=", org)
+        .where("namespace", "=", item.namespace)
+        .where("key", "=", item.key)
+        .execute();
+    }
+  }
+
+  /** One select; a refreshing read adds the TTL update, in one transaction with the read. */
+  async get(
+    org: OrgId,
+    namespace: string[],
+    key: string,
+    opts: { refreshTtl: boolean; now: number },
+  ): Promise<StoreItemRecord | null> {
+    const read = (ex: Executor) =>
+      ex
+        .selectFrom("store_items as i")
+        .selectAll("i")
+        .where("i.org_id", "=", org)
+        .where("i.namespace", "=", namespace.join("."))
+        .where("i.key", "=", key)
+        .where((eb) => live(eb, opts.now))
+        .executeTakeFirst();
+    if (!opts.refreshTtl) {
+      const row = await read(this.#database.db);
+      return row ? toItem(row) : null;
+    }
+    return this.#database.transaction(async (tx) => {
+      const row = await read(tx);
+      if (!row) return null;
+      await this.#refresh(tx, org, [row], opts.now);
+      return toItem(row);
+    });
+  }
+
+  async search(org: OrgId, q: StoreSearchQuery, now: number): Promise<StoreSearchHit[]> {
+    const { dialect } = this.#database;
+    const queryVector = q.queryVector;
+    const ranked = queryVector !== undefined;
+    const score = ranked ? dialect.vectorParam(queryVector) : null;
+    const read = (ex: Executor) =>
+      ex
+        .selectFrom("store_items as i")
+        .selectAll("i")
+        .where("i.org_id", "=", org)
+        .where((eb) => live(eb, now))
+        .where((eb) => underNamespace(eb, q.namespacePrefix))
+        .where((eb) => eb.and(q.filter.map((c) => condition(dialect, c))))
+        // An item scores its best-matching vector; items without vectors (score NULL) come last.
+        .$if(ranked, (qb) =>
+          qb
+            .select((eb) =>
+              eb
+                .selectFrom("store_vectors as v")
+                .select(sql<number | null>`MAX(hangar_cosine(v.embedding, ${score}))`.as("score"))
+                .whereRef("v.org_id", "=", "i.org_id")
+                .whereRef("v.namespace", "=", "i.namespace")
+                .whereRef("v.key", "=", "i.key")
+                .as("score"),
+            )
+            .orderBy(sql`score`, (ob) => ob.desc().nullsLast()),
+        )
+        .orderBy("i.updated_at", "desc")
+        .orderBy("i.namespace")
+        .orderBy("i.key")
+        .limit(q.limit)
+        .offset(q.offset)
+        .execute();
+    const hit = (r: ItemRow): StoreSearchHit =>
+      ranked ? { ...toItem(r), score: r.score ?? null } : toItem(r);
+    if (!q.refreshTtl) return (await read(this.#database.db)).map(hit);
+    return this.#database.transaction(async (tx) => {
+      const rows = await read(tx);
+      await this.#refresh(tx, org, rows, now);
+      return rows.map(hit);
+    });
+  }
+
+  async listNamespaces(org: OrgId, q: NamespaceQuery, now: number): Promise<string[][]> {
+    // SQL narrows to the literal leading labels of the prefix; wildcards, suffix and depth are applied here.
+    const literal = literalPrefix(q.prefix);
+    const rows = await this.#database.db
+      .selectFrom("store_items as i")
+      .select("i.namespace")
+      .distinct()
+      .where("i.org_id", "=", org)
+      .where((eb) => live(eb, now))
+      .where((eb) => underNamespace(eb, literal))
+      .execute();
+    return selectNamespaces(
+      rows.map((r) => r.namespace),
+      q,
+    );
+  }
+
+  async sweepExpired(now: number): Promise<number> {
+    const result = await this.#database.db
+      .deleteFrom("store_items")
+      .where("expires_at", "is not", null)
+      .where("expires_at", "<=", now)
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  async nextExpiry(): Promise<number | null> {
+    const row = await this.#database.db
+      .selectFrom("store_items")
+      .select((eb) => eb.fn.min("expires_at").as("t"))
+      .where("expires_at", "is not", null)
+      .executeTakeFirstOrThrow();
+    return row.t === null ? null : Number(row.t);
+  }
+}
