@@ -48,6 +48,11 @@ export interface Dialect {
   insertionOrder(table?: string): RawBuilder<number>;
   /** A unique or primary-key constraint refused the write. */
   isUniqueViolation(err: unknown): boolean;
+  /**
+   * An ISO-8601 timestamp column (`…Z`, as every `*_at` text column holds) as epoch ms, for arithmetic
+   * on stored times (a thread's TTL runs from its `updated_at`): the engines' date functions differ.
+   */
+  isoToMs(column: string): RawBuilder<number>;
 }
 
 const TRUE = sql<SqlBool>`1 = 1`;
@@ -134,6 +139,7 @@ export const sqliteDialect: Dialect = {
     const code = (err as { code?: string }).code;
     return code === "SQLITE_CONSTRAINT_UNIQUE" || code === "SQLITE_CONSTRAINT_PRIMARYKEY";
   },
+  isoToMs: (column) => sql<number>`((julianday(${sql.ref(column)}) - 2440587.5) * 86400000.0)`,
 };
 
 // ── Postgres ───────────────────────────────────────────────────────────────────────────────────────
@@ -194,4 +200,5 @@ export const postgresDialect: Dialect = {
   vectorParam: (values) => sql`${Array.from(values as ArrayLike<number>)}::real[]`,
   insertionOrder: (table) => (table ? sql.ref(`${table}.seq`) : sql.ref("seq")),
   isUniqueViolation: (err) => (err as { code?: string }).code === "23505",
+  isoToMs: (column) => sql<number>`(extract(epoch from ${sql.ref(column)}::timestamptz) * 1000)`,
 };

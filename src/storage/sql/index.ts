@@ -3,21 +3,19 @@ import { PgAssistants } from "../postgres/assistants.js";
 import { PgAuth } from "../postgres/auth.js";
 import { PgCheckpointer } from "../postgres/checkpointer.js";
 import { PgCrons } from "../postgres/crons.js";
-import { PgRuns } from "../postgres/runs.js";
 import { PgSandboxBoxes } from "../postgres/sandbox-boxes.js";
 import { PgSandboxes } from "../postgres/sandboxes.js";
 import { PgStore } from "../postgres/store.js";
-import { PgThreads } from "../postgres/threads.js";
 import { SqliteAssistants } from "../sqlite/assistants.js";
 import { SqliteAuth } from "../sqlite/auth.js";
 import { SqliteCheckpointer } from "../sqlite/checkpointer.js";
 import { SqliteCrons } from "../sqlite/crons.js";
-import { SqliteRuns } from "../sqlite/runs.js";
 import { SqliteSandboxBoxes } from "../sqlite/sandbox-boxes.js";
 import { SqliteSandboxes } from "../sqlite/sandboxes.js";
 import { SqliteStore } from "../sqlite/store.js";
-import { SqliteThreads } from "../sqlite/threads.js";
 import { openPostgres, openSqlite, type SqlDatabase } from "./database.js";
+import { SqlRuns } from "./runs.js";
+import { SqlThreads } from "./threads.js";
 
 export { migrate } from "./migrations.js";
 
@@ -30,8 +28,8 @@ function storageOver(database: SqlDatabase): Storage {
     return {
       exclusive: true,
       assistants: new SqliteAssistants(raw),
-      threads: new SqliteThreads(raw, checkpointer),
-      runs: new SqliteRuns(raw, checkpointer),
+      threads: new SqlThreads(database),
+      runs: new SqlRuns(database, checkpointer),
       sandboxes: new SqliteSandboxes(raw),
       sandboxBoxes: new SqliteSandboxBoxes(raw),
       checkpointer,
@@ -45,8 +43,8 @@ function storageOver(database: SqlDatabase): Storage {
   return {
     exclusive: false,
     assistants: new PgAssistants(raw),
-    threads: new PgThreads(raw, checkpointer),
-    runs: new PgRuns(raw, checkpointer),
+    threads: new SqlThreads(database),
+    runs: new SqlRuns(database, checkpointer),
     sandboxes: new PgSandboxes(raw),
     sandboxBoxes: new PgSandboxBoxes(raw),
     checkpointer,
