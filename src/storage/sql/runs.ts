@@ -48,8 +48,11 @@ import type { Dialect } from "./dialect.js";
 import type { RunsTable, Tables } from "./tables.js";
 import { deleteThreads } from "./thread-rows.js";
 import {
+  IN_FLIGHT,
   insertThread,
   lockThread,
+  PENDING,
+  RUNNING,
   settledStatusExpression,
   THREAD_COLUMNS,
   type ThreadRow,
@@ -104,7 +107,7 @@ const threadNotRunning = (eb: ExpressionBuilder<any, any>): Expression<SqlBool> 
         .selectFrom("runs as x")
         .select(sql.lit(1).as("one"))
         .whereRef("x.thread_id", "=", "r.thread_id")
-        .where("x.status", "=", "running"),
+        .where("x.status", "=", RUNNING),
     ),
   );
 
@@ -187,7 +190,7 @@ export class SqlRuns implements RunsRepo {
       .select(["assistant_id", "kwargs"])
       .where("thread_id", "=", thread.thread_id)
       .orderBy("seq", "desc")
-      .limit(1)
+      .limit(sql.lit(1))
       .executeTakeFirst();
     if (!latest) return;
     const graphId = (JSON.parse(latest.kwargs) as RunKwargs).config.configurable?.graph_id;
@@ -255,8 +258,8 @@ export class SqlRuns implements RunsRepo {
           .selectFrom("runs")
           .select("run_id")
           .where("thread_id", "=", a.thread_id)
-          .where("status", "in", ["pending", "running"])
-          .limit(1)
+          .where("status", "in", IN_FLIGHT)
+          .limit(sql.lit(1))
           .executeTakeFirst();
         if (busy) throw conflict(THREAD_BUSY_MESSAGE);
       }
@@ -267,7 +270,7 @@ export class SqlRuns implements RunsRepo {
           .selectFrom("runs")
           .selectAll()
           .where("thread_id", "=", a.thread_id)
-          .where("status", "in", ["pending", "running"])
+          .where("status", "in", IN_FLIGHT)
           .orderBy("seq")
           .execute();
         for (const prior of inFlight) {
@@ -453,13 +456,13 @@ export class SqlRuns implements RunsRepo {
         db
           .selectFrom("runs as r")
           .select(["r.thread_id", "r.not_before", "r.seq"])
-          .where("r.status", "=", "pending")
+          .where("r.status", "=", PENDING)
           .where("r.not_before", "<=", now)
           .where(threadNotRunning)
           .$if(tried.length > 0, (qb) => qb.where("r.thread_id", "not in", tried))
           .orderBy("r.not_before")
           .orderBy("r.seq")
-          .limit(CLAIM_CANDIDATES),
+          .limit(sql.lit(CLAIM_CANDIDATES)),
       )
       .selectNoFrom((eb) => [
         this.#dialect
@@ -470,7 +473,7 @@ export class SqlRuns implements RunsRepo {
               .select("t.thread_id")
               .orderBy("due.not_before")
               .orderBy("due.seq")
-              .limit(1),
+              .limit(sql.lit(1)),
             { of: "t", skipLocked: true },
           )
           .as("thread_id"),
@@ -478,7 +481,7 @@ export class SqlRuns implements RunsRepo {
         eb
           .selectFrom("runs")
           .select((s) => s.fn.min("not_before").as("t"))
-          .where("status", "=", "pending")
+          .where("status", "=", PENDING)
           .where("not_before", ">", now)
           .as("next_due"),
       ])
@@ -502,18 +505,18 @@ export class SqlRuns implements RunsRepo {
         worker_id: lease.workerId,
         lease_expires_at: sql<number>`${this.#dialect.nowMs()} + ${lease.ms}`,
       }))
-      .where("status", "=", "pending")
+      .where("status", "=", PENDING)
       .where("run_id", "=", (eb) =>
         eb
           .selectFrom("runs as r")
           .select("r.run_id")
           .where("r.thread_id", "=", threadId)
-          .where("r.status", "=", "pending")
+          .where("r.status", "=", PENDING)
           .where("r.not_before", "<=", now)
           .where(threadNotRunning)
           .orderBy("r.not_before")
           .orderBy("r.seq")
-          .limit(1),
+          .limit(sql.lit(1)),
       )
       .returningAll()
       .executeTakeFirst();
@@ -530,7 +533,7 @@ export class SqlRuns implements RunsRepo {
       .updateTable("runs")
       .set({ lease_expires_at: sql<number>`${this.#dialect.nowMs()} + ${lease.ms}` })
       .where("run_id", "in", runIds)
-      .where("status", "=", "running")
+      .where("status", "=", RUNNING)
       .where("worker_id", "=", lease.workerId)
       .returning(["run_id", "stop_requested"])
       .execute();
@@ -541,7 +544,7 @@ export class SqlRuns implements RunsRepo {
           .selectFrom("runs")
           .select("run_id")
           .where("run_id", "in", lost)
-          .where("status", "in", ["pending", "running"])
+          .where("status", "in", IN_FLIGHT)
           .execute()
       : [];
     return {
@@ -558,7 +561,7 @@ export class SqlRuns implements RunsRepo {
       .updateTable("runs")
       .set({ stop_requested: action })
       .where("run_id", "=", runId)
-      .where("status", "=", "running")
+      .where("status", "=", RUNNING)
       .executeTakeFirst();
     return numUpdatedRows > 0n;
   }
@@ -571,7 +574,7 @@ export class SqlRuns implements RunsRepo {
     const expired = await this.#database.db
       .selectFrom("runs")
       .select("run_id")
-      .where("status", "=", "running")
+      .where("status", "=", RUNNING)
       .where(this.#leaseExpired)
       .orderBy("seq")
       .execute();
@@ -601,7 +604,7 @@ export class SqlRuns implements RunsRepo {
         .updateTable("runs")
         .set({ status: c.status, updated_at: now })
         .where("run_id", "=", c.run_id)
-        .where("status", "=", "running") // not deleted or settled meanwhile
+        .where("status", "=", RUNNING) // not deleted or settled meanwhile
         .$if(c.attempt !== undefined, (qb) => qb.where("attempt", "=", c.attempt!)) // not another worker's attempt now
         .returningAll()
         .executeTakeFirst();
@@ -630,7 +633,7 @@ export class SqlRuns implements RunsRepo {
         lease_expires_at: null,
       })
       .where("run_id", "=", runId)
-      .where("status", "=", "running")
+      .where("status", "=", RUNNING)
       .$if(attempt !== undefined, (qb) => qb.where("attempt", "=", attempt!))
       .execute();
   }
@@ -640,7 +643,7 @@ export class SqlRuns implements RunsRepo {
     const running = await this.#database.db
       .selectFrom("runs")
       .select("run_id")
-      .where("status", "=", "running")
+      .where("status", "=", RUNNING)
       .orderBy("seq")
       .execute();
     return this.#recoverOrphans(
@@ -725,17 +728,17 @@ export class SqlRuns implements RunsRepo {
     const row = await this.#database.db
       .selectNoFrom((eb) => {
         const pendingDue = () =>
-          eb.selectFrom("runs as r").where("r.status", "=", "pending").where("r.not_before", "<=", now);
+          eb.selectFrom("runs as r").where("r.status", "=", PENDING).where("r.not_before", "<=", now);
         return [
           eb
             .selectFrom("runs")
             .select((s) => s.fn.countAll<number>().as("n"))
-            .where("status", "=", "pending")
+            .where("status", "=", PENDING)
             .as("pending"),
           eb
             .selectFrom("runs")
             .select((s) => s.fn.countAll<number>().as("n"))
-            .where("status", "=", "running")
+            .where("status", "=", RUNNING)
             .as("running"),
           pendingDue()
             .select((s) => s.fn.min("r.not_before").as("t"))

@@ -46,6 +46,16 @@ export const THREAD_COLUMNS = [
 
 export type ThreadRow = Selectable<ThreadsTable>;
 
+/**
+ * Run statuses in WHERE clauses are SQL literals, not parameters, and so are constant LIMITs: SQLite
+ * re-prepares a statement on every execution when a bound parameter is compared with a partial index's
+ * WHERE (`runs_pending_due`, `runs_one_running`: `status = '…'`), and plans a parameter LIMIT in a
+ * subquery far worse; either costs several times what running the claim query does.
+ */
+export const PENDING = sql.lit("pending");
+export const RUNNING = sql.lit("running");
+export const IN_FLIGHT = [PENDING, RUNNING];
+
 /** The TTL columns of a new thread row. */
 export const ttlColumns = (ttl: ThreadTtl | undefined) => ({
   ttl_minutes: ttl?.minutes ?? null,
@@ -114,7 +124,7 @@ export function settledStatusExpression(threadId: string, hasNext: boolean, fail
                   .selectFrom("runs")
                   .select(sql.lit(1).as("one"))
                   .where("runs.thread_id", "=", threadId)
-                  .where("runs.status", "in", ["pending", "running"]),
+                  .where("runs.status", "in", IN_FLIGHT),
               ),
             )
             .then(eb.val<ThreadStatus>("busy"))
@@ -215,7 +225,7 @@ export class SqlThreads implements ThreadsRepo {
         .selectFrom("runs")
         .select(["run_id", "status"])
         .where("thread_id", "=", threadId)
-        .where("status", "in", ["pending", "running"])
+        .where("status", "in", IN_FLIGHT)
         .execute();
       await deleteThreads(tx, [threadId]);
       return {
@@ -355,7 +365,7 @@ export class SqlThreads implements ThreadsRepo {
                     .selectFrom("runs")
                     .select(sql.lit(1).as("one"))
                     .whereRef("runs.thread_id", "=", "threads.thread_id")
-                    .where("runs.status", "in", ["pending", "running"]),
+                    .where("runs.status", "in", IN_FLIGHT),
                 ),
               ),
             )
