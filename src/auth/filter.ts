@@ -7,7 +7,7 @@
  *   {teams: {$contains: ["a", "b"]}}   ... holding both
  *
  * Values are JSON scalars (string, number, boolean). Keys are top-level metadata keys; several keys must
- * all match. Storage applies these in its queries (`authClause` of each adapter's json-filter.ts);
+ * all match. Storage applies these in its queries (`dialect.authFilter`, src/storage/sql/dialect.ts);
  * `matchesFilter` is the same rule in memory, for a row already at hand.
  */
 export type AuthScalar = string | number | boolean;

@@ -939,6 +939,61 @@ for (const adapter of ADAPTERS) {
           });
         }),
       );
+
+      test(
+        "admission's new thread, bindGraph, copy onto an existing id, concurrent patches, JSON null values",
+        withStorage(async (s, fx) => {
+          const a = await makeAssistant(s);
+          // A thread the admission creates is bound to the assistant's graph over the request's metadata,
+          // takes the run's thread config, and is busy: as an existing thread the admission updates.
+          const t = randomUUID();
+          await s.runs.admit(
+            ORG,
+            admission(a, t, {
+              metadata: { graph_id: "other", k: 1 },
+              thread_config: { configurable: { x: 1 } },
+            }),
+          );
+          const created = await s.threads.get(ORG, t);
+          assert.deepEqual(created?.metadata, { graph_id: "agent", assistant_id: a.assistant_id, k: 1 });
+          assert.deepEqual(created?.config, { configurable: { x: 1 } });
+          assert.equal(created?.status, "busy");
+          await s.runs.admit(ORG, admission(a, t, { thread_config: { configurable: { x: 2 } } }));
+          assert.deepEqual((await s.threads.get(ORG, t))?.config, { configurable: { x: 2 } });
+          await s.runs.admit(ORG, admission(a, t));
+          assert.deepEqual((await s.threads.get(ORG, t))?.config, { configurable: { x: 2 } }, "kept");
+
+          const u = await s.threads.create(ORG, { thread_id: randomUUID(), metadata: { k: "v" } }, "raise");
+          await s.threads.bindGraph(ORG, u.thread_id, "g2", "a2");
+          await s.threads.bindGraph("org-b", u.thread_id, "g3", "a3");
+          assert.deepEqual((await s.threads.get(ORG, u.thread_id))?.metadata, {
+            k: "v",
+            graph_id: "g2",
+            assistant_id: "a2",
+          });
+
+          await assert.rejects(s.threads.copy(ORG, u.thread_id, t), isKind("conflict"));
+
+          // Patches of one thread from several connections at once: every key lands.
+          const views = [s, await fx.another(), await fx.another()];
+          await Promise.all(
+            Array.from({ length: 12 }, (_, i) =>
+              views[i % views.length].threads.patch(ORG, u.thread_id, { [`p${i}`]: i }),
+            ),
+          );
+          const patched = (await s.threads.get(ORG, u.thread_id))?.metadata ?? {};
+          for (let i = 0; i < 12; i++) assert.equal(patched[`p${i}`], i);
+
+          // A state of JSON null is a value (the thread has values), unlike no state at all.
+          await s.threads.recordState(ORG, u.thread_id, { values: null, interrupts: {}, hasNext: false });
+          const nulled = await s.threads.get(ORG, u.thread_id);
+          assert.ok(nulled && "values" in nulled && nulled.values === null);
+          assert.equal(
+            "values" in (await s.threads.create(ORG, { thread_id: randomUUID(), metadata: {} }, "raise")),
+            false,
+          );
+        }),
+      );
     });
 
     describe("auth", () => {

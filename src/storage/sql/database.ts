@@ -39,8 +39,6 @@ export class SqlDatabase {
   readonly #close: () => Promise<void>;
   /** The migrations applied when this connection opened the database (migrations.ts). */
   migrated: string[] = [];
-  /** TRANSITION (issue 18): the raw handle the per-engine repositories still use; goes when they do. */
-  legacy: any;
 
   constructor(db: Kysely<Tables>, dialect: Dialect, close: () => Promise<void>) {
     this.db = db;
@@ -161,13 +159,6 @@ export async function openSqlite(opts: {
     if (!opts.secondary && raw.open) raw.pragma("wal_checkpoint(TRUNCATE)");
     await db.destroy();
   });
-  {
-    // TRANSITION (issue 18): the per-engine repositories' synchronous IMMEDIATE transactions.
-    const transaction = raw.transaction.bind(raw);
-    raw.transaction = ((fn: (...args: any[]) => unknown) =>
-      transaction(fn).immediate) as typeof raw.transaction;
-    database.legacy = raw;
-  }
   try {
     database.migrated = await migrate(database);
   } catch (err) {
@@ -214,24 +205,7 @@ export async function openPostgres(opts: {
   // An idle connection dropped by the server must not crash the process; the pool replaces it.
   pool.on("error", () => {});
   const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
-  // TRANSITION (issue 18): the per-engine repositories parse JSON columns as pg does by default.
-  const legacyPool = new pg.Pool({
-    connectionString: opts.uri,
-    max: opts.max ?? 10,
-    options: `-c search_path=${schema}`,
-    types: {
-      getTypeParser(oid: number, format?: string) {
-        if (oid === pg.types.builtins.INT8) return (value: string) => Number(value);
-        return pg.types.getTypeParser(oid, format as "text");
-      },
-    },
-  });
-  legacyPool.on("error", () => {});
-  const database = new SqlDatabase(db, postgresDialect, async () => {
-    await db.destroy();
-    await legacyPool.end();
-  });
-  database.legacy = new (await import("../postgres/database.js")).PgDatabase(legacyPool, schema);
+  const database = new SqlDatabase(db, postgresDialect, () => db.destroy());
   try {
     database.migrated = await migrate(database, { schema });
   } catch (err) {

@@ -83,6 +83,11 @@ export interface Dialect {
    * database's write lock. `tx` must be a transaction.
    */
   advisoryLock(tx: Kysely<any>, space: number, key: string): Promise<void>;
+  /**
+   * An ISO-8601 timestamp column (`…Z`, as every `*_at` text column holds) as epoch ms, for arithmetic
+   * on stored times (a thread's TTL runs from its `updated_at`): the engines' date functions differ.
+   */
+  isoToMs(column: string): RawBuilder<number>;
 }
 
 const TRUE = sql<SqlBool>`1 = 1`;
@@ -179,6 +184,7 @@ export const sqliteDialect: Dialect = {
     return sql<SqlBool>`(json_type(${col}, ${path}) IN ${types} AND json_extract(${col}, ${path}) ${sql.raw(op)} ${value})`;
   },
   advisoryLock: async () => {},
+  isoToMs: (column) => sql<number>`((julianday(${sql.ref(column)}) - 2440587.5) * 86400000.0)`,
 };
 
 // ── Postgres ───────────────────────────────────────────────────────────────────────────────────────
@@ -265,4 +271,5 @@ export const postgresDialect: Dialect = {
   async advisoryLock(tx, space, key) {
     await sql`SELECT pg_advisory_xact_lock(${space}, hashtext(${key}))`.execute(tx);
   },
+  isoToMs: (column) => sql<number>`(extract(epoch from ${sql.ref(column)}::timestamptz) * 1000)`,
 };

@@ -1,67 +1,32 @@
 import type { Storage } from "../ports.js";
-import { PgCheckpointer } from "../postgres/checkpointer.js";
-import { PgRuns } from "../postgres/runs.js";
-import { PgThreads } from "../postgres/threads.js";
-import { SqliteCheckpointer } from "../sqlite/checkpointer.js";
-import { SqliteRuns } from "../sqlite/runs.js";
-import { SqliteThreads } from "../sqlite/threads.js";
 import { SqlAssistants } from "./assistants.js";
 import { SqlAuth } from "./auth.js";
 import { SqlCheckpointer } from "./checkpointer.js";
 import { SqlCrons } from "./crons.js";
 import { openPostgres, openSqlite, type SqlDatabase } from "./database.js";
+import { SqlRuns } from "./runs.js";
 import { SqlSandboxBoxes } from "./sandbox-boxes.js";
 import { SqlSandboxes } from "./sandboxes.js";
 import { SqlStore } from "./store.js";
-
-export { migrate } from "./migrations.js";
+import { SqlThreads } from "./threads.js";
 
 /** The storage port over one SQL database, either engine (database.ts). */
 function storageOver(database: SqlDatabase): Storage {
-  // TRANSITION (issue 18): each repository below moves to one implementation over `database`.
-  const raw = database.legacy;
   const checkpointer = new SqlCheckpointer(database);
-  if (database.dialect.name === "sqlite") {
-    const legacyCheckpointer = fencingOn(checkpointer, new SqliteCheckpointer(raw));
-    return {
-      exclusive: true,
-      assistants: new SqlAssistants(database),
-      threads: new SqliteThreads(raw, legacyCheckpointer),
-      runs: new SqliteRuns(raw, legacyCheckpointer),
-      sandboxes: new SqlSandboxes(database),
-      sandboxBoxes: new SqlSandboxBoxes(database),
-      checkpointer,
-      auth: new SqlAuth(database),
-      crons: new SqlCrons(database),
-      store: new SqlStore(database),
-      close: () => database.close(),
-    };
-  }
-  const legacyCheckpointer = fencingOn(checkpointer, new PgCheckpointer(raw));
   return {
-    exclusive: false,
+    // Embedded SQLite is one process's file: runs it finds `running` at start are orphans.
+    exclusive: database.dialect.name === "sqlite",
     assistants: new SqlAssistants(database),
-    threads: new PgThreads(raw, legacyCheckpointer),
-    runs: new PgRuns(raw, legacyCheckpointer),
+    threads: new SqlThreads(database),
+    runs: new SqlRuns(database, checkpointer),
+    checkpointer,
     sandboxes: new SqlSandboxes(database),
     sandboxBoxes: new SqlSandboxBoxes(database),
-    checkpointer,
     auth: new SqlAuth(database),
     crons: new SqlCrons(database),
     store: new SqlStore(database),
     close: () => database.close(),
   };
-}
-
-/**
- * TRANSITION (issue 18): the per-engine runs and threads delete a run's checkpoints and copy a thread's
- * inside their own (synchronous SQLite, client-bound Postgres) transactions through a legacy
- * checkpointer; its `deleteRun` fences the run on the server's checkpointer, the one graphs write
- * through. Goes when runs and threads call checkpoint-rows.ts.
- */
-function fencingOn<T extends { fenceRun(runId: string): void }>(checkpointer: SqlCheckpointer, legacy: T): T {
-  legacy.fenceRun = (runId) => checkpointer.fenceRun(runId);
-  return legacy;
 }
 
 /**

@@ -1,0 +1,776 @@
+/**
+ * The run queue, one implementation over Kysely for both engines.
+ *
+ * Atomicity per thread: every transaction that changes a thread's runs first takes the thread
+ * (`lockThread`, or `#lockThreadOfRun` for operations keyed by run id), then touches run rows.
+ * - SQLite: transactions begin IMMEDIATE (database.ts) and hold the file's write lock from their first
+ *   statement, across the API thread's and the executor threads' connections, so admission and claiming
+ *   are atomic without row locks; taking the thread is a plain read.
+ * - Postgres: taking the thread is SELECT … FOR UPDATE on its row. One lock order everywhere (thread,
+ *   then runs) means admission, claiming, cancelling and settling of one thread are serialized across
+ *   all processes and cannot deadlock one another. Operations keyed by run id lock the run's thread in
+ *   one statement, then read the run in the next: a new snapshot, taken under the lock, in which the
+ *   run may have moved on meanwhile.
+ * The partial unique index `runs_one_running (thread_id) WHERE status = 'running'` backs this up in the
+ * database itself: were a code path ever to skip the lock, a second claim would fail instead of running
+ * two runs of one thread at once.
+ *
+ * Leases are stamped and compared with the database's clock (`dialect.nowMs()`): hosts whose clocks
+ * disagree must not take each other's live runs for dead ones. Due times (`not_before`) are the
+ * admitting process's clock, compared with the claiming process's.
+ */
+import type { Expression, ExpressionBuilder, Selectable, SqlBool } from "kysely";
+import { sql } from "kysely";
+import { conflict, notFound } from "../../errors.js";
+import type {
+  AdmissionResult,
+  CheckpointStore,
+  ClaimResult,
+  JsonObject,
+  Lease,
+  LeaseRenewal,
+  OrgId,
+  QueueStats,
+  Run,
+  RunAdmission,
+  RunCompletion,
+  RunKwargs,
+  RunsRepo,
+  StopAction,
+  SweepResult,
+} from "../ports.js";
+import { DEFAULT_LEASE } from "../ports.js";
+import type { MultitaskStrategy, RunStatus } from "../statuses.js";
+import { THREAD_BUSY_MESSAGE } from "../statuses.js";
+import { deleteRunCheckpoints } from "./checkpoint-rows.js";
+import type { Executor, SqlDatabase } from "./database.js";
+import type { Dialect } from "./dialect.js";
+import type { RunsTable, Tables } from "./tables.js";
+import { deleteThreads } from "./thread-rows.js";
+import {
+  IN_FLIGHT,
+  insertThread,
+  lockThread,
+  PENDING,
+  RUNNING,
+  settledStatusExpression,
+  THREAD_COLUMNS,
+  type ThreadRow,
+  ttlColumns,
+} from "./threads.js";
+
+type RunRow = Selectable<RunsTable>;
+
+const toRun = (r: RunRow): Run => ({
+  run_id: r.run_id,
+  thread_id: r.thread_id,
+  assistant_id: r.assistant_id,
+  created_at: r.created_at,
+  updated_at: r.updated_at,
+  status: r.status as RunStatus,
+  metadata: JSON.parse(r.metadata),
+  kwargs: JSON.parse(r.kwargs),
+  multitask_strategy: r.multitask_strategy as MultitaskStrategy,
+  attempt: r.attempt,
+});
+
+/** How many due candidates one claim looks at before giving up on threads other processes hold. */
+const CLAIM_CANDIDATES = 16;
+/**
+ * A claim that skipped a due run because its thread was locked (an admission or another claim in
+ * flight, a few milliseconds) asks to be retried this soon: the lock holder may have been an admission
+ * refused with 409 whose transaction outlived the nudge of the run admitted before it, and no further
+ * nudge would come.
+ */
+const CONTENDED_RETRY_MS = 20;
+
+/** A thread's settling after one of its runs ended; JSON already serialized (before the transaction). */
+interface Settlement {
+  values?: string;
+  interrupts?: string;
+  /** Absent: from the interrupts the thread keeps. */
+  hasNext?: boolean;
+  error?: string;
+}
+
+/** What recovering an orphaned run did to it (`SweepResult`'s lists). */
+type Recovery = "requeued" | "failed" | "interrupted" | "rolledBack";
+
+/**
+ * No other run of the run's thread is executing, for a query on `runs as r` (typed loosely: it serves
+ * selects, a CTE and an update, whose builders Kysely types apart).
+ */
+const threadNotRunning = (eb: ExpressionBuilder<any, any>): Expression<SqlBool> =>
+  eb.not(
+    eb.exists(
+      eb
+        .selectFrom("runs as x")
+        .select(sql.lit(1).as("one"))
+        .whereRef("x.thread_id", "=", "r.thread_id")
+        .where("x.status", "=", RUNNING),
+    ),
+  );
+
+export class SqlRuns implements RunsRepo {
+  readonly #database: SqlDatabase;
+  readonly #dialect: Dialect;
+  readonly #checkpointer: CheckpointStore;
+
+  constructor(database: SqlDatabase, checkpointer: CheckpointStore) {
+    this.#database = database;
+    this.#dialect = database.dialect;
+    this.#checkpointer = checkpointer;
+  }
+
+  /**
+   * Takes the thread of `runId` (see the top of this file) in one statement and returns it, as it is
+   * under the lock; undefined when the run is gone.
+   */
+  #lockThreadOfRun(tx: Executor, runId: string): Promise<ThreadRow | undefined> {
+    return this.#dialect
+      .lock(
+        tx
+          .selectFrom("threads")
+          .select(THREAD_COLUMNS)
+          .where("thread_id", "=", (eb) =>
+            eb.selectFrom("runs").select("runs.thread_id").where("runs.run_id", "=", runId),
+          ),
+      )
+      .executeTakeFirst();
+  }
+
+  #run(tx: Executor, runId: string): Promise<RunRow | undefined> {
+    return tx.selectFrom("runs").selectAll().where("run_id", "=", runId).executeTakeFirst();
+  }
+
+  /**
+   * The thread's status and state once a run on it ended, in one UPDATE (the settled status is an
+   * expression of it). A temporary thread (a stateless run's) goes instead, with its run and
+   * checkpoints, in the same transaction that ends its run: no crash can leave it behind.
+   */
+  async #settleThread(tx: Executor, thread: ThreadRow, s: Settlement): Promise<void> {
+    if (thread.temporary) {
+      await deleteThreads(tx, [thread.thread_id]);
+      return;
+    }
+    const hasNext = s.hasNext ?? Object.keys(JSON.parse(s.interrupts ?? thread.interrupts)).length > 0;
+    const now = new Date().toISOString();
+    await tx
+      .updateTable("threads")
+      .set((eb) => ({
+        status: settledStatusExpression(thread.thread_id, hasNext, s.error !== undefined)(eb),
+        error: s.error ?? null,
+        updated_at: now,
+        ...(s.interrupts !== undefined && { interrupts: s.interrupts }),
+        ...(s.values !== undefined && { values: s.values, state_updated_at: now }),
+      }))
+      .where("thread_id", "=", thread.thread_id)
+      .execute();
+  }
+
+  /**
+   * Deletes a run and its checkpoints; false if the run was already gone. The checkpointer's fence comes
+   * first: a late checkpoint of the run is dropped, not written after its rows were deleted.
+   */
+  async #deleteRun(tx: Executor, threadId: string, runId: string): Promise<boolean> {
+    this.#checkpointer.fenceRun(runId);
+    const { numDeletedRows } = await tx.deleteFrom("runs").where("run_id", "=", runId).executeTakeFirst();
+    if (!numDeletedRows) return false;
+    await deleteRunCheckpoints(tx, threadId, runId);
+    return true;
+  }
+
+  /**
+   * After a rollback the thread is bound again to the graph of its latest remaining run: admission
+   * bound it to the rolled-back run's graph, and state/history are read through the bound graph.
+   */
+  async #restoreGraphBinding(tx: Executor, thread: ThreadRow): Promise<void> {
+    const latest = await tx
+      .selectFrom("runs")
+      .select(["assistant_id", "kwargs"])
+      .where("thread_id", "=", thread.thread_id)
+      .orderBy("seq", "desc")
+      .limit(sql.lit(1))
+      .executeTakeFirst();
+    if (!latest) return;
+    const graphId = (JSON.parse(latest.kwargs) as RunKwargs).config.configurable?.graph_id;
+    const metadata = { ...JSON.parse(thread.metadata), graph_id: graphId, assistant_id: latest.assistant_id };
+    await tx
+      .updateTable("threads")
+      .set({ metadata: JSON.stringify(metadata) })
+      .where("thread_id", "=", thread.thread_id)
+      .execute();
+  }
+
+  /**
+   * Statements: the thread (locked), [its insert], [reject: whether a run is in flight | interrupt,
+   * rollback: the runs in flight, and what settles them], the run's insert, [the thread's update].
+   */
+  async admit(org: OrgId, a: RunAdmission): Promise<AdmissionResult> {
+    const d = this.#dialect;
+    const graphMetadata = { graph_id: a.assistant.graph_id, assistant_id: a.assistant.assistant_id };
+    const runMetadata = JSON.stringify(a.metadata);
+    const kwargs = JSON.stringify(a.kwargs);
+    const threadConfig = a.thread_config ? JSON.stringify(a.thread_config) : undefined;
+    // enqueue needs nothing of the runs ahead of it and reject only whether there are any; only
+    // interrupt and rollback read them (a long queue would otherwise be loaded on every admission).
+    const settlesPriors = a.multitask_strategy === "interrupt" || a.multitask_strategy === "rollback";
+    return this.#database.transaction(async (tx): Promise<AdmissionResult> => {
+      // The thread row lock is what makes admission atomic per thread on Postgres: a concurrent
+      // admission on the same thread waits here until this one commits, then sees its run.
+      let thread = await lockThread(tx, d, a.thread_id);
+      // Timestamps are taken under the lock, so the queue order of one thread's runs (not_before, then
+      // seq) is their admission order: concurrent admissions may have computed `not_before` in another
+      // order than they got the lock. A delayed run keeps its time.
+      const lockedAt = Date.now();
+      const nowIso = new Date(lockedAt).toISOString();
+      let created = false;
+      if (!thread) {
+        if (!a.stateless && a.if_not_exists === "reject")
+          throw notFound(`Thread with ID ${a.thread_id} not found`);
+        // Created as the admission leaves it (busy, bound to the graph), so it needs no update below.
+        const row: ThreadRow = {
+          thread_id: a.thread_id,
+          org_id: org,
+          status: "busy",
+          metadata: JSON.stringify({ ...graphMetadata, ...a.metadata, ...graphMetadata }),
+          config: threadConfig ?? "{}",
+          values: null,
+          interrupts: "{}",
+          error: null,
+          temporary: d.bool(Boolean(a.kwargs.temporary)),
+          created_at: nowIso,
+          updated_at: nowIso,
+          state_updated_at: nowIso,
+          ...ttlColumns(a.stateless ? undefined : a.thread_ttl),
+        };
+        // Two admissions creating the same thread at once (Postgres): the second one's insert waits on
+        // the first's unique key, does nothing, and the lock below then waits for and sees its row.
+        created = await insertThread(tx, d, row);
+        thread = created ? row : await lockThread(tx, d, a.thread_id);
+        if (!thread) throw notFound(`Thread with ID ${a.thread_id} not found`); // deleted in between
+      }
+      if (thread.org_id !== org) throw notFound(`Thread with ID ${a.thread_id} not found`);
+
+      // A thread this admission created has no runs yet.
+      if (!created && a.multitask_strategy === "reject") {
+        const busy = await tx
+          .selectFrom("runs")
+          .select("run_id")
+          .where("thread_id", "=", a.thread_id)
+          .where("status", "in", IN_FLIGHT)
+          .limit(sql.lit(1))
+          .executeTakeFirst();
+        if (busy) throw conflict(THREAD_BUSY_MESSAGE);
+      }
+      const runningToStop: Run[] = [];
+      const pendingSettled: Run[] = [];
+      if (!created && settlesPriors) {
+        const inFlight = await tx
+          .selectFrom("runs")
+          .selectAll()
+          .where("thread_id", "=", a.thread_id)
+          .where("status", "in", IN_FLIGHT)
+          .orderBy("seq")
+          .execute();
+        for (const prior of inFlight) {
+          if (prior.status === "running") {
+            // Recorded, so the stop happens even if the signal to its worker is lost or the worker dies.
+            await tx
+              .updateTable("runs")
+              .set({ stop_requested: a.multitask_strategy })
+              .where("run_id", "=", prior.run_id)
+              .execute();
+            runningToStop.push(toRun(prior));
+            continue;
+          }
+          if (a.multitask_strategy === "rollback") await this.#deleteRun(tx, prior.thread_id, prior.run_id);
+          else
+            await tx
+              .updateTable("runs")
+              .set({ status: "interrupted", updated_at: nowIso })
+              .where("run_id", "=", prior.run_id)
+              .execute();
+          pendingSettled.push(toRun(prior));
+        }
+      }
+
+      const run: RunRow = {
+        seq: 0,
+        run_id: a.run_id,
+        thread_id: a.thread_id,
+        org_id: org,
+        assistant_id: a.assistant.assistant_id,
+        status: "pending",
+        metadata: runMetadata,
+        kwargs,
+        multitask_strategy: a.multitask_strategy,
+        attempt: 0,
+        not_before: Math.max(a.not_before.getTime(), lockedAt),
+        created_at: nowIso,
+        updated_at: nowIso,
+        worker_id: null,
+        lease_expires_at: null,
+        stop_requested: null,
+      };
+      const { seq: _seq, ...values } = run;
+      await tx.insertInto("runs").values(values).execute();
+      if (!created)
+        await tx
+          .updateTable("threads")
+          .set({
+            status: "busy",
+            metadata: JSON.stringify({ ...JSON.parse(thread.metadata), ...graphMetadata }),
+            updated_at: nowIso,
+            ...(threadConfig !== undefined && { config: threadConfig }),
+          })
+          .where("thread_id", "=", a.thread_id)
+          .execute();
+      return { run: toRun(run), runningToStop, pendingSettled };
+    });
+  }
+
+  async get(org: OrgId, threadId: string | null, runId: string): Promise<Run | null> {
+    const row = await this.#database.db
+      .selectFrom("runs")
+      .selectAll()
+      .where("run_id", "=", runId)
+      .where("org_id", "=", org)
+      .executeTakeFirst();
+    if (!row || (threadId !== null && row.thread_id !== threadId)) return null;
+    return toRun(row);
+  }
+
+  async list(
+    org: OrgId,
+    threadId: string,
+    q: { limit: number; offset: number; status?: RunStatus; metadata?: JsonObject },
+  ): Promise<Run[]> {
+    const rows = await this.#database.db
+      .selectFrom("runs")
+      .selectAll()
+      .where("thread_id", "=", threadId)
+      .where("org_id", "=", org)
+      .$if(Boolean(q.status), (qb) => qb.where("status", "=", q.status!))
+      .$if(Boolean(q.metadata && Object.keys(q.metadata).length), (qb) =>
+        qb.where(this.#dialect.jsonContains("metadata", q.metadata!)),
+      )
+      .orderBy("seq", "desc")
+      .limit(q.limit)
+      .offset(q.offset)
+      .execute();
+    return rows.map(toRun);
+  }
+
+  async delete(org: OrgId, threadId: string, runId: string): Promise<"deleted" | "absent" | "running"> {
+    return this.#database.transaction(async (tx) => {
+      const thread = await this.#lockThreadOfRun(tx, runId);
+      const row = thread && (await this.#run(tx, runId));
+      if (!thread || !row || row.org_id !== org || row.thread_id !== threadId) return "absent";
+      if (row.status === "running") return "running";
+      await this.#deleteRun(tx, row.thread_id, row.run_id);
+      await this.#settleThread(tx, thread, {});
+      return "deleted";
+    });
+  }
+
+  async cancelPending(runId: string, action: "interrupt" | "rollback"): Promise<Run | null> {
+    return this.#database.transaction(async (tx) => {
+      const thread = await this.#lockThreadOfRun(tx, runId);
+      const row = thread && (await this.#run(tx, runId));
+      if (!thread || row?.status !== "pending") return null;
+      const now = new Date().toISOString();
+      if (action === "rollback") {
+        await this.#deleteRun(tx, row.thread_id, row.run_id);
+        await this.#restoreGraphBinding(tx, thread);
+      } else
+        await tx
+          .updateTable("runs")
+          .set({ status: "interrupted", updated_at: now })
+          .where("run_id", "=", runId)
+          .execute();
+      await this.#settleThread(tx, thread, {});
+      return toRun({ ...row, status: "interrupted", updated_at: now });
+    });
+  }
+
+  /**
+   * Claims the oldest due pending run whose thread is not executing another run: `#pickThread` takes
+   * its thread, `#claimOn` marks the run running, the thread's update returns its metadata. Three
+   * statements when a run is claimed, one when none is.
+   *
+   * Why the thread row lock on Postgres (and not only SKIP LOCKED on the run): two workers may each pick
+   * a different pending run of the same idle thread. Locking the run rows does not stop that: the rows
+   * differ, and a `NOT EXISTS (running run)` check reads the statement's snapshot, which cannot see the
+   * other worker's uncommitted claim. So a claim first locks the candidate's THREAD with
+   * `FOR UPDATE SKIP LOCKED` (a thread another process is admitting or claiming on is skipped, not
+   * waited for), then picks the thread's run in a new statement, whose snapshot is taken after the lock
+   * was granted and so sees any claim committed before it. On SQLite nothing runs in between (IMMEDIATE):
+   * the first thread picked always has its run.
+   */
+  async claimNext(lease: Lease = DEFAULT_LEASE): Promise<ClaimResult> {
+    return this.#database.transaction(async (tx): Promise<ClaimResult> => {
+      const now = Date.now();
+      const nowIso = new Date(now).toISOString();
+      const tried: string[] = [];
+      for (;;) {
+        const pick = await this.#pickThread(tx, now, tried);
+        if (pick.thread_id === null) {
+          let t = pick.next_due === null ? null : Number(pick.next_due);
+          // Due runs whose threads were locked, or claimed by another process since: look again soon.
+          if (pick.due || tried.length) t = Math.min(t ?? Number.POSITIVE_INFINITY, now + CONTENDED_RETRY_MS);
+          return { run: null, nextDueAt: t === null ? null : new Date(t) };
+        }
+        const row = await this.#claimOn(tx, pick.thread_id, now, nowIso, lease);
+        if (!row) {
+          // Claimed by another process between the pick's snapshot and its lock (Postgres).
+          tried.push(pick.thread_id);
+          continue;
+        }
+        const thread = await tx
+          .updateTable("threads")
+          .set({ status: "busy", updated_at: nowIso })
+          .where("thread_id", "=", row.thread_id)
+          .returning("metadata")
+          .executeTakeFirst();
+        return {
+          run: toRun(row),
+          org: row.org_id,
+          threadMetadata: thread ? JSON.parse(thread.metadata) : {},
+          nextDueAt: null,
+          stopRequested: (row.stop_requested as StopAction | null) ?? undefined,
+        };
+      }
+    });
+  }
+
+  /**
+   * One statement: the thread of the oldest due run whose thread executes none (index runs_pending_due),
+   * locked with SKIP LOCKED on Postgres; whether any such run was due (none picked although some were
+   * due = contended); the next due time of a delayed run. The first `CLAIM_CANDIDATES` due runs are the
+   * candidates, threads already `tried` left out.
+   */
+  async #pickThread(tx: Executor, now: number, tried: string[]) {
+    const row = await tx
+      .with("due", (db) =>
+        db
+          .selectFrom("runs as r")
+          .select(["r.thread_id", "r.not_before", "r.seq"])
+          .where("r.status", "=", PENDING)
+          .where("r.not_before", "<=", now)
+          .where(threadNotRunning)
+          .$if(tried.length > 0, (qb) => qb.where("r.thread_id", "not in", tried))
+          .orderBy("r.not_before")
+          .orderBy("r.seq")
+          .limit(sql.lit(CLAIM_CANDIDATES)),
+      )
+      .selectNoFrom((eb) => [
+        this.#dialect
+          .lock(
+            eb
+              .selectFrom("threads as t")
+              .innerJoin("due", "due.thread_id", "t.thread_id")
+              .select("t.thread_id")
+              .orderBy("due.not_before")
+              .orderBy("due.seq")
+              .limit(sql.lit(1)),
+            { of: "t", skipLocked: true },
+          )
+          .as("thread_id"),
+        eb.exists(eb.selectFrom("due").select(sql.lit(1).as("one"))).as("due"),
+        eb
+          .selectFrom("runs")
+          .select((s) => s.fn.min("not_before").as("t"))
+          .where("status", "=", PENDING)
+          .where("not_before", ">", now)
+          .as("next_due"),
+      ])
+      .executeTakeFirstOrThrow();
+    return { thread_id: row.thread_id as string | null, due: Boolean(row.due), next_due: row.next_due };
+  }
+
+  /**
+   * Marks the thread's oldest due pending run running (attempt + 1, this worker's lease) and returns
+   * it; undefined when the thread has none due or executes one already. The run is chosen in this
+   * statement's own snapshot, taken under the thread's lock. `status = 'pending'` is checked again on
+   * the row itself, as it is when the UPDATE gets to it.
+   */
+  #claimOn(tx: Executor, threadId: string, now: number, nowIso: string, lease: Lease) {
+    return tx
+      .updateTable("runs")
+      .set((eb) => ({
+        status: "running",
+        attempt: eb("attempt", "+", 1),
+        updated_at: nowIso,
+        worker_id: lease.workerId,
+        lease_expires_at: sql<number>`${this.#dialect.nowMs()} + ${lease.ms}`,
+      }))
+      .where("status", "=", PENDING)
+      .where("run_id", "=", (eb) =>
+        eb
+          .selectFrom("runs as r")
+          .select("r.run_id")
+          .where("r.thread_id", "=", threadId)
+          .where("r.status", "=", PENDING)
+          .where("r.not_before", "<=", now)
+          .where(threadNotRunning)
+          .orderBy("r.not_before")
+          .orderBy("r.seq")
+          .limit(sql.lit(1)),
+      )
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  /**
+   * One statement for all of a worker's runs: a run it no longer holds (swept after its lease expired,
+   * re-claimed by another worker, settled) is not renewed and comes back as lost.
+   */
+  async renewLeases(lease: Lease, runIds: string[]): Promise<LeaseRenewal> {
+    if (!runIds.length) return { lost: [], recovered: [], stopRequested: [] };
+    const db = this.#database.db;
+    const held = await db
+      .updateTable("runs")
+      .set({ lease_expires_at: sql<number>`${this.#dialect.nowMs()} + ${lease.ms}` })
+      .where("run_id", "in", runIds)
+      .where("status", "=", RUNNING)
+      .where("worker_id", "=", lease.workerId)
+      .returning(["run_id", "stop_requested"])
+      .execute();
+    const heldIds = new Set(held.map((r) => r.run_id));
+    const lost = runIds.filter((id) => !heldIds.has(id));
+    const recovered = lost.length
+      ? await db
+          .selectFrom("runs")
+          .select("run_id")
+          .where("run_id", "in", lost)
+          .where("status", "in", IN_FLIGHT)
+          .execute()
+      : [];
+    return {
+      lost,
+      recovered: recovered.map((r) => r.run_id),
+      stopRequested: held
+        .filter((r) => r.stop_requested)
+        .map((r) => ({ run_id: r.run_id, action: r.stop_requested as StopAction })),
+    };
+  }
+
+  async requestStop(runId: string, action: StopAction): Promise<boolean> {
+    const { numUpdatedRows } = await this.#database.db
+      .updateTable("runs")
+      .set({ stop_requested: action })
+      .where("run_id", "=", runId)
+      .where("status", "=", RUNNING)
+      .executeTakeFirst();
+    return numUpdatedRows > 0n;
+  }
+
+  /** A running run's lease ran out, by the database's clock; a run with none (from a version without leases) too. */
+  #leaseExpired = (eb: ExpressionBuilder<Tables, "runs">) =>
+    eb.or([eb("lease_expires_at", "is", null), eb("lease_expires_at", "<", this.#dialect.nowMs())]);
+
+  async sweepExpiredLeases(maxAttempts: number): Promise<SweepResult> {
+    const expired = await this.#database.db
+      .selectFrom("runs")
+      .select("run_id")
+      .where("status", "=", RUNNING)
+      .where(this.#leaseExpired)
+      .orderBy("seq")
+      .execute();
+    return this.#recoverOrphans(
+      expired.map((r) => r.run_id),
+      maxAttempts,
+      true,
+    );
+  }
+
+  /** Statements: the thread (locked), the run's update (checks status and attempt), the thread's update. */
+  async complete(c: RunCompletion): Promise<Run | null> {
+    const settlement: Settlement = {
+      values: c.values !== undefined ? JSON.stringify(c.values) : undefined,
+      interrupts: c.interrupts !== undefined ? JSON.stringify(c.interrupts) : undefined,
+      hasNext: c.hasNext,
+      error:
+        c.status === "error"
+          ? JSON.stringify(c.error ?? { error: "Error", message: "Run failed" })
+          : undefined,
+    };
+    return this.#database.transaction(async (tx) => {
+      const thread = await this.#lockThreadOfRun(tx, c.run_id);
+      if (!thread) return null;
+      const now = new Date().toISOString();
+      const row = await tx
+        .updateTable("runs")
+        .set({ status: c.status, updated_at: now })
+        .where("run_id", "=", c.run_id)
+        .where("status", "=", RUNNING) // not deleted or settled meanwhile
+        .$if(c.attempt !== undefined, (qb) => qb.where("attempt", "=", c.attempt!)) // not another worker's attempt now
+        .returningAll()
+        .executeTakeFirst();
+      if (!row) return null;
+      await this.#settleThread(tx, thread, settlement);
+      return toRun(row);
+    });
+  }
+
+  async completeRolledBack(runId: string): Promise<void> {
+    await this.#database.transaction(async (tx) => {
+      const thread = await this.#lockThreadOfRun(tx, runId);
+      if (!thread || !(await this.#deleteRun(tx, thread.thread_id, runId))) return;
+      await this.#restoreGraphBinding(tx, thread);
+      await this.#settleThread(tx, thread, { hasNext: false });
+    });
+  }
+
+  async requeue(runId: string, attempt?: number): Promise<void> {
+    await this.#database.db
+      .updateTable("runs")
+      .set({
+        status: "pending",
+        updated_at: new Date().toISOString(),
+        worker_id: null,
+        lease_expires_at: null,
+      })
+      .where("run_id", "=", runId)
+      .where("status", "=", RUNNING)
+      .$if(attempt !== undefined, (qb) => qb.where("attempt", "=", attempt!))
+      .execute();
+  }
+
+  /** Every `running` run, as if all leases had expired: only for a database no other process uses. */
+  async recoverInterrupted(maxAttempts: number): Promise<SweepResult> {
+    const running = await this.#database.db
+      .selectFrom("runs")
+      .select("run_id")
+      .where("status", "=", RUNNING)
+      .orderBy("seq")
+      .execute();
+    return this.#recoverOrphans(
+      running.map((r) => r.run_id),
+      maxAttempts,
+      false,
+    );
+  }
+
+  /**
+   * Runs no live worker executes: settled as a recorded stop request asks, requeued, or failed. Each in
+   * a transaction of its own, re-read under its thread's lock and its own row lock (its worker may have
+   * renewed or settled it since the scan; a renewal, which takes no thread lock, waits for the row), so
+   * concurrent sweepers in several processes recover each run once, and never one whose worker just
+   * renewed it.
+   */
+  async #recoverOrphans(runIds: string[], maxAttempts: number, onlyExpired: boolean): Promise<SweepResult> {
+    const result: SweepResult = { requeued: [], failed: [], interrupted: [], rolledBack: [] };
+    for (const runId of runIds) {
+      const recovery = await this.#database.transaction(async (tx): Promise<Recovery | null> => {
+        const thread = await this.#lockThreadOfRun(tx, runId);
+        if (!thread) return null;
+        const row = await this.#dialect
+          .lock(
+            tx
+              .selectFrom("runs")
+              .selectAll()
+              .select((eb) => this.#leaseExpired(eb).as("expired"))
+              .where("run_id", "=", runId),
+          )
+          .executeTakeFirst();
+        if (row?.status !== "running" || (onlyExpired && !row.expired)) return null;
+        const now = new Date().toISOString();
+        if (row.stop_requested === "rollback") {
+          await this.#deleteRun(tx, row.thread_id, row.run_id);
+          await this.#restoreGraphBinding(tx, thread);
+          await this.#settleThread(tx, thread, { hasNext: false });
+          return "rolledBack";
+        }
+        if (row.stop_requested === "interrupt") {
+          await tx
+            .updateTable("runs")
+            .set({ status: "interrupted", updated_at: now })
+            .where("run_id", "=", runId)
+            .execute();
+          await this.#settleThread(tx, thread, {});
+          return "interrupted";
+        }
+        if (row.attempt >= maxAttempts) {
+          await tx
+            .updateTable("runs")
+            .set({ status: "error", updated_at: now })
+            .where("run_id", "=", runId)
+            .execute();
+          await this.#settleThread(tx, thread, {
+            error: JSON.stringify({
+              error: "RunAbandoned",
+              message: `Run failed after ${row.attempt} attempts`,
+            }),
+          });
+          return "failed";
+        }
+        await tx
+          .updateTable("runs")
+          .set({ status: "pending", updated_at: now, worker_id: null, lease_expires_at: null })
+          .where("run_id", "=", runId)
+          .execute();
+        return "requeued";
+      });
+      if (recovery) result[recovery].push(runId);
+    }
+    return result;
+  }
+
+  /**
+   * One statement, one snapshot. Due times are this process's clock, as `claimNext` compares them.
+   * Partial indexes answer each part: runs_pending_due (pending by due time), runs_one_running. The
+   * median is the middle due run (or the mean of the middle two) by row number in due order.
+   */
+  async stats(): Promise<QueueStats> {
+    const now = Date.now();
+    const row = await this.#database.db
+      .selectNoFrom((eb) => {
+        const pendingDue = () =>
+          eb.selectFrom("runs as r").where("r.status", "=", PENDING).where("r.not_before", "<=", now);
+        return [
+          eb
+            .selectFrom("runs")
+            .select((s) => s.fn.countAll<number>().as("n"))
+            .where("status", "=", PENDING)
+            .as("pending"),
+          eb
+            .selectFrom("runs")
+            .select((s) => s.fn.countAll<number>().as("n"))
+            .where("status", "=", RUNNING)
+            .as("running"),
+          pendingDue()
+            .select((s) => s.fn.min("r.not_before").as("t"))
+            .as("oldest"),
+          eb
+            .selectFrom(
+              pendingDue()
+                .select([
+                  "r.not_before",
+                  sql<number>`row_number() over (order by ${sql.ref("r.not_before")})`.as("rn"),
+                  sql<number>`count(*) over ()`.as("n"),
+                ])
+                .as("d"),
+            )
+            .select((s) => s.fn.avg<number>("d.not_before").as("m"))
+            .where(sql.ref("d.rn"), "in", [sql<number>`(d.n + 1) / 2`, sql<number>`(d.n + 2) / 2`])
+            .as("median"),
+          pendingDue()
+            .select((s) => s.fn.min("r.not_before").as("t"))
+            .where(threadNotRunning)
+            .as("unblocked"),
+        ];
+      })
+      .executeTakeFirstOrThrow();
+    const wait = (since: number | string | null) =>
+      since === null ? null : Math.max(0, now - Number(since)) / 1000;
+    return {
+      n_pending: Number(row.pending),
+      n_running: Number(row.running),
+      pending_runs_wait_time_max_secs: wait(row.oldest),
+      pending_runs_wait_time_med_secs: wait(row.median),
+      pending_unblocked_runs_wait_time_max_secs: wait(row.unblocked),
+    };
+  }
+}

@@ -1,0 +1,391 @@
+/**
+ * Threads, one implementation over Kysely for both engines. Row helpers the run queue (runs.ts) shares
+ * are exported: the thread row lock, the insert, the settled-status expression.
+ */
+import { type ExpressionBuilder, type Selectable, type SqlBool, sql } from "kysely";
+import { conflict } from "../../errors.js";
+import type {
+  Interrupt,
+  JsonObject,
+  OrgId,
+  Thread,
+  ThreadDeletion,
+  ThreadQuery,
+  ThreadSweep,
+  ThreadsRepo,
+  ThreadTtl,
+} from "../ports.js";
+import type { ThreadStatus } from "../statuses.js";
+import { copyThreadCheckpoints, keepLatestCheckpoints } from "./checkpoint-rows.js";
+import type { Executor, SqlDatabase } from "./database.js";
+import type { Dialect } from "./dialect.js";
+import type { Tables, ThreadsTable } from "./tables.js";
+import { deleteThreads, settledStatus } from "./thread-rows.js";
+
+/**
+ * The columns a thread row is read with: named, because Postgres' table also has the generated
+ * `has_values` column, which a copied row must not carry into its INSERT.
+ */
+export const THREAD_COLUMNS = [
+  "thread_id",
+  "org_id",
+  "status",
+  "metadata",
+  "config",
+  "values",
+  "interrupts",
+  "error",
+  "temporary",
+  "created_at",
+  "updated_at",
+  "state_updated_at",
+  "ttl_minutes",
+  "ttl_strategy",
+  "ttl_swept_at",
+] as const satisfies readonly (keyof ThreadsTable)[];
+
+export type ThreadRow = Selectable<ThreadsTable>;
+
+/**
+ * Run statuses in WHERE clauses are SQL literals, not parameters, and so are constant LIMITs: SQLite
+ * re-prepares a statement on every execution when a bound parameter is compared with a partial index's
+ * WHERE (`runs_pending_due`, `runs_one_running`: `status = '…'`), and plans a parameter LIMIT in a
+ * subquery far worse; either costs several times what running the claim query does.
+ */
+export const PENDING = sql.lit("pending");
+export const RUNNING = sql.lit("running");
+export const IN_FLIGHT = [PENDING, RUNNING];
+
+/** The TTL columns of a new thread row. */
+export const ttlColumns = (ttl: ThreadTtl | undefined) => ({
+  ttl_minutes: ttl?.minutes ?? null,
+  ttl_strategy: ttl?.strategy ?? null,
+  ttl_swept_at: null,
+});
+
+/** `values` and `error` are SQL NULL until set; a stored JSON null comes back as the text `null`. */
+export const toThread = (r: ThreadRow): Thread => {
+  const thread: Thread = {
+    thread_id: r.thread_id,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    state_updated_at: r.state_updated_at,
+    metadata: JSON.parse(r.metadata),
+    status: r.status as ThreadStatus,
+    config: JSON.parse(r.config),
+    interrupts: JSON.parse(r.interrupts),
+  };
+  if (r.values !== null) thread.values = JSON.parse(r.values);
+  if (r.error !== null) thread.error = JSON.parse(r.error);
+  return thread;
+};
+
+/**
+ * Reads the thread row and, on Postgres, locks it for the rest of the caller's transaction. Every
+ * transaction that changes a thread's runs takes this lock first (then run rows): one lock order, so no
+ * deadlocks, and admission, claiming and settling of one thread never interleave across processes.
+ * SQLite's IMMEDIATE transaction already holds the whole database.
+ */
+export function lockThread(ex: Executor, dialect: Dialect, threadId: string): Promise<ThreadRow | undefined> {
+  return dialect
+    .lock(ex.selectFrom("threads").select(THREAD_COLUMNS).where("thread_id", "=", threadId))
+    .executeTakeFirst();
+}
+
+/**
+ * Inserts the thread unless its id exists; returns whether it was inserted. On Postgres, a concurrent
+ * insert of the same id waits on the first one's unique key and then does nothing.
+ */
+export async function insertThread(ex: Executor, dialect: Dialect, row: ThreadRow): Promise<boolean> {
+  const result = await ex
+    .insertInto("threads")
+    .values({ ...row, temporary: dialect.bool(Boolean(row.temporary)) })
+    .onConflict((oc) => oc.column("thread_id").doNothing())
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+}
+
+/**
+ * `settledStatus` (thread-rows.ts) as an expression of the thread's UPDATE, so settling a thread after
+ * a run costs no statement of its own on the run hot path: the same rule, evaluated in the same
+ * transaction after the run's own row changed.
+ */
+export function settledStatusExpression(threadId: string, hasNext: boolean, failed: boolean) {
+  return (eb: ExpressionBuilder<Tables, "threads">) =>
+    failed
+      ? eb.val<ThreadStatus>("error")
+      : hasNext
+        ? eb.val<ThreadStatus>("interrupted")
+        : eb
+            .case()
+            .when(
+              eb.exists(
+                eb
+                  .selectFrom("runs")
+                  .select(sql.lit(1).as("one"))
+                  .where("runs.thread_id", "=", threadId)
+                  .where("runs.status", "in", IN_FLIGHT),
+              ),
+            )
+            .then(eb.val<ThreadStatus>("busy"))
+            .else(eb.val<ThreadStatus>("idle"))
+            .end();
+}
+
+export class SqlThreads implements ThreadsRepo {
+  readonly #database: SqlDatabase;
+  readonly #dialect: Dialect;
+
+  /** Copies and deletions go through checkpoint-rows.ts in this repository's transactions: no checkpointer. */
+  constructor(database: SqlDatabase) {
+    this.#database = database;
+    this.#dialect = database.dialect;
+  }
+
+  /** The thread of `org`, locked for the caller's transaction when `lock` (see `lockThread`). */
+  #get(ex: Executor, org: OrgId, threadId: string, lock = false): Promise<ThreadRow | undefined> {
+    const qb = ex
+      .selectFrom("threads")
+      .select(THREAD_COLUMNS)
+      .where("thread_id", "=", threadId)
+      .where("org_id", "=", org);
+    return (lock ? this.#dialect.lock(qb) : qb).executeTakeFirst();
+  }
+
+  async create(
+    org: OrgId,
+    input: { thread_id: string; metadata: JsonObject; ttl?: ThreadTtl },
+    ifExists: "raise" | "do_nothing",
+  ): Promise<Thread> {
+    const now = new Date().toISOString();
+    const row: ThreadRow = {
+      thread_id: input.thread_id,
+      org_id: org,
+      status: "idle",
+      metadata: JSON.stringify(input.metadata),
+      config: "{}",
+      values: null,
+      interrupts: "{}",
+      error: null,
+      temporary: this.#dialect.bool(false),
+      created_at: now,
+      updated_at: now,
+      state_updated_at: now,
+      ...ttlColumns(input.ttl),
+    };
+    // One statement when the id is new; the existing row is read only when it was not.
+    if (await insertThread(this.#database.db, this.#dialect, row)) return toThread(row);
+    const existing = await this.#database.db
+      .selectFrom("threads")
+      .select(THREAD_COLUMNS)
+      .where("thread_id", "=", input.thread_id)
+      .executeTakeFirst();
+    if (existing && ifExists === "do_nothing" && existing.org_id === org) return toThread(existing);
+    throw conflict(`Thread ${input.thread_id} already exists`);
+  }
+
+  async get(org: OrgId, threadId: string): Promise<Thread | null> {
+    const row = await this.#get(this.#database.db, org, threadId);
+    return row ? toThread(row) : null;
+  }
+
+  async patch(org: OrgId, threadId: string, metadata: JsonObject, ttl?: ThreadTtl): Promise<Thread | null> {
+    const updatedAt = new Date().toISOString();
+    return this.#database.transaction(async (tx) => {
+      // The merge is computed here from the locked row: SQLite has no shallow JSON merge (`||` is
+      // Postgres' only), and the row lock keeps concurrent patches from losing each other's keys.
+      const row = await this.#get(tx, org, threadId, true);
+      if (!row) return null;
+      const next: ThreadRow = {
+        ...row,
+        metadata: JSON.stringify({ ...JSON.parse(row.metadata), ...metadata }),
+        updated_at: updatedAt,
+        ...(ttl && ttlColumns(ttl)),
+      };
+      await tx
+        .updateTable("threads")
+        .set({
+          metadata: next.metadata,
+          updated_at: next.updated_at,
+          ttl_minutes: next.ttl_minutes,
+          ttl_strategy: next.ttl_strategy,
+          ttl_swept_at: next.ttl_swept_at,
+        })
+        .where("thread_id", "=", threadId)
+        .execute();
+      return toThread(next);
+    });
+  }
+
+  async delete(org: OrgId, threadId: string): Promise<ThreadDeletion> {
+    return this.#database.transaction(async (tx) => {
+      if (!(await this.#get(tx, org, threadId, true)))
+        return { deleted: false, runningRunIds: [], pendingRunIds: [] };
+      const inFlight = await tx
+        .selectFrom("runs")
+        .select(["run_id", "status"])
+        .where("thread_id", "=", threadId)
+        .where("status", "in", IN_FLIGHT)
+        .execute();
+      await deleteThreads(tx, [threadId]);
+      return {
+        deleted: true,
+        runningRunIds: inFlight.filter((r) => r.status === "running").map((r) => r.run_id),
+        pendingRunIds: inFlight.filter((r) => r.status === "pending").map((r) => r.run_id),
+      };
+    });
+  }
+
+  /** The threads of `org` a search or count sees (never a stateless run's temporary thread). */
+  #filtered(org: OrgId, q: Partial<ThreadQuery>) {
+    const d = this.#dialect;
+    return this.#database.db
+      .selectFrom("threads")
+      .where("org_id", "=", org)
+      .where("temporary", "=", d.bool(false))
+      .$if(Boolean(q.ids?.length), (qb) => qb.where("thread_id", "in", q.ids!))
+      .$if(Boolean(q.status), (qb) => qb.where("status", "=", q.status!))
+      .$if(Boolean(q.metadata && Object.keys(q.metadata).length), (qb) =>
+        qb.where(d.jsonContains("metadata", q.metadata!)),
+      )
+      .$if(Boolean(q.values && Object.keys(q.values).length), (qb) =>
+        qb.where(d.jsonContains("values", q.values!)),
+      )
+      .$if(Boolean(q.auth), (qb) => qb.where(d.authFilter("metadata", q.auth!)));
+  }
+
+  async search(org: OrgId, q: ThreadQuery): Promise<{ items: Thread[]; total: number }> {
+    const order = q.sort_order === "asc" ? "asc" : "desc";
+    const rows = await this.#filtered(org, q)
+      .select(THREAD_COLUMNS)
+      .orderBy(q.sort_by, order)
+      .orderBy(this.#dialect.insertionOrder(), order)
+      .limit(q.limit)
+      .offset(q.offset)
+      .execute();
+    return { items: rows.map(toThread), total: await this.count(org, q) };
+  }
+
+  async count(org: OrgId, q: Pick<ThreadQuery, "metadata" | "values" | "status" | "auth">): Promise<number> {
+    const row = await this.#filtered(org, q)
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  async copy(org: OrgId, threadId: string, newThreadId: string): Promise<Thread | null> {
+    const now = new Date().toISOString();
+    return this.#database.transaction(async (tx) => {
+      const source = await this.#get(tx, org, threadId);
+      if (!source) return null;
+      const row: ThreadRow = {
+        ...source,
+        thread_id: newThreadId,
+        status: source.status === "busy" ? "idle" : source.status,
+        metadata: JSON.stringify({ ...JSON.parse(source.metadata), thread_id: newThreadId }),
+        created_at: now,
+        updated_at: now,
+        ttl_swept_at: null,
+      };
+      if (!(await insertThread(tx, this.#dialect, row)))
+        throw conflict(`Thread ${newThreadId} already exists`);
+      await copyThreadCheckpoints(tx, threadId, newThreadId);
+      return toThread(row);
+    });
+  }
+
+  async recordState(
+    org: OrgId,
+    threadId: string,
+    state: { values: unknown; interrupts: Record<string, Interrupt[]>; hasNext: boolean },
+  ): Promise<void> {
+    const values = JSON.stringify(state.values ?? null);
+    const interrupts = JSON.stringify(state.interrupts);
+    const now = new Date().toISOString();
+    await this.#database.transaction(async (tx) => {
+      if (!(await this.#get(tx, org, threadId, true))) return;
+      await tx
+        .updateTable("threads")
+        .set({
+          values,
+          interrupts,
+          status: await settledStatus(tx, threadId, state.hasNext, false),
+          error: null,
+          updated_at: now,
+          state_updated_at: now,
+        })
+        .where("thread_id", "=", threadId)
+        .execute();
+    });
+  }
+
+  async bindGraph(org: OrgId, threadId: string, graphId: string, assistantId: string): Promise<void> {
+    const updatedAt = new Date().toISOString();
+    await this.#database.transaction(async (tx) => {
+      const row = await this.#get(tx, org, threadId, true);
+      if (!row) return;
+      const metadata = { ...JSON.parse(row.metadata), graph_id: graphId, assistant_id: assistantId };
+      await tx
+        .updateTable("threads")
+        .set({ metadata: JSON.stringify(metadata), updated_at: updatedAt })
+        .where("thread_id", "=", threadId)
+        .execute();
+    });
+  }
+
+  /**
+   * One transaction. On SQLite it is IMMEDIATE: no admission can slip a run in between the check and
+   * the delete. On Postgres the candidates are locked with SKIP LOCKED: a thread another sweeper (or an
+   * admission) holds is left to it, so each expiry happens once; a thread an admission made busy after
+   * the statement's snapshot is re-checked on its new row version when locked (status), and excluded.
+   */
+  async sweepExpired(now: number, limit: number): Promise<ThreadSweep> {
+    const d = this.#dialect;
+    return this.#database.transaction(async (tx) => {
+      const expired = await d
+        .lock(
+          tx
+            .selectFrom("threads")
+            .select(["thread_id", "ttl_strategy"])
+            .where("ttl_minutes", "is not", null)
+            .where("temporary", "=", d.bool(false))
+            .where("status", "<>", "busy")
+            .where(sql<SqlBool>`${d.isoToMs("updated_at")} + ttl_minutes * 60000.0 <= ${now}`)
+            .where((eb) =>
+              eb.or([
+                eb("ttl_strategy", "=", "delete"),
+                eb("ttl_swept_at", "is", null),
+                eb("ttl_swept_at", "<>", eb.ref("updated_at")),
+              ]),
+            )
+            .where((eb) =>
+              eb.not(
+                eb.exists(
+                  eb
+                    .selectFrom("runs")
+                    .select(sql.lit(1).as("one"))
+                    .whereRef("runs.thread_id", "=", "threads.thread_id")
+                    .where("runs.status", "in", IN_FLIGHT),
+                ),
+              ),
+            )
+            .orderBy("updated_at")
+            .orderBy(d.insertionOrder("threads"))
+            .limit(limit),
+          { skipLocked: true },
+        )
+        .execute();
+      const deleted = expired.filter((r) => r.ttl_strategy !== "keep_latest").map((r) => r.thread_id);
+      const pruned = expired.filter((r) => r.ttl_strategy === "keep_latest").map((r) => r.thread_id);
+      await deleteThreads(tx, deleted);
+      for (const threadId of pruned) await keepLatestCheckpoints(tx, threadId);
+      if (pruned.length)
+        await tx
+          .updateTable("threads")
+          .set((eb) => ({ ttl_swept_at: eb.ref("updated_at") }))
+          .where("thread_id", "in", pruned)
+          .execute();
+      return { deleted, pruned };
+    });
+  }
+}
