@@ -2,7 +2,7 @@
  * Assistants and their versions. Every change writes a new row of `assistant_versions` and copies it
  * into `assistants` (the latest); `setLatest` copies an older version back.
  */
-import { type Expression, type ExpressionBuilder, type Selectable, type SqlBool, sql } from "kysely";
+import type { Expression, ExpressionBuilder, Selectable, SqlBool } from "kysely";
 import { conflict } from "../../errors.js";
 import {
   type Assistant,
@@ -18,6 +18,7 @@ import {
 } from "../ports.js";
 import type { Executor, SqlDatabase } from "./database.js";
 import type { Dialect } from "./dialect.js";
+import { sql } from "./kysely.js";
 import type { AssistantsTable, AssistantVersionsTable, Tables } from "./tables.js";
 import { deleteThreads, settledStatus } from "./thread-rows.js";
 

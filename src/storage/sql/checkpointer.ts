@@ -31,11 +31,12 @@ import {
   TASKS,
   WRITES_IDX_MAP,
 } from "@langchain/langgraph-checkpoint";
-import { type Compilable, CompiledQuery, type Expression, type SqlBool, sql } from "kysely";
+import type { Compilable, Expression, SqlBool } from "kysely";
 import { prepareCheckpoint, RunFence, runIdOf, toBuffer } from "../checkpoint-common.js";
 import type { CheckpointStore } from "../ports.js";
 import { copyThreadCheckpoints, deleteRunCheckpoints, deleteThreadCheckpoints } from "./checkpoint-rows.js";
 import type { Executor, SqlDatabase } from "./database.js";
+import { CompiledQuery, sql } from "./kysely.js";
 
 /** Rows fetched per query while `list` pages through history. */
 const LIST_PAGE = 100;

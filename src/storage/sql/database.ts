@@ -14,18 +14,17 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
+import type { DatabaseConnection, Transaction } from "kysely";
+import pg from "pg";
+import { type Dialect, postgresDialect, sqliteDialect } from "./dialect.js";
 import {
   CompiledQuery,
-  type DatabaseConnection,
   Kysely,
   PostgresDialect,
   SqliteAdapter,
   SqliteDialect,
   SqliteDriver,
-  type Transaction,
-} from "kysely";
-import pg from "pg";
-import { type Dialect, postgresDialect, sqliteDialect } from "./dialect.js";
+} from "./kysely.js";
 import { migrate } from "./migrations.js";
 import type { Tables } from "./tables.js";
 

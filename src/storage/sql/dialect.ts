@@ -9,8 +9,9 @@
  * write lock until COMMIT, which is what `FOR UPDATE` gives per row on Postgres, so on SQLite the lock
  * helpers add nothing. `SKIP LOCKED` likewise has nothing to skip there.
  */
-import { type Expression, type Kysely, type RawBuilder, type SqlBool, sql } from "kysely";
+import type { Expression, Kysely, RawBuilder, SqlBool } from "kysely";
 import { type AuthFilter, type AuthScalar, conditionOf } from "../../auth/filter.js";
+import { sql } from "./kysely.js";
 
 export type EngineName = "sqlite" | "postgres";
 

@@ -14,9 +14,10 @@
  * - Tables ordered by insertion without a `seq` primary key get one on Postgres (`seq bigserial`);
  *   SQLite has its `rowid` (`dialect.insertionOrder`).
  */
-import { type Kysely, sql } from "kysely";
+import type { Kysely } from "kysely";
 import type { SqlDatabase } from "./database.js";
 import type { Dialect } from "./dialect.js";
+import { sql } from "./kysely.js";
 
 interface ColumnTypes {
   /** Identifiers and columns searches sort by: byte-ordered text. */

@@ -20,7 +20,6 @@
  * admitting process's clock, compared with the claiming process's.
  */
 import type { Expression, ExpressionBuilder, Selectable, SqlBool } from "kysely";
-import { sql } from "kysely";
 import { conflict, notFound } from "../../errors.js";
 import type {
   AdmissionResult,
@@ -45,6 +44,7 @@ import { THREAD_BUSY_MESSAGE } from "../statuses.js";
 import { deleteRunCheckpoints } from "./checkpoint-rows.js";
 import type { Executor, SqlDatabase } from "./database.js";
 import type { Dialect } from "./dialect.js";
+import { sql } from "./kysely.js";
 import type { RunsTable, Tables } from "./tables.js";
 import { deleteThreads } from "./thread-rows.js";
 import {

@@ -7,7 +7,7 @@
  *
  * A box or pool is read with its template's current name (`template_name`): boxes follow renames.
  */
-import { type ExpressionBuilder, type Selectable, sql } from "kysely";
+import type { ExpressionBuilder, Selectable } from "kysely";
 import type {
   BoxInput,
   BoxListQuery,
@@ -24,6 +24,7 @@ import type {
   UpdatePoolResult,
 } from "../sandbox-box-ports.js";
 import type { Executor, SqlDatabase } from "./database.js";
+import { sql } from "./kysely.js";
 import { lockOrg, nameContains } from "./sandboxes.js";
 import type { SandboxBoxesTable, SandboxPoolsTable, Tables } from "./tables.js";
 

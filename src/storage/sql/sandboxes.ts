@@ -8,7 +8,7 @@
  * it; on Postgres a transaction-scoped advisory lock on the organization makes concurrent renames or
  * grows of one organization run one after the other. UNIQUE (org_id, name) is the backstop.
  */
-import { type Expression, type Selectable, type SqlBool, sql } from "kysely";
+import type { Expression, Selectable, SqlBool } from "kysely";
 import type {
   CreateTemplateResult,
   CreateVolumeResult,
@@ -27,6 +27,7 @@ import type {
   VolumeRecord,
 } from "../sandbox-ports.js";
 import type { Executor, SqlDatabase, Tx } from "./database.js";
+import { sql } from "./kysely.js";
 import type { SandboxTemplatesTable, SandboxVolumesTable } from "./tables.js";
 
 /** The advisory-lock space of the sandbox area's organization locks (sandbox-boxes.ts takes them too). */

@@ -8,7 +8,7 @@
  * Vectors are ranked in SQL by `hangar_cosine` (registered on the SQLite connection, a SQL function
  * on Postgres), so ranking, filtering and pagination are one query.
  */
-import { type Expression, type ExpressionBuilder, type SqlBool, sql } from "kysely";
+import type { Expression, ExpressionBuilder, SqlBool } from "kysely";
 import type {
   NamespaceQuery,
   OrgId,
@@ -22,6 +22,7 @@ import type {
 import { literalPrefix, selectNamespaces } from "../store-namespaces.js";
 import type { Executor, SqlDatabase } from "./database.js";
 import type { Dialect } from "./dialect.js";
+import { sql } from "./kysely.js";
 import type { StoreItemsTable } from "./tables.js";
 
 type ItemRow = StoreItemsTable & { score?: number | null };

@@ -2,7 +2,7 @@
  * Threads, one implementation over Kysely for both engines. Row helpers the run queue (runs.ts) shares
  * are exported: the thread row lock, the insert, the settled-status expression.
  */
-import { type ExpressionBuilder, type Selectable, type SqlBool, sql } from "kysely";
+import type { ExpressionBuilder, Selectable, SqlBool } from "kysely";
 import { conflict } from "../../errors.js";
 import type {
   Interrupt,
@@ -19,6 +19,7 @@ import type { ThreadStatus } from "../statuses.js";
 import { copyThreadCheckpoints, keepLatestCheckpoints } from "./checkpoint-rows.js";
 import type { Executor, SqlDatabase } from "./database.js";
 import type { Dialect } from "./dialect.js";
+import { sql } from "./kysely.js";
 import type { Tables, ThreadsTable } from "./tables.js";
 import { deleteThreads, settledStatus } from "./thread-rows.js";
 
