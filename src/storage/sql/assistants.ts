@@ -287,16 +287,8 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
         .executeTakeFirst();
       if (!v) return null;
       const now = new Date().toISOString();
-      const latest = {
-        version: v.version,
-        graph_id: v.graph_id,
-        name: v.name,
-        description: v.description,
-        config: v.config,
-        context: v.context,
-        metadata: v.metadata,
-        updated_at: now,
-      };
+      const { assistant_id: _, created_at: __, ...fields } = v;
+      const latest = { ...fields, updated_at: now };
       await tx.updateTable("assistants").set(latest).where("assistant_id", "=", assistantId).execute();
       return toAssistant({ ...current, ...latest });
     });

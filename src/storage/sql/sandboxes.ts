@@ -186,22 +186,12 @@ export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
         return { status: "updated", volume: previous, previous };
       }
       next.updated_at = updatedAt;
-      if (
-        !(await this.unlessDuplicate(
-          tx
-            .updateTable("sandbox_volumes")
-            .set({
-              name: next.name,
-              size: next.size,
-              size_bytes: next.size_bytes,
-              updated_at: next.updated_at,
-            })
-            .where("id", "=", next.id)
-            .execute(),
-        ))
-      )
-        return { status: "name_taken" };
-      return { status: "updated", volume: next, previous };
+      const { id, name: newName, size, size_bytes } = next;
+      const set = { name: newName, size, size_bytes, updated_at: updatedAt };
+      const written = await this.unlessDuplicate(
+        tx.updateTable("sandbox_volumes").set(set).where("id", "=", id).execute(),
+      );
+      return written ? { status: "updated", volume: next, previous } : { status: "name_taken" };
     });
   }
 
@@ -338,18 +328,12 @@ export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
       if (!row) return { status: "not_found" };
       if (newName === row.name) return { status: "updated", template: await this.#toTemplate(tx, row) };
       if (await this.#templateRow(tx, org, newName)) return { status: "name_taken" };
-      const updated = { ...row, name: newName, updated_at: updatedAt };
-      if (
-        !(await this.unlessDuplicate(
-          tx
-            .updateTable("sandbox_templates")
-            .set({ name: newName, updated_at: updatedAt })
-            .where("id", "=", row.id)
-            .execute(),
-        ))
-      )
-        return { status: "name_taken" };
-      return { status: "updated", template: await this.#toTemplate(tx, updated) };
+      const set = { name: newName, updated_at: updatedAt };
+      const written = await this.unlessDuplicate(
+        tx.updateTable("sandbox_templates").set(set).where("id", "=", row.id).execute(),
+      );
+      if (!written) return { status: "name_taken" };
+      return { status: "updated", template: await this.#toTemplate(tx, { ...row, ...set }) };
     });
   }
 
