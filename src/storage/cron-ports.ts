@@ -36,36 +36,13 @@ export interface Cron {
   updated_at: string;
 }
 
-export interface CronInput {
-  cron_id: string;
-  assistant_id: string;
-  thread_id: string | null;
-  user_id: string | null;
-  schedule: string;
-  timezone: string | null;
-  end_time: string | null;
-  enabled: boolean;
-  on_run_completed: "delete" | "keep" | null;
-  payload: JsonObject;
-  metadata: JsonObject;
+export type CronInput = Omit<Cron, "next_run_date" | "created_at" | "updated_at"> & {
   /** Epoch ms; null = it does not fire. */
   next_run_at: number | null;
-}
+};
 
 /** Fields to replace (payload and metadata are whole new values, merged by the caller). */
-export type CronPatch = Partial<
-  Pick<
-    CronInput,
-    | "schedule"
-    | "timezone"
-    | "end_time"
-    | "enabled"
-    | "on_run_completed"
-    | "payload"
-    | "metadata"
-    | "next_run_at"
-  >
->;
+export type CronPatch = Partial<Omit<CronInput, "cron_id" | "assistant_id" | "thread_id" | "user_id">>;
 
 export interface CronQuery {
   assistant_id?: string;

@@ -1,10 +1,9 @@
 /**
- * The storage port: everything the HTTP layer and the runtime may ask of durable storage.
- * Adapters (sqlite/, postgres/) implement it; nothing outside src/storage knows SQL.
+ * The storage port: everything the HTTP layer and the runtime may ask of durable storage, implemented
+ * once for SQLite and Postgres (sql/); nothing outside src/storage knows SQL.
  *
  * Operations are domain-sized on purpose: `runs.admit` is the whole multitask admission and
- * `runs.claimNext` the whole dequeue, so each adapter can make them atomic its own way (one
- * synchronous SQLite transaction, or a Postgres transaction with row locks).
+ * `runs.claimNext` the whole dequeue, so each is one transaction.
  */
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import type { AuthFilter } from "../auth/filter.js";
@@ -43,25 +42,10 @@ export interface Assistant {
 
 export type AssistantVersion = Omit<Assistant, "updated_at">;
 
-export interface AssistantInput {
-  assistant_id: string;
-  graph_id: string;
-  name: string;
-  description: string | null;
-  config: JsonObject;
-  context: JsonObject;
-  metadata: JsonObject;
-}
+export type AssistantInput = Omit<Assistant, "version" | "created_at" | "updated_at">;
 
-export interface AssistantPatch {
-  graph_id?: string;
-  name?: string;
-  description?: string | null;
-  config?: JsonObject;
-  context?: JsonObject;
-  /** Shallow-merged into the current metadata. */
-  metadata?: JsonObject;
-}
+/** The fields to change; `metadata` is shallow-merged into the current metadata. */
+export type AssistantPatch = Partial<Omit<AssistantInput, "assistant_id">>;
 
 export interface AssistantQuery {
   graph_id?: string;
@@ -270,11 +254,7 @@ export interface QueueStats {
   pending_unblocked_runs_wait_time_max_secs: number | null;
 }
 
-export interface AssistantDeletion {
-  deleted: boolean;
-  runningRunIds: string[];
-  pendingRunIds: string[];
-}
+export type AssistantDeletion = ThreadDeletion;
 
 export interface AssistantsRepo {
   create(org: OrgId, input: AssistantInput, ifExists: "raise" | "do_nothing"): Promise<Assistant>;

@@ -7,7 +7,12 @@
  * are atomic and report a refusal as a result value.
  */
 
+import type { SandboxListQuery, SandboxPage } from "./sandbox-ports.js";
+
 type OrgId = string;
+
+/** One `{ status }` member per refusal, so that callers narrow on each. */
+type Refusal<S extends string> = S extends string ? { status: S } : never;
 
 export type BoxStatus = "provisioning" | "ready" | "failed" | "stopped";
 
@@ -57,14 +62,10 @@ export interface BoxInput {
 
 export type CreateBoxResult =
   | { status: "created"; box: BoxRecord }
-  | { status: "name_taken" }
-  | { status: "template_not_found" };
+  | Refusal<"name_taken" | "template_not_found">;
 
 /** The claimed box keeps its id and files; it gets the caller's name and TTLs. */
-export type ClaimBoxResult =
-  | { status: "claimed"; box: BoxRecord }
-  | { status: "none" }
-  | { status: "name_taken" };
+export type ClaimBoxResult = { status: "claimed"; box: BoxRecord } | Refusal<"none" | "name_taken">;
 
 export interface BoxPatch {
   name?: string;
@@ -73,10 +74,10 @@ export interface BoxPatch {
   expires_at?: string | null;
 }
 
-export type UpdateBoxResult =
-  | { status: "updated"; box: BoxRecord }
-  | { status: "not_found" }
-  | { status: "name_taken" };
+/** What claiming a warm box sets: its TTLs, its name when given, and `now` as its last activity. */
+export type BoxClaim = Required<Omit<BoxPatch, "name">> & { name?: string; now: string };
+
+export type UpdateBoxResult = { status: "updated"; box: BoxRecord } | Refusal<"not_found" | "name_taken">;
 
 export interface PoolInput {
   id: string;
@@ -87,21 +88,10 @@ export interface PoolInput {
 
 export type CreatePoolResult =
   | { status: "created"; pool: PoolRecord }
-  | { status: "name_taken" }
-  | { status: "template_not_found" }
-  /** Pools only hold stateless templates: the template mounts volumes. */
-  | { status: "template_has_volumes" };
+  /** `template_has_volumes`: pools only hold stateless templates. */
+  | Refusal<"name_taken" | "template_not_found" | "template_has_volumes">;
 
-export type UpdatePoolResult =
-  | { status: "updated"; pool: PoolRecord }
-  | { status: "not_found" }
-  | { status: "name_taken" };
-
-export interface BoxListQuery {
-  limit: number;
-  offset: number;
-  name_contains?: string;
-}
+export type UpdatePoolResult = { status: "updated"; pool: PoolRecord } | Refusal<"not_found" | "name_taken">;
 
 export interface SandboxBoxesRepo {
   createBox(org: OrgId, input: BoxInput): Promise<CreateBoxResult>;
@@ -109,21 +99,11 @@ export interface SandboxBoxesRepo {
    * Atomically takes one `ready` warm box of a pool of this template out of its pool, renaming it
    * (when `name` is given) and setting its TTLs. `none` when no warm box is ready.
    */
-  claimWarmBox(
-    org: OrgId,
-    templateName: string,
-    patch: {
-      name?: string;
-      ttl_seconds: number;
-      idle_ttl_seconds: number;
-      expires_at: string | null;
-      now: string;
-    },
-  ): Promise<ClaimBoxResult>;
+  claimWarmBox(org: OrgId, templateName: string, patch: BoxClaim): Promise<ClaimBoxResult>;
   getBox(org: OrgId, name: string): Promise<BoxRecord | null>;
   getBoxById(id: string): Promise<BoxRecord | null>;
   /** The organization's boxes that are not warm pool members, in creation order. */
-  listBoxes(org: OrgId, query: BoxListQuery): Promise<{ items: BoxRecord[]; hasMore: boolean }>;
+  listBoxes(org: OrgId, query: SandboxListQuery): Promise<SandboxPage<BoxRecord>>;
   /** Every box of every organization (pool members included): for start-up and the TTL sweeper. */
   listAllBoxes(): Promise<BoxRecord[]>;
   updateBox(org: OrgId, name: string, patch: BoxPatch): Promise<UpdateBoxResult>;
@@ -135,7 +115,7 @@ export interface SandboxBoxesRepo {
 
   createPool(org: OrgId, input: PoolInput): Promise<CreatePoolResult>;
   getPool(org: OrgId, name: string): Promise<PoolRecord | null>;
-  listPools(org: OrgId, query: BoxListQuery): Promise<{ items: PoolRecord[]; hasMore: boolean }>;
+  listPools(org: OrgId, query: SandboxListQuery): Promise<SandboxPage<PoolRecord>>;
   listAllPools(): Promise<PoolRecord[]>;
   updatePool(
     org: OrgId,

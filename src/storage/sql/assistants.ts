@@ -2,7 +2,7 @@
  * Assistants and their versions. Every change writes a new row of `assistant_versions` and copies it
  * into `assistants` (the latest); `setLatest` copies an older version back.
  */
-import type { Expression, ExpressionBuilder, Selectable, SqlBool } from "kysely";
+import type { Expression, Selectable, SqlBool } from "kysely";
 import { conflict } from "../../errors.js";
 import {
   type Assistant,
@@ -16,10 +16,8 @@ import {
   type JsonObject,
   type OrgId,
 } from "../ports.js";
-import type { Executor, SqlDatabase } from "./database.js";
-import type { Dialect } from "./dialect.js";
-import { sql } from "./kysely.js";
-import type { AssistantsTable, AssistantVersionsTable, Tables } from "./tables.js";
+import { countOf, type Executor, nameContains, SqlRepo } from "./database.js";
+import type { AssistantsTable, AssistantVersionsTable } from "./tables.js";
 import { deleteThreads, settledStatus } from "./thread-rows.js";
 
 /** System (default) assistants have org_id '' and are visible to every organization. */
@@ -65,18 +63,7 @@ const SORT_COLUMN = {
   updated_at: "updated_at",
 } as const satisfies Record<AssistantQuery["sort_by"], keyof AssistantsTable>;
 
-/** `needle` as a LIKE pattern's literal text (`\` escapes). */
-const likeLiteral = (needle: string) => needle.replace(/[\\%_]/g, "\\$&");
-
-export class SqlAssistants implements AssistantsRepo {
-  readonly #database: SqlDatabase;
-  readonly #dialect: Dialect;
-
-  constructor(database: SqlDatabase) {
-    this.#database = database;
-    this.#dialect = database.dialect;
-  }
-
+export class SqlAssistants extends SqlRepo implements AssistantsRepo {
   /** The assistant if the organization sees it (its own, or a system one); `lock`: FOR UPDATE. */
   #get(ex: Executor, org: OrgId, assistantId: string, lock = false): Promise<AssistantRow | undefined> {
     const qb = ex
@@ -84,7 +71,7 @@ export class SqlAssistants implements AssistantsRepo {
       .selectAll()
       .where("assistant_id", "=", assistantId)
       .where("org_id", "in", [org, SYSTEM]);
-    return (lock ? this.#dialect.lock(qb) : qb).executeTakeFirst();
+    return (lock ? this.dialect.lock(qb) : qb).executeTakeFirst();
   }
 
   #create(org: string, input: AssistantInput, ifExists: "raise" | "do_nothing"): Promise<Assistant> {
@@ -101,7 +88,7 @@ export class SqlAssistants implements AssistantsRepo {
       created_at: now,
     };
     const row: AssistantRow = { ...version, org_id: org, updated_at: now };
-    return this.#database.transaction(async (tx) => {
+    return this.database.transaction(async (tx) => {
       // ON CONFLICT DO NOTHING: two processes ensuring the same system assistant at once both succeed.
       const { numInsertedOrUpdatedRows: inserted } = await tx
         .insertInto("assistants")
@@ -134,12 +121,12 @@ export class SqlAssistants implements AssistantsRepo {
   }
 
   async get(org: OrgId, assistantId: string): Promise<Assistant | null> {
-    const row = await this.#get(this.#database.db, org, assistantId);
+    const row = await this.#get(this.database.db, org, assistantId);
     return row ? toAssistant(row) : null;
   }
 
   update(org: OrgId, assistantId: string, patch: AssistantPatch): Promise<Assistant | null> {
-    return this.#database.transaction(async (tx) => {
+    return this.database.transaction(async (tx) => {
       // The row lock serializes concurrent updates, so each gets its own version number.
       const row = await this.#get(tx, org, assistantId, true);
       if (!row) return null;
@@ -173,7 +160,7 @@ export class SqlAssistants implements AssistantsRepo {
   }
 
   delete(org: OrgId, assistantId: string, opts: { deleteThreads: boolean }): Promise<AssistantDeletion> {
-    return this.#database.transaction(async (tx): Promise<AssistantDeletion> => {
+    return this.database.transaction(async (tx): Promise<AssistantDeletion> => {
       // System assistants are shared; an organization cannot delete them for everyone.
       const { numDeletedRows } = await tx
         .deleteFrom("assistants")
@@ -185,13 +172,13 @@ export class SqlAssistants implements AssistantsRepo {
       // run can be admitted on them between the look at their runs and their deletion.
       const threads = opts.deleteThreads
         ? (
-            await this.#dialect
+            await this.dialect
               .lock(
                 tx
                   .selectFrom("threads")
                   .select("thread_id")
                   .where("org_id", "=", org)
-                  .where(this.#dialect.jsonContains("metadata", { assistant_id: assistantId }))
+                  .where(this.dialect.jsonContains("metadata", { assistant_id: assistantId }))
                   .orderBy("thread_id"),
               )
               .execute()
@@ -240,40 +227,32 @@ export class SqlAssistants implements AssistantsRepo {
     });
   }
 
-  #where(org: OrgId, q: Filter) {
-    return (eb: ExpressionBuilder<Tables, "assistants">) => {
+  /** The organization's assistants (and the system ones) that pass the filter. */
+  #filtered(org: OrgId, q: Filter) {
+    return this.database.db.selectFrom("assistants").where((eb) => {
       const clauses: Expression<SqlBool>[] = [eb("org_id", "in", [org, SYSTEM])];
       if (q.graph_id !== undefined) clauses.push(eb("graph_id", "=", q.graph_id));
-      // A case-insensitive substring: LIKE with the text's %, _ and \ escaped (one SQL for both engines).
-      if (q.name !== undefined)
-        clauses.push(sql<SqlBool>`lower(name) LIKE '%' || lower(${likeLiteral(q.name)}) || '%' ESCAPE '\\'`);
+      if (q.name !== undefined) clauses.push(nameContains("name", q.name));
       if (q.metadata && Object.keys(q.metadata).length)
-        clauses.push(this.#dialect.jsonContains("metadata", q.metadata));
-      if (q.auth) clauses.push(this.#dialect.authFilter("metadata", q.auth));
+        clauses.push(this.dialect.jsonContains("metadata", q.metadata));
+      if (q.auth) clauses.push(this.dialect.authFilter("metadata", q.auth));
       return eb.and(clauses);
-    };
+    });
   }
 
   async search(org: OrgId, q: AssistantQuery): Promise<{ items: Assistant[]; total: number }> {
-    const rows = await this.#database.db
-      .selectFrom("assistants")
+    const rows = await this.#filtered(org, q)
       .selectAll()
-      .where(this.#where(org, q))
       .orderBy(SORT_COLUMN[q.sort_by], q.sort_order)
-      .orderBy(this.#dialect.insertionOrder(), q.sort_order)
+      .orderBy(this.dialect.insertionOrder(), q.sort_order)
       .limit(q.limit)
       .offset(q.offset)
       .execute();
     return { items: rows.map(toAssistant), total: await this.count(org, q) };
   }
 
-  async count(org: OrgId, q: Filter): Promise<number> {
-    const { n } = await this.#database.db
-      .selectFrom("assistants")
-      .select((eb) => eb.fn.countAll<number>().as("n"))
-      .where(this.#where(org, q))
-      .executeTakeFirstOrThrow();
-    return Number(n);
+  count(org: OrgId, q: Filter): Promise<number> {
+    return countOf(this.#filtered(org, q));
   }
 
   async versions(
@@ -281,13 +260,13 @@ export class SqlAssistants implements AssistantsRepo {
     assistantId: string,
     q: { metadata?: JsonObject; limit: number; offset: number },
   ): Promise<AssistantVersion[]> {
-    const db = this.#database.db;
+    const db = this.database.db;
     if (!(await this.#get(db, org, assistantId))) return [];
     const rows = await db
       .selectFrom("assistant_versions")
       .selectAll()
       .where("assistant_id", "=", assistantId)
-      .where(this.#dialect.jsonContains("metadata", q.metadata ?? {}))
+      .where(this.dialect.jsonContains("metadata", q.metadata ?? {}))
       .orderBy("version", "desc")
       .limit(q.limit)
       .offset(q.offset)
@@ -296,7 +275,7 @@ export class SqlAssistants implements AssistantsRepo {
   }
 
   setLatest(org: OrgId, assistantId: string, version: number): Promise<Assistant | null> {
-    return this.#database.transaction(async (tx) => {
+    return this.database.transaction(async (tx) => {
       const current = await this.#get(tx, org, assistantId, true);
       if (!current) return null;
       assertMayChange(current, org);
@@ -308,16 +287,8 @@ export class SqlAssistants implements AssistantsRepo {
         .executeTakeFirst();
       if (!v) return null;
       const now = new Date().toISOString();
-      const latest = {
-        version: v.version,
-        graph_id: v.graph_id,
-        name: v.name,
-        description: v.description,
-        config: v.config,
-        context: v.context,
-        metadata: v.metadata,
-        updated_at: now,
-      };
+      const { assistant_id: _, created_at: __, ...fields } = v;
+      const latest = { ...fields, updated_at: now };
       await tx.updateTable("assistants").set(latest).where("assistant_id", "=", assistantId).execute();
       return toAssistant({ ...current, ...latest });
     });

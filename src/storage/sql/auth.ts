@@ -5,20 +5,11 @@
 import { randomUUID } from "node:crypto";
 import { conflict } from "../../errors.js";
 import type { ApiKeyRecord, AuthRepo, OrganizationRecord } from "../auth-ports.js";
-import type { SqlDatabase } from "./database.js";
-import type { Dialect } from "./dialect.js";
+import { countOf, SqlRepo } from "./database.js";
 
 const KEY_COLUMNS = ["id", "org_id", "prefix", "created_at", "revoked_at"] as const;
 
-export class SqlAuth implements AuthRepo {
-  readonly #database: SqlDatabase;
-  readonly #dialect: Dialect;
-
-  constructor(database: SqlDatabase) {
-    this.#database = database;
-    this.#dialect = database.dialect;
-  }
-
+export class SqlAuth extends SqlRepo implements AuthRepo {
   async createKey(org: string, keyHash: string, prefix: string): Promise<ApiKeyRecord> {
     const record: ApiKeyRecord = {
       id: randomUUID(),
@@ -27,7 +18,7 @@ export class SqlAuth implements AuthRepo {
       created_at: new Date().toISOString(),
       revoked_at: null,
     };
-    await this.#database.db
+    await this.database.db
       .insertInto("api_keys")
       .values({ ...record, key_hash: keyHash })
       .execute();
@@ -35,7 +26,7 @@ export class SqlAuth implements AuthRepo {
   }
 
   async findActiveKey(keyHash: string): Promise<{ id: string; org_id: string } | null> {
-    const row = await this.#database.db
+    const row = await this.database.db
       .selectFrom("api_keys")
       .select(["id", "org_id"])
       .where("key_hash", "=", keyHash)
@@ -44,27 +35,22 @@ export class SqlAuth implements AuthRepo {
     return row ?? null;
   }
 
-  async countActiveKeys(): Promise<number> {
-    const { n } = await this.#database.db
-      .selectFrom("api_keys")
-      .select((eb) => eb.fn.countAll<number>().as("n"))
-      .where("revoked_at", "is", null)
-      .executeTakeFirstOrThrow();
-    return Number(n);
+  countActiveKeys(): Promise<number> {
+    return countOf(this.database.db.selectFrom("api_keys").where("revoked_at", "is", null));
   }
 
   listKeys(): Promise<ApiKeyRecord[]> {
-    return this.#database.db
+    return this.database.db
       .selectFrom("api_keys")
       .select(KEY_COLUMNS)
       .orderBy("created_at")
-      .orderBy(this.#dialect.insertionOrder())
+      .orderBy(this.dialect.insertionOrder())
       .execute();
   }
 
   revokeKey(idOrPrefix: string): Promise<ApiKeyRecord | null> {
-    return this.#database.transaction(async (tx) => {
-      const matches = await this.#dialect
+    return this.database.transaction(async (tx) => {
+      const matches = await this.dialect
         .lock(
           tx
             .selectFrom("api_keys")
@@ -82,7 +68,7 @@ export class SqlAuth implements AuthRepo {
   }
 
   async listOrgs(): Promise<OrganizationRecord[]> {
-    const rows = await this.#database.db
+    const rows = await this.database.db
       .selectFrom((eb) =>
         eb
           .selectFrom("api_keys")

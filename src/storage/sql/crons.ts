@@ -3,12 +3,11 @@
  * ON DELETE CASCADE: deleting the thread or the assistant deletes its crons. The scheduler moves
  * `next_run_at` forward only through `claimTick`, a compare-and-set (cron-ports.ts).
  */
-import type { Expression, ExpressionBuilder, Selectable, SqlBool } from "kysely";
+import type { Expression, Selectable, SqlBool } from "kysely";
 import { notFound } from "../../errors.js";
 import type { Cron, CronInput, CronPatch, CronQuery, CronsRepo, DueCron, OrgId } from "../ports.js";
-import type { SqlDatabase } from "./database.js";
-import type { Dialect } from "./dialect.js";
-import type { CronsTable, Tables } from "./tables.js";
+import { countOf, SqlRepo } from "./database.js";
+import type { CronsTable } from "./tables.js";
 
 type CronRow = Selectable<CronsTable>;
 type Filter = Pick<CronQuery, "assistant_id" | "thread_id" | "enabled" | "metadata" | "auth">;
@@ -22,7 +21,7 @@ const toCron = (r: CronRow): Cron => ({
   timezone: r.timezone,
   end_time: r.end_time,
   enabled: Boolean(r.enabled),
-  on_run_completed: r.on_run_completed as Cron["on_run_completed"],
+  on_run_completed: r.on_run_completed,
   payload: JSON.parse(r.payload),
   metadata: JSON.parse(r.metadata),
   next_run_date: r.next_run_at === null ? null : new Date(r.next_run_at).toISOString(),
@@ -41,31 +40,23 @@ const SORT_COLUMN = {
   updated_at: "updated_at",
 } as const satisfies Record<CronQuery["sort_by"], keyof CronsTable>;
 
-export class SqlCrons implements CronsRepo {
-  readonly #database: SqlDatabase;
-  readonly #dialect: Dialect;
-
-  constructor(database: SqlDatabase) {
-    this.#database = database;
-    this.#dialect = database.dialect;
-  }
-
+export class SqlCrons extends SqlRepo implements CronsRepo {
   create(org: OrgId, input: CronInput): Promise<Cron> {
     const now = new Date().toISOString();
     const row: CronRow = {
       ...input,
       org_id: org,
-      enabled: this.#dialect.bool(input.enabled),
+      enabled: this.dialect.bool(input.enabled),
       payload: JSON.stringify(input.payload),
       metadata: JSON.stringify(input.metadata),
       created_at: now,
       updated_at: now,
     };
-    return this.#database.transaction(async (tx) => {
+    return this.database.transaction(async (tx) => {
       const share = { share: true };
       if (input.thread_id !== null) {
         // FOR SHARE: the thread cannot be deleted between this check and the insert.
-        const thread = await this.#dialect
+        const thread = await this.dialect
           .lock(
             tx
               .selectFrom("threads")
@@ -79,7 +70,7 @@ export class SqlCrons implements CronsRepo {
       }
       // The assistant too (locked against a concurrent delete, which would take the cron with it); one
       // deleted since the caller resolved it is reported as absent, not as a foreign-key error.
-      const assistant = await this.#dialect
+      const assistant = await this.dialect
         .lock(
           tx.selectFrom("assistants").select("assistant_id").where("assistant_id", "=", input.assistant_id),
           share,
@@ -92,7 +83,7 @@ export class SqlCrons implements CronsRepo {
   }
 
   async get(org: OrgId, cronId: string): Promise<Cron | null> {
-    const row = await this.#database.db
+    const row = await this.database.db
       .selectFrom("crons")
       .selectAll()
       .where("cron_id", "=", cronId)
@@ -107,15 +98,15 @@ export class SqlCrons implements CronsRepo {
       ...(patch.schedule !== undefined && { schedule: patch.schedule }),
       ...(patch.timezone !== undefined && { timezone: patch.timezone }),
       ...(patch.end_time !== undefined && { end_time: patch.end_time }),
-      ...(patch.enabled !== undefined && { enabled: this.#dialect.bool(patch.enabled) }),
+      ...(patch.enabled !== undefined && { enabled: this.dialect.bool(patch.enabled) }),
       ...(patch.on_run_completed !== undefined && { on_run_completed: patch.on_run_completed }),
       ...(patch.payload !== undefined && { payload: JSON.stringify(patch.payload) }),
       ...(patch.metadata !== undefined && { metadata: JSON.stringify(patch.metadata) }),
       ...(patch.next_run_at !== undefined && { next_run_at: patch.next_run_at }),
       updated_at: updatedAt,
     };
-    return this.#database.transaction(async (tx) => {
-      const row = await this.#dialect
+    return this.database.transaction(async (tx) => {
+      const row = await this.dialect
         .lock(tx.selectFrom("crons").selectAll().where("cron_id", "=", cronId).where("org_id", "=", org))
         .executeTakeFirst();
       if (!row) return null;
@@ -125,7 +116,7 @@ export class SqlCrons implements CronsRepo {
   }
 
   async delete(org: OrgId, cronId: string): Promise<boolean> {
-    const { numDeletedRows } = await this.#database.db
+    const { numDeletedRows } = await this.database.db
       .deleteFrom("crons")
       .where("cron_id", "=", cronId)
       .where("org_id", "=", org)
@@ -133,53 +124,47 @@ export class SqlCrons implements CronsRepo {
     return numDeletedRows > 0n;
   }
 
-  #where(org: OrgId, q: Filter) {
-    return (eb: ExpressionBuilder<Tables, "crons">) => {
+  /** The organization's crons that pass the filter. */
+  #filtered(org: OrgId, q: Filter) {
+    return this.database.db.selectFrom("crons").where((eb) => {
       const clauses: Expression<SqlBool>[] = [eb("org_id", "=", org)];
       if (q.assistant_id !== undefined) clauses.push(eb("assistant_id", "=", q.assistant_id));
       if (q.thread_id !== undefined) clauses.push(eb("thread_id", "=", q.thread_id));
-      if (q.enabled !== undefined) clauses.push(eb("enabled", "=", this.#dialect.bool(q.enabled)));
+      if (q.enabled !== undefined) clauses.push(eb("enabled", "=", this.dialect.bool(q.enabled)));
       if (q.metadata && Object.keys(q.metadata).length)
-        clauses.push(this.#dialect.jsonContains("metadata", q.metadata));
-      if (q.auth) clauses.push(this.#dialect.authFilter("metadata", q.auth));
+        clauses.push(this.dialect.jsonContains("metadata", q.metadata));
+      if (q.auth) clauses.push(this.dialect.authFilter("metadata", q.auth));
       return eb.and(clauses);
-    };
+    });
   }
 
   async search(org: OrgId, q: CronQuery): Promise<{ items: Cron[]; total: number }> {
     const order = q.sort_order === "asc" ? "asc" : "desc";
     // NULLs (no thread, no end, not firing) sort last either way; the insertion order keeps ties in
     // creation order.
-    const rows = await this.#database.db
-      .selectFrom("crons")
+    const rows = await this.#filtered(org, q)
       .selectAll()
-      .where(this.#where(org, q))
       .orderBy(SORT_COLUMN[q.sort_by], (ob) => ob[order]().nullsLast())
-      .orderBy(this.#dialect.insertionOrder(), order)
+      .orderBy(this.dialect.insertionOrder(), order)
       .limit(q.limit)
       .offset(q.offset)
       .execute();
     return { items: rows.map(toCron), total: await this.count(org, q) };
   }
 
-  async count(org: OrgId, q: Filter): Promise<number> {
-    const { n } = await this.#database.db
-      .selectFrom("crons")
-      .select((eb) => eb.fn.countAll<number>().as("n"))
-      .where(this.#where(org, q))
-      .executeTakeFirstOrThrow();
-    return Number(n);
+  count(org: OrgId, q: Filter): Promise<number> {
+    return countOf(this.#filtered(org, q));
   }
 
   async listDue(now: number, limit: number): Promise<DueCron[]> {
-    const rows = await this.#database.db
+    const rows = await this.database.db
       .selectFrom("crons")
       .selectAll()
       .where("next_run_at", "is not", null)
       .where("next_run_at", "<=", now)
-      .where("enabled", "=", this.#dialect.bool(true))
+      .where("enabled", "=", this.dialect.bool(true))
       .orderBy("next_run_at")
-      .orderBy(this.#dialect.insertionOrder())
+      .orderBy(this.dialect.insertionOrder())
       .limit(limit)
       .execute();
     return rows.map((r) => ({ org: r.org_id, cron: toCron(r), next_run_at: r.next_run_at as number }));
@@ -190,22 +175,22 @@ export class SqlCrons implements CronsRepo {
    * waits for the winner's row lock, then finds `next_run_at` moved on and updates nothing.
    */
   async claimTick(cronId: string, dueAt: number, nextAt: number | null): Promise<boolean> {
-    const { numUpdatedRows } = await this.#database.db
+    const { numUpdatedRows } = await this.database.db
       .updateTable("crons")
       .set({ next_run_at: nextAt })
       .where("cron_id", "=", cronId)
-      .where("enabled", "=", this.#dialect.bool(true))
+      .where("enabled", "=", this.dialect.bool(true))
       .where("next_run_at", "=", dueAt)
       .executeTakeFirstOrThrow();
     return numUpdatedRows === 1n;
   }
 
   async nextDueAt(): Promise<number | null> {
-    const { t } = await this.#database.db
+    const { t } = await this.database.db
       .selectFrom("crons")
       .select((eb) => eb.fn.min("next_run_at").as("t"))
       .where("next_run_at", "is not", null)
-      .where("enabled", "=", this.#dialect.bool(true))
+      .where("enabled", "=", this.dialect.bool(true))
       .executeTakeFirstOrThrow();
     return t === null ? null : Number(t);
   }

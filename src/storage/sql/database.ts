@@ -10,12 +10,22 @@
  *   of the event loop: callbacks must not await anything but their own queries.
  * - Postgres (`pg` pool): a transaction is one pooled connection; row locks come from `dialect.lock`.
  *   One the server aborted as a deadlock victim or serialization failure is run again.
+ *
+ * Also the base of the repositories and the few query helpers they share.
  */
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
-import type { DatabaseConnection, Transaction } from "kysely";
+import type {
+  DatabaseConnection,
+  Expression,
+  ExpressionBuilder,
+  SelectQueryBuilder,
+  SqlBool,
+  Transaction,
+} from "kysely";
 import pg from "pg";
+import type { SandboxListQuery, SandboxPage } from "../sandbox-ports.js";
 import { type Dialect, postgresDialect, sqliteDialect } from "./dialect.js";
 import {
   CompiledQuery,
@@ -24,6 +34,7 @@ import {
   SqliteAdapter,
   SqliteDialect,
   SqliteDriver,
+  sql,
 } from "./kysely.js";
 import { migrate } from "./migrations.js";
 import type { Tables } from "./tables.js";
@@ -60,6 +71,71 @@ export class SqlDatabase {
   close(): Promise<void> {
     return this.#close();
   }
+}
+
+/** What every repository holds: the database and its engine's dialect. */
+export abstract class SqlRepo {
+  protected readonly dialect: Dialect;
+  constructor(protected readonly database: SqlDatabase) {
+    this.dialect = database.dialect;
+  }
+
+  /** The write's result, or undefined when a unique constraint refused it (a concurrent write took the name). */
+  protected async unlessDuplicate<T>(write: Promise<T>): Promise<T | undefined> {
+    try {
+      return await write;
+    } catch (err) {
+      if (this.dialect.isUniqueViolation(err)) return undefined;
+      throw err;
+    }
+  }
+}
+
+/** `column` contains `text`, case-insensitively (LIKE with the text's wildcards escaped): one SQL for both. */
+export function nameContains(column: string, text: string): Expression<SqlBool> {
+  const pattern = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  return sql<SqlBool>`lower(${sql.ref(column)}) LIKE lower(${pattern}) ESCAPE '\\'`;
+}
+
+/** Where the row (of the table `prefix` names, as `"b."`) is the organization's and is called `name`. */
+export const orgNamed =
+  (org: string, name: string, prefix = "") =>
+  (eb: ExpressionBuilder<any, any>) =>
+    eb.and([eb(`${prefix}org_id`, "=", org), eb(`${prefix}name`, "=", name)]);
+
+/**
+ * A page in creation order (`<alias>.seq`) of the rows whose name contains `q.name_contains`: one row
+ * more than asked for tells whether there are more.
+ */
+export async function page<O>(
+  qb: SelectQueryBuilder<Tables, any, O>,
+  alias: string,
+  q: SandboxListQuery,
+): Promise<SandboxPage<O>> {
+  const rows = await qb
+    .$if(!!q.name_contains, (b) => b.where(nameContains(`${alias}.name`, q.name_contains!)))
+    .orderBy(sql.ref(`${alias}.seq`))
+    .limit(q.limit + 1)
+    .offset(q.offset)
+    .execute();
+  return { items: rows.slice(0, q.limit), hasMore: rows.length > q.limit };
+}
+
+/** How many rows a filtered select finds. */
+export async function countOf(qb: SelectQueryBuilder<Tables, any, object>): Promise<number> {
+  const { n } = await qb.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
+  return Number(n);
+}
+
+/** Migrates a database just opened, closing it if that fails. */
+async function migrated(database: SqlDatabase, schema?: string): Promise<SqlDatabase> {
+  try {
+    database.migrated = await migrate(database, { schema });
+  } catch (err) {
+    await database.db.destroy();
+    throw err;
+  }
+  return database;
 }
 
 /** Postgres' deadlock_detected and serialization_failure: the transaction may simply be run again. */
@@ -153,18 +229,13 @@ export async function openSqlite(opts: {
     cosineOfBlobs(a as Buffer | null, b as Buffer | null),
   );
   const db = new Kysely<Tables>({ dialect: new HangarSqliteDialect(withStatementCache(raw)) });
-  const database = new SqlDatabase(db, sqliteDialect, async () => {
-    // Fold the WAL back into the main file so the data dir is one self-contained file at rest.
-    if (!opts.secondary && raw.open) raw.pragma("wal_checkpoint(TRUNCATE)");
-    await db.destroy();
-  });
-  try {
-    database.migrated = await migrate(database);
-  } catch (err) {
-    await db.destroy();
-    throw err;
-  }
-  return database;
+  return migrated(
+    new SqlDatabase(db, sqliteDialect, async () => {
+      // Fold the WAL back into the main file so the data dir is one self-contained file at rest.
+      if (!opts.secondary && raw.open) raw.pragma("wal_checkpoint(TRUNCATE)");
+      await db.destroy();
+    }),
+  );
 }
 
 // ── Postgres ───────────────────────────────────────────────────────────────────────────────────────
@@ -204,12 +275,5 @@ export async function openPostgres(opts: {
   // An idle connection dropped by the server must not crash the process; the pool replaces it.
   pool.on("error", () => {});
   const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
-  const database = new SqlDatabase(db, postgresDialect, () => db.destroy());
-  try {
-    database.migrated = await migrate(database, { schema });
-  } catch (err) {
-    await db.destroy();
-    throw err;
-  }
-  return database;
+  return migrated(new SqlDatabase(db, postgresDialect, () => db.destroy()), schema);
 }

@@ -172,7 +172,7 @@ export const sqliteDialect: Dialect = {
   bool: (value) => (value ? 1 : 0),
   vector: float32Blob,
   vectorParam: (values) => sql`${float32Blob(values)}`,
-  insertionOrder: (table) => (table ? sql.ref(`${table}.rowid`) : sql.ref("rowid")),
+  insertionOrder: (table) => sql.ref(table ? `${table}.rowid` : "rowid"),
   isUniqueViolation: (err) => {
     const code = (err as { code?: string }).code;
     return code === "SQLITE_CONSTRAINT_UNIQUE" || code === "SQLITE_CONSTRAINT_PRIMARYKEY";
@@ -218,15 +218,9 @@ function pgContains(column: string, filter: Record<string, unknown>): Expression
 
 export const postgresDialect: Dialect = {
   name: "postgres",
-  lock(qb, opts = {}) {
-    const locked = opts.share
-      ? opts.of
-        ? qb.forShare(opts.of)
-        : qb.forShare()
-      : opts.of
-        ? qb.forUpdate(opts.of)
-        : qb.forUpdate();
-    return opts.skipLocked ? locked.skipLocked() : locked;
+  lock(qb, { share, of, skipLocked } = {}) {
+    const locked = share ? qb.forShare(of) : qb.forUpdate(of);
+    return skipLocked ? locked.skipLocked() : locked;
   },
   nowMs: () => sql<number>`(extract(epoch from clock_timestamp()) * 1000)::bigint`,
   jsonContains: pgContains,
@@ -252,7 +246,7 @@ export const postgresDialect: Dialect = {
   bool: (value) => value,
   vector: (values) => Array.from(values as ArrayLike<number>),
   vectorParam: (values) => sql`${Array.from(values as ArrayLike<number>)}::real[]`,
-  insertionOrder: (table) => (table ? sql.ref(`${table}.seq`) : sql.ref("seq")),
+  insertionOrder: (table) => sql.ref(table ? `${table}.seq` : "seq"),
   isUniqueViolation: (err) => (err as { code?: string }).code === "23505",
   async lockMigrations(db, schema, fn) {
     await sql`SELECT pg_advisory_lock(726854, hashtext(${schema}))`.execute(db);

@@ -33,11 +33,7 @@ function storageOver(database: SqlDatabase): Storage {
  * Embedded storage: one SQLite file (`<dataDir>/hangar.sqlite`) holding everything, checkpoints included.
  * `secondary`: another connection of the process that owns the file (an executor thread).
  */
-export async function openSqliteStorage(opts: {
-  dataDir: string;
-  synchronous: "normal" | "full";
-  secondary?: boolean;
-}): Promise<Storage> {
+export async function openSqliteStorage(opts: Parameters<typeof openSqlite>[0]): Promise<Storage> {
   return storageOver(await openSqlite(opts));
 }
 
@@ -45,10 +41,6 @@ export async function openSqliteStorage(opts: {
  * Scale-out storage: everything, checkpoints and the store included, in one Postgres schema
  * (`public` unless `schema` is given). Migrations run on open, once across processes starting at once.
  */
-export async function openPostgresStorage(opts: {
-  uri: string;
-  schema?: string;
-  max?: number;
-}): Promise<Storage> {
+export async function openPostgresStorage(opts: Parameters<typeof openPostgres>[0]): Promise<Storage> {
   return storageOver(await openPostgres(opts));
 }

@@ -19,23 +19,10 @@ import type { SqlDatabase } from "./database.js";
 import type { Dialect } from "./dialect.js";
 import { sql } from "./kysely.js";
 
-interface ColumnTypes {
-  /** Identifiers and columns searches sort by: byte-ordered text. */
-  id: string;
-  json: string;
-  bool: string;
-  bigint: string;
-  double: string;
-  bytes: string;
-  vector: string;
-  /** An auto-incrementing primary key. */
-  serialKey: string;
-  /** Postgres' insertion-order column for tables without a `seq` key (`, seq bigserial`); none on SQLite. */
-  seqColumn: string;
-}
-
-const COLUMN_TYPES: Record<Dialect["name"], ColumnTypes> = {
+/** The column types that differ per engine. */
+const COLUMN_TYPES = {
   sqlite: {
+    /** Identifiers and columns searches sort by: byte-ordered text. */
     id: "TEXT",
     json: "TEXT",
     bool: "INTEGER",
@@ -43,7 +30,9 @@ const COLUMN_TYPES: Record<Dialect["name"], ColumnTypes> = {
     double: "REAL",
     bytes: "BLOB",
     vector: "BLOB",
+    /** An auto-incrementing primary key. */
     serialKey: "INTEGER PRIMARY KEY AUTOINCREMENT",
+    /** Postgres' insertion-order column for tables without a `seq` key (`, seq bigserial`); none on SQLite. */
     seqColumn: "",
   },
   postgres: {
@@ -57,7 +46,9 @@ const COLUMN_TYPES: Record<Dialect["name"], ColumnTypes> = {
     serialKey: "BIGSERIAL PRIMARY KEY",
     seqColumn: ",\n    seq BIGSERIAL NOT NULL",
   },
-};
+} satisfies Record<Dialect["name"], Record<string, string>>;
+
+type ColumnTypes = (typeof COLUMN_TYPES)["sqlite"];
 
 interface HangarMigration {
   name: string;

@@ -9,8 +9,8 @@
  */
 import type { ExpressionBuilder, Selectable } from "kysely";
 import type {
+  BoxClaim,
   BoxInput,
-  BoxListQuery,
   BoxPatch,
   BoxRecord,
   BoxStatus,
@@ -23,9 +23,10 @@ import type {
   UpdateBoxResult,
   UpdatePoolResult,
 } from "../sandbox-box-ports.js";
-import type { Executor, SqlDatabase } from "./database.js";
+import type { SandboxListQuery, SandboxPage } from "../sandbox-ports.js";
+import { type Executor, orgNamed, page, SqlRepo } from "./database.js";
 import { sql } from "./kysely.js";
-import { lockOrg, nameContains } from "./sandboxes.js";
+import { lockOrg } from "./sandboxes.js";
 import type { SandboxBoxesTable, SandboxPoolsTable, Tables } from "./tables.js";
 
 type BoxRow = Selectable<SandboxBoxesTable> & { template_name: string | null };
@@ -50,6 +51,12 @@ const pools = (ex: Executor) =>
     .selectAll("p")
     .select("t.name as template_name");
 
+/** The organization's box called `name`, unless it is a warm pool member. */
+const unpooled = (ex: Executor, org: string, name: string) =>
+  boxes(ex)
+    .where(orgNamed(org, name, "b."))
+    .where("b.pool_id", "is", null);
+
 /** The template's name, for a box written with RETURNING (the template is always there: a foreign key). */
 const withTemplateName = (eb: ExpressionBuilder<Tables, "sandbox_boxes">) =>
   eb
@@ -58,13 +65,7 @@ const withTemplateName = (eb: ExpressionBuilder<Tables, "sandbox_boxes">) =>
     .whereRef("t.id", "=", "sandbox_boxes.template_id")
     .as("template_name");
 
-export class SqlSandboxBoxes implements SandboxBoxesRepo {
-  readonly #database: SqlDatabase;
-
-  constructor(database: SqlDatabase) {
-    this.#database = database;
-  }
-
+export class SqlSandboxBoxes extends SqlRepo implements SandboxBoxesRepo {
   async #boxById(ex: Executor, id: string): Promise<BoxRecord | null> {
     const row = await boxes(ex).where("b.id", "=", id).executeTakeFirst();
     return row ? toBox(row) : null;
@@ -76,26 +77,23 @@ export class SqlSandboxBoxes implements SandboxBoxesRepo {
   }
 
   async #poolByName(ex: Executor, org: string, name: string): Promise<PoolRecord | null> {
-    const row = await pools(ex).where("p.org_id", "=", org).where("p.name", "=", name).executeTakeFirst();
+    const row = await pools(ex)
+      .where(orgNamed(org, name, "p."))
+      .executeTakeFirst();
     return row ? toPool(row) : null;
   }
 
   async #templateId(ex: Executor, org: string, name: string): Promise<string | undefined> {
-    const row = await ex
-      .selectFrom("sandbox_templates")
-      .select("id")
-      .where("org_id", "=", org)
-      .where("name", "=", name)
-      .executeTakeFirst();
-    return row?.id;
+    return (
+      await ex.selectFrom("sandbox_templates").select("id").where(orgNamed(org, name)).executeTakeFirst()
+    )?.id;
   }
 
   async #nameTaken(ex: Executor, org: string, name: string, exceptId = ""): Promise<boolean> {
     const row = await ex
       .selectFrom("sandbox_boxes")
       .select(sql.lit(1).as("one"))
-      .where("org_id", "=", org)
-      .where("name", "=", name)
+      .where(orgNamed(org, name))
       .where("id", "<>", exceptId)
       .executeTakeFirst();
     return row !== undefined;
@@ -103,14 +101,13 @@ export class SqlSandboxBoxes implements SandboxBoxesRepo {
 
   async createBox(org: string, input: BoxInput): Promise<CreateBoxResult> {
     const now = new Date().toISOString();
-    return this.#database.transaction(async (tx): Promise<CreateBoxResult> => {
-      await lockOrg(this.#database, tx, org);
+    return this.database.transaction(async (tx): Promise<CreateBoxResult> => {
+      await lockOrg(this.database, tx, org);
       const templateId = await this.#templateId(tx, org, input.template_name);
       if (!templateId) return { status: "template_not_found" };
       if (await this.#nameTaken(tx, org, input.name)) return { status: "name_taken" };
-      let row: BoxRow;
-      try {
-        row = await tx
+      const row = await this.unlessDuplicate(
+        tx
           .insertInto("sandbox_boxes")
           .values({
             id: input.id,
@@ -129,31 +126,17 @@ export class SqlSandboxBoxes implements SandboxBoxesRepo {
           })
           .returningAll()
           .returning(withTemplateName)
-          .executeTakeFirstOrThrow();
-      } catch (err) {
-        if (this.#database.dialect.isUniqueViolation(err)) return { status: "name_taken" };
-        throw err;
-      }
-      return { status: "created", box: toBox(row) };
+          .executeTakeFirstOrThrow(),
+      );
+      return row ? { status: "created", box: toBox(row) } : { status: "name_taken" };
     });
   }
 
-  async claimWarmBox(
-    org: string,
-    templateName: string,
-    patch: {
-      name?: string;
-      ttl_seconds: number;
-      idle_ttl_seconds: number;
-      expires_at: string | null;
-      now: string;
-    },
-  ): Promise<ClaimBoxResult> {
-    const { dialect } = this.#database;
-    return this.#database.transaction(async (tx): Promise<ClaimBoxResult> => {
-      await lockOrg(this.#database, tx, org);
+  async claimWarmBox(org: string, templateName: string, patch: BoxClaim): Promise<ClaimBoxResult> {
+    return this.database.transaction(async (tx): Promise<ClaimBoxResult> => {
+      await lockOrg(this.database, tx, org);
       // Each warm box goes to one create: a box another transaction is claiming (or deleting) is skipped.
-      const warm = await dialect
+      const warm = await this.dialect
         .lock(
           tx
             .selectFrom("sandbox_boxes as b")
@@ -191,43 +174,29 @@ export class SqlSandboxBoxes implements SandboxBoxesRepo {
   }
 
   async getBox(org: string, name: string): Promise<BoxRecord | null> {
-    const row = await boxes(this.#database.db)
-      .where("b.org_id", "=", org)
-      .where("b.name", "=", name)
-      .where("b.pool_id", "is", null)
-      .executeTakeFirst();
+    const row = await unpooled(this.database.db, org, name).executeTakeFirst();
     return row ? toBox(row) : null;
   }
 
   getBoxById(id: string): Promise<BoxRecord | null> {
-    return this.#boxById(this.#database.db, id);
+    return this.#boxById(this.database.db, id);
   }
 
-  async listBoxes(org: string, q: BoxListQuery): Promise<{ items: BoxRecord[]; hasMore: boolean }> {
-    const rows = await boxes(this.#database.db)
-      .where("b.org_id", "=", org)
-      .where("b.pool_id", "is", null)
-      .$if(!!q.name_contains, (qb) => qb.where(nameContains("b.name", q.name_contains!)))
-      .orderBy("b.seq")
-      .limit(q.limit + 1)
-      .offset(q.offset)
-      .execute();
-    return { items: rows.slice(0, q.limit).map(toBox), hasMore: rows.length > q.limit };
+  async listBoxes(org: string, q: SandboxListQuery): Promise<SandboxPage<BoxRecord>> {
+    const unpooled = boxes(this.database.db).where("b.org_id", "=", org).where("b.pool_id", "is", null);
+    const { items, hasMore } = await page(unpooled, "b", q);
+    return { items: items.map(toBox), hasMore };
   }
 
   async listAllBoxes(): Promise<BoxRecord[]> {
-    return (await boxes(this.#database.db).orderBy("b.seq").execute()).map(toBox);
+    return (await boxes(this.database.db).orderBy("b.seq").execute()).map(toBox);
   }
 
   async updateBox(org: string, name: string, patch: BoxPatch): Promise<UpdateBoxResult> {
     const updatedAt = new Date().toISOString();
-    return this.#database.transaction(async (tx): Promise<UpdateBoxResult> => {
-      await lockOrg(this.#database, tx, org);
-      const box = await boxes(tx)
-        .where("b.org_id", "=", org)
-        .where("b.name", "=", name)
-        .where("b.pool_id", "is", null)
-        .executeTakeFirst();
+    return this.database.transaction(async (tx): Promise<UpdateBoxResult> => {
+      await lockOrg(this.database, tx, org);
+      const box = await unpooled(tx, org, name).executeTakeFirst();
       if (!box) return { status: "not_found" };
       if (patch.name !== undefined && (await this.#nameTaken(tx, org, patch.name, box.id))) {
         return { status: "name_taken" };
@@ -253,7 +222,7 @@ export class SqlSandboxBoxes implements SandboxBoxesRepo {
 
   /** One statement: the update returns the box. */
   async setBoxStatus(id: string, status: BoxStatus, message: string | null): Promise<BoxRecord | null> {
-    const row = await this.#database.db
+    const row = await this.database.db
       .updateTable("sandbox_boxes")
       .set({ status, status_message: message, updated_at: new Date().toISOString() })
       .where("id", "=", id)
@@ -264,7 +233,7 @@ export class SqlSandboxBoxes implements SandboxBoxesRepo {
   }
 
   async touchBox(id: string, lastActiveAt: string, expiresAt: string | null): Promise<void> {
-    await this.#database.db
+    await this.database.db
       .updateTable("sandbox_boxes")
       .set({ last_active_at: lastActiveAt, expires_at: expiresAt })
       .where("id", "=", id)
@@ -272,7 +241,7 @@ export class SqlSandboxBoxes implements SandboxBoxesRepo {
   }
 
   async deleteBox(id: string): Promise<BoxRecord | null> {
-    return this.#database.transaction(async (tx) => {
+    return this.database.transaction(async (tx) => {
       const box = await this.#boxById(tx, id);
       if (box) await tx.deleteFrom("sandbox_boxes").where("id", "=", id).execute();
       return box;
@@ -283,8 +252,8 @@ export class SqlSandboxBoxes implements SandboxBoxesRepo {
 
   async createPool(org: string, input: PoolInput): Promise<CreatePoolResult> {
     const now = new Date().toISOString();
-    return this.#database.transaction(async (tx): Promise<CreatePoolResult> => {
-      await lockOrg(this.#database, tx, org);
+    return this.database.transaction(async (tx): Promise<CreatePoolResult> => {
+      await lockOrg(this.database, tx, org);
       const templateId = await this.#templateId(tx, org, input.template_name);
       if (!templateId) return { status: "template_not_found" };
       const mounted = await tx
@@ -295,44 +264,38 @@ export class SqlSandboxBoxes implements SandboxBoxesRepo {
         .executeTakeFirst();
       if (mounted) return { status: "template_has_volumes" };
       if (await this.#poolByName(tx, org, input.name)) return { status: "name_taken" };
-      try {
-        await tx
-          .insertInto("sandbox_pools")
-          .values({
-            id: input.id,
-            org_id: org,
-            name: input.name,
-            template_id: templateId,
-            replicas: input.replicas,
-            created_at: now,
-            updated_at: now,
-          })
-          .execute();
-      } catch (err) {
-        if (this.#database.dialect.isUniqueViolation(err)) return { status: "name_taken" };
-        throw err;
-      }
+      if (
+        !(await this.unlessDuplicate(
+          tx
+            .insertInto("sandbox_pools")
+            .values({
+              id: input.id,
+              org_id: org,
+              name: input.name,
+              template_id: templateId,
+              replicas: input.replicas,
+              created_at: now,
+              updated_at: now,
+            })
+            .execute(),
+        ))
+      )
+        return { status: "name_taken" };
       return { status: "created", pool: (await this.#poolById(tx, input.id))! };
     });
   }
 
   getPool(org: string, name: string): Promise<PoolRecord | null> {
-    return this.#poolByName(this.#database.db, org, name);
+    return this.#poolByName(this.database.db, org, name);
   }
 
-  async listPools(org: string, q: BoxListQuery): Promise<{ items: PoolRecord[]; hasMore: boolean }> {
-    const rows = await pools(this.#database.db)
-      .where("p.org_id", "=", org)
-      .$if(!!q.name_contains, (qb) => qb.where(nameContains("p.name", q.name_contains!)))
-      .orderBy("p.seq")
-      .limit(q.limit + 1)
-      .offset(q.offset)
-      .execute();
-    return { items: rows.slice(0, q.limit).map(toPool), hasMore: rows.length > q.limit };
+  async listPools(org: string, q: SandboxListQuery): Promise<SandboxPage<PoolRecord>> {
+    const { items, hasMore } = await page(pools(this.database.db).where("p.org_id", "=", org), "p", q);
+    return { items: items.map(toPool), hasMore };
   }
 
   async listAllPools(): Promise<PoolRecord[]> {
-    return (await pools(this.#database.db).orderBy("p.seq").execute()).map(toPool);
+    return (await pools(this.database.db).orderBy("p.seq").execute()).map(toPool);
   }
 
   async updatePool(
@@ -341,8 +304,8 @@ export class SqlSandboxBoxes implements SandboxBoxesRepo {
     patch: { name?: string; replicas?: number },
   ): Promise<UpdatePoolResult> {
     const updatedAt = new Date().toISOString();
-    return this.#database.transaction(async (tx): Promise<UpdatePoolResult> => {
-      await lockOrg(this.#database, tx, org);
+    return this.database.transaction(async (tx): Promise<UpdatePoolResult> => {
+      await lockOrg(this.database, tx, org);
       const pool = await this.#poolByName(tx, org, name);
       if (!pool) return { status: "not_found" };
       if (
@@ -366,8 +329,8 @@ export class SqlSandboxBoxes implements SandboxBoxesRepo {
   }
 
   async deletePool(org: string, name: string): Promise<{ pool: PoolRecord; boxes: BoxRecord[] } | null> {
-    return this.#database.transaction(async (tx) => {
-      await lockOrg(this.#database, tx, org);
+    return this.database.transaction(async (tx) => {
+      await lockOrg(this.database, tx, org);
       const pool = await this.#poolByName(tx, org, name);
       if (!pool) return null;
       const members = await boxes(tx).where("b.pool_id", "=", pool.id).orderBy("b.seq").execute();
@@ -378,7 +341,7 @@ export class SqlSandboxBoxes implements SandboxBoxesRepo {
   }
 
   async poolBoxes(poolId: string): Promise<BoxRecord[]> {
-    return (await boxes(this.#database.db).where("b.pool_id", "=", poolId).orderBy("b.seq").execute()).map(
+    return (await boxes(this.database.db).where("b.pool_id", "=", poolId).orderBy("b.seq").execute()).map(
       toBox,
     );
   }

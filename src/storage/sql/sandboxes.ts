@@ -8,7 +8,7 @@
  * it; on Postgres a transaction-scoped advisory lock on the organization makes concurrent renames or
  * grows of one organization run one after the other. UNIQUE (org_id, name) is the backstop.
  */
-import type { Expression, Selectable, SqlBool } from "kysely";
+import type { Selectable } from "kysely";
 import type {
   CreateTemplateResult,
   CreateVolumeResult,
@@ -26,7 +26,7 @@ import type {
   VolumePatch,
   VolumeRecord,
 } from "../sandbox-ports.js";
-import type { Executor, SqlDatabase, Tx } from "./database.js";
+import { type Executor, orgNamed, page, type SqlDatabase, SqlRepo, type Tx } from "./database.js";
 import { sql } from "./kysely.js";
 import type { SandboxTemplatesTable, SandboxVolumesTable } from "./tables.js";
 
@@ -36,12 +36,6 @@ const ORG_LOCK_SPACE = 726855;
 /** Serialises the sandbox area's check-then-write transactions of one organization (see above). */
 export const lockOrg = (database: SqlDatabase, tx: Tx, org: string) =>
   database.dialect.advisoryLock(tx, ORG_LOCK_SPACE, org);
-
-/** `name` contains `text`, case-insensitively (LIKE with the text's wildcards escaped). */
-export function nameContains(column: string, text: string): Expression<SqlBool> {
-  const pattern = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-  return sql<SqlBool>`lower(${sql.ref(column)}) LIKE lower(${pattern}) ESCAPE '\\'`;
-}
 
 type VolumeRow = Selectable<SandboxVolumesTable>;
 type TemplateRow = Omit<Selectable<SandboxTemplatesTable>, "seq">;
@@ -65,17 +59,11 @@ function toTemplate(row: TemplateRow, mounts: VolumeMount[]): TemplateRecord {
   };
 }
 
-export class SqlSandboxes implements SandboxesRepo {
-  readonly #database: SqlDatabase;
-
-  constructor(database: SqlDatabase) {
-    this.#database = database;
-  }
-
+export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
   // ---- organizations' usage billing ------------------------------------------------------------
 
   async setStorageQuota(org: string, quotaBytes: number): Promise<void> {
-    await this.#database.db
+    await this.database.db
       .insertInto("org_usage_billing")
       .values({ org_id: org, sandbox_storage_quota_bytes: quotaBytes, updated_at: new Date().toISOString() })
       .onConflict((oc) =>
@@ -88,7 +76,7 @@ export class SqlSandboxes implements SandboxesRepo {
   }
 
   async ensureStorageQuota(org: string, quotaBytes: number): Promise<void> {
-    await this.#database.db
+    await this.database.db
       .insertInto("org_usage_billing")
       .values({ org_id: org, sandbox_storage_quota_bytes: quotaBytes, updated_at: new Date().toISOString() })
       .onConflict((oc) => oc.column("org_id").doNothing())
@@ -96,7 +84,7 @@ export class SqlSandboxes implements SandboxesRepo {
   }
 
   async storageUsage(org: string): Promise<StorageUsage> {
-    return this.#usage(this.#database.db, org);
+    return this.#usage(this.database.db, org);
   }
 
   /** Quota and usage in one statement. */
@@ -124,12 +112,7 @@ export class SqlSandboxes implements SandboxesRepo {
   // ---- volumes -----------------------------------------------------------------------------------
 
   #volume(ex: Executor, org: string, name: string): Promise<VolumeRow | undefined> {
-    return ex
-      .selectFrom("sandbox_volumes")
-      .selectAll()
-      .where("org_id", "=", org)
-      .where("name", "=", name)
-      .executeTakeFirst();
+    return ex.selectFrom("sandbox_volumes").selectAll().where(orgNamed(org, name)).executeTakeFirst();
   }
 
   async createVolume(
@@ -147,56 +130,34 @@ export class SqlSandboxes implements SandboxesRepo {
       created_at: now,
       updated_at: now,
     };
-    return this.#database.transaction(async (tx): Promise<CreateVolumeResult> => {
-      await lockOrg(this.#database, tx, org);
+    return this.database.transaction(async (tx): Promise<CreateVolumeResult> => {
+      await lockOrg(this.database, tx, org);
       if (await this.#volume(tx, org, input.name)) return { status: "name_taken" };
       const usage = await this.#usage(tx, org);
       if (usage.usage_bytes + input.size_bytes > usage.quota_bytes) {
         return { status: "quota_exceeded", ...usage, increase_bytes: input.size_bytes };
       }
-      try {
-        await tx.insertInto("sandbox_volumes").values(volume).execute();
-      } catch (err) {
-        if (this.#database.dialect.isUniqueViolation(err)) return { status: "name_taken" };
-        throw err;
-      }
+      if (!(await this.unlessDuplicate(tx.insertInto("sandbox_volumes").values(volume).execute())))
+        return { status: "name_taken" };
       return { status: "created", volume };
     });
   }
 
   async getVolume(org: string, name: string): Promise<VolumeRecord | null> {
-    const row = await this.#volume(this.#database.db, org, name);
+    const row = await this.#volume(this.database.db, org, name);
     return row ? toVolume(row) : null;
   }
 
   async listVolumes(org: string, query: SandboxListQuery): Promise<SandboxPage<VolumeRecord>> {
-    const rows = await this.#page<VolumeRow>("sandbox_volumes", this.#database.db, org, query);
-    return { items: rows.items.map(toVolume), hasMore: rows.hasMore };
-  }
-
-  /** A page of volumes or templates: one more row than asked for tells whether there are more. */
-  async #page<R>(
-    table: "sandbox_volumes" | "sandbox_templates",
-    ex: Executor,
-    org: string,
-    q: SandboxListQuery,
-  ): Promise<SandboxPage<R>> {
-    const rows = (await ex
-      .selectFrom(table)
-      .selectAll()
-      .where("org_id", "=", org)
-      .$if(!!q.name_contains, (qb) => qb.where(nameContains("name", q.name_contains!)))
-      .orderBy("seq")
-      .limit(q.limit + 1)
-      .offset(q.offset)
-      .execute()) as R[];
-    return { items: rows.slice(0, q.limit), hasMore: rows.length > q.limit };
+    const volumes = this.database.db.selectFrom("sandbox_volumes").selectAll().where("org_id", "=", org);
+    const { items, hasMore } = await page(volumes, "sandbox_volumes", query);
+    return { items: items.map(toVolume), hasMore };
   }
 
   async updateVolume(org: string, name: string, patch: VolumePatch): Promise<UpdateVolumeResult> {
     const updatedAt = new Date().toISOString();
-    return this.#database.transaction(async (tx): Promise<UpdateVolumeResult> => {
-      await lockOrg(this.#database, tx, org);
+    return this.database.transaction(async (tx): Promise<UpdateVolumeResult> => {
+      await lockOrg(this.database, tx, org);
       const row = await this.#volume(tx, org, name);
       if (!row) return { status: "not_found" };
       const previous = toVolume(row);
@@ -225,23 +186,18 @@ export class SqlSandboxes implements SandboxesRepo {
         return { status: "updated", volume: previous, previous };
       }
       next.updated_at = updatedAt;
-      try {
-        await tx
-          .updateTable("sandbox_volumes")
-          .set({ name: next.name, size: next.size, size_bytes: next.size_bytes, updated_at: next.updated_at })
-          .where("id", "=", next.id)
-          .execute();
-      } catch (err) {
-        if (this.#database.dialect.isUniqueViolation(err)) return { status: "name_taken" };
-        throw err;
-      }
-      return { status: "updated", volume: next, previous };
+      const { id, name: newName, size, size_bytes } = next;
+      const set = { name: newName, size, size_bytes, updated_at: updatedAt };
+      const written = await this.unlessDuplicate(
+        tx.updateTable("sandbox_volumes").set(set).where("id", "=", id).execute(),
+      );
+      return written ? { status: "updated", volume: next, previous } : { status: "name_taken" };
     });
   }
 
   async deleteVolume(org: string, name: string): Promise<DeleteVolumeResult> {
-    return this.#database.transaction(async (tx): Promise<DeleteVolumeResult> => {
-      await lockOrg(this.#database, tx, org);
+    return this.database.transaction(async (tx): Promise<DeleteVolumeResult> => {
+      await lockOrg(this.database, tx, org);
       const row = await this.#volume(tx, org, name);
       if (!row) return { status: "not_found" };
       const users = await tx
@@ -259,8 +215,8 @@ export class SqlSandboxes implements SandboxesRepo {
   }
 
   async forgetVolume(org: string, id: string): Promise<boolean> {
-    return this.#database.transaction(async (tx) => {
-      await lockOrg(this.#database, tx, org);
+    return this.database.transaction(async (tx) => {
+      await lockOrg(this.database, tx, org);
       const mounted = await tx
         .selectFrom("sandbox_template_mounts")
         .select(sql.lit(1).as("one"))
@@ -280,12 +236,7 @@ export class SqlSandboxes implements SandboxesRepo {
   // ---- templates ---------------------------------------------------------------------------------
 
   #templateRow(ex: Executor, org: string, name: string): Promise<TemplateRow | undefined> {
-    return ex
-      .selectFrom("sandbox_templates")
-      .selectAll()
-      .where("org_id", "=", org)
-      .where("name", "=", name)
-      .executeTakeFirst();
+    return ex.selectFrom("sandbox_templates").selectAll().where(orgNamed(org, name)).executeTakeFirst();
   }
 
   /** The mounts of these templates (one statement), by template id, in mount order. */
@@ -322,8 +273,8 @@ export class SqlSandboxes implements SandboxesRepo {
       created_at: now,
       updated_at: now,
     };
-    return this.#database.transaction(async (tx): Promise<CreateTemplateResult> => {
-      await lockOrg(this.#database, tx, org);
+    return this.database.transaction(async (tx): Promise<CreateTemplateResult> => {
+      await lockOrg(this.database, tx, org);
       if (await this.#templateRow(tx, org, input.name)) return { status: "name_taken" };
       const volumeIds: string[] = [];
       const missing: string[] = [];
@@ -333,12 +284,8 @@ export class SqlSandboxes implements SandboxesRepo {
         else if (!missing.includes(mount.volume_name)) missing.push(mount.volume_name);
       }
       if (missing.length > 0) return { status: "missing_volumes", names: missing };
-      try {
-        await tx.insertInto("sandbox_templates").values(row).execute();
-      } catch (err) {
-        if (this.#database.dialect.isUniqueViolation(err)) return { status: "name_taken" };
-        throw err;
-      }
+      if (!(await this.unlessDuplicate(tx.insertInto("sandbox_templates").values(row).execute())))
+        return { status: "name_taken" };
       if (input.volume_mounts.length) {
         await tx
           .insertInto("sandbox_template_mounts")
@@ -357,48 +304,42 @@ export class SqlSandboxes implements SandboxesRepo {
   }
 
   async getTemplate(org: string, name: string): Promise<TemplateRecord | null> {
-    const row = await this.#templateRow(this.#database.db, org, name);
-    return row ? this.#toTemplate(this.#database.db, row) : null;
+    const row = await this.#templateRow(this.database.db, org, name);
+    return row ? this.#toTemplate(this.database.db, row) : null;
   }
 
   async listTemplates(org: string, query: SandboxListQuery): Promise<SandboxPage<TemplateRecord>> {
-    return this.#database.transaction(async (tx) => {
-      const page = await this.#page<TemplateRow>("sandbox_templates", tx, org, query);
-      const rows = page.items;
+    return this.database.transaction(async (tx) => {
+      const templates = tx.selectFrom("sandbox_templates").selectAll().where("org_id", "=", org);
+      const { items, hasMore } = await page(templates, "sandbox_templates", query);
       const mounts = await this.#mounts(
         tx,
-        rows.map((r) => r.id),
+        items.map((r) => r.id),
       );
-      return { items: rows.map((r) => toTemplate(r, mounts.get(r.id) ?? [])), hasMore: page.hasMore };
+      return { items: items.map((r) => toTemplate(r, mounts.get(r.id) ?? [])), hasMore };
     });
   }
 
   async renameTemplate(org: string, name: string, newName: string): Promise<RenameTemplateResult> {
     const updatedAt = new Date().toISOString();
-    return this.#database.transaction(async (tx): Promise<RenameTemplateResult> => {
-      await lockOrg(this.#database, tx, org);
+    return this.database.transaction(async (tx): Promise<RenameTemplateResult> => {
+      await lockOrg(this.database, tx, org);
       const row = await this.#templateRow(tx, org, name);
       if (!row) return { status: "not_found" };
       if (newName === row.name) return { status: "updated", template: await this.#toTemplate(tx, row) };
       if (await this.#templateRow(tx, org, newName)) return { status: "name_taken" };
-      const updated = { ...row, name: newName, updated_at: updatedAt };
-      try {
-        await tx
-          .updateTable("sandbox_templates")
-          .set({ name: newName, updated_at: updatedAt })
-          .where("id", "=", row.id)
-          .execute();
-      } catch (err) {
-        if (this.#database.dialect.isUniqueViolation(err)) return { status: "name_taken" };
-        throw err;
-      }
-      return { status: "updated", template: await this.#toTemplate(tx, updated) };
+      const set = { name: newName, updated_at: updatedAt };
+      const written = await this.unlessDuplicate(
+        tx.updateTable("sandbox_templates").set(set).where("id", "=", row.id).execute(),
+      );
+      if (!written) return { status: "name_taken" };
+      return { status: "updated", template: await this.#toTemplate(tx, { ...row, ...set }) };
     });
   }
 
   async deleteTemplate(org: string, name: string): Promise<DeleteTemplateResult> {
-    return this.#database.transaction(async (tx): Promise<DeleteTemplateResult> => {
-      await lockOrg(this.#database, tx, org);
+    return this.database.transaction(async (tx): Promise<DeleteTemplateResult> => {
+      await lockOrg(this.database, tx, org);
       const row = await this.#templateRow(tx, org, name);
       if (!row) return { status: "not_found" };
       // Warm pool members count as their pool.

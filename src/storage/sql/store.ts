@@ -20,7 +20,7 @@ import type {
   StoreWrite,
 } from "../ports.js";
 import { literalPrefix, selectNamespaces } from "../store-namespaces.js";
-import type { Executor, SqlDatabase } from "./database.js";
+import { type Executor, SqlRepo } from "./database.js";
 import type { Dialect } from "./dialect.js";
 import { sql } from "./kysely.js";
 import type { StoreItemsTable } from "./tables.js";
@@ -37,6 +37,10 @@ const toItem = (r: ItemRow): StoreItemRecord => ({
   created_at: r.created_at,
   updated_at: r.updated_at,
 });
+
+/** The organization's item (or its vectors) at `key` of `namespace`. */
+const itemKey = (org: string, namespace: string, key: string) => (eb: ExpressionBuilder<any, any>) =>
+  eb.and([eb("org_id", "=", org), eb("namespace", "=", namespace), eb("key", "=", key)]);
 
 /** Not expired at `now`: expired items are invisible to every read before the sweeper removes them. */
 const live = (eb: Eb, now: number) => eb.or([eb("i.expires_at", "is", null), eb("i.expires_at", ">", now)]);
@@ -74,19 +78,13 @@ function condition(dialect: Dialect, c: StoreFilterCondition): Expression<SqlBoo
   }
 }
 
-export class SqlStore implements StoreRepo {
-  readonly #database: SqlDatabase;
-
-  constructor(database: SqlDatabase) {
-    this.#database = database;
-  }
-
+export class SqlStore extends SqlRepo implements StoreRepo {
   /**
    * Per write: a delete (value null), or an upsert, the item's vectors deleted and its new ones inserted
    * in one statement.
    */
   async write(org: OrgId, writes: StoreWrite[], now: number): Promise<void> {
-    const { dialect } = this.#database;
+    const { dialect } = this;
     const nowIso = new Date(now).toISOString();
     const rows = writes.map((w) => ({
       w,
@@ -95,14 +93,12 @@ export class SqlStore implements StoreRepo {
       // A field given twice keeps its last vector, as consecutive upserts would.
       vectors: [...new Map(w.vectors.map((v) => [v.field, dialect.vector(v.vector)])).entries()],
     }));
-    await this.#database.transaction(async (tx) => {
+    await this.database.transaction(async (tx) => {
       for (const { w, namespace, value, vectors } of rows) {
         if (value === null) {
           await tx
             .deleteFrom("store_items")
-            .where("org_id", "=", org)
-            .where("namespace", "=", namespace)
-            .where("key", "=", w.key)
+            .where(itemKey(org, namespace, w.key))
             .execute();
           continue;
         }
@@ -136,9 +132,7 @@ export class SqlStore implements StoreRepo {
           .execute();
         await tx
           .deleteFrom("store_vectors")
-          .where("org_id", "=", org)
-          .where("namespace", "=", namespace)
-          .where("key", "=", w.key)
+          .where(itemKey(org, namespace, w.key))
           .execute();
         if (vectors.length) {
           await tx
@@ -159,9 +153,7 @@ export class SqlStore implements StoreRepo {
       await tx
         .updateTable("store_items")
         .set({ expires_at: Math.round(now + item.ttl_minutes * MINUTE_MS) })
-        .where("org_id", "=", org)
-        .where("namespace", "=", item.namespace)
-        .where("key", "=", item.key)
+        .where(itemKey(org, item.namespace, item.key))
         .execute();
     }
   }
@@ -183,10 +175,10 @@ export class SqlStore implements StoreRepo {
         .where((eb) => live(eb, opts.now))
         .executeTakeFirst();
     if (!opts.refreshTtl) {
-      const row = await read(this.#database.db);
+      const row = await read(this.database.db);
       return row ? toItem(row) : null;
     }
-    return this.#database.transaction(async (tx) => {
+    return this.database.transaction(async (tx) => {
       const row = await read(tx);
       if (!row) return null;
       await this.#refresh(tx, org, [row], opts.now);
@@ -195,7 +187,7 @@ export class SqlStore implements StoreRepo {
   }
 
   async search(org: OrgId, q: StoreSearchQuery, now: number): Promise<StoreSearchHit[]> {
-    const { dialect } = this.#database;
+    const { dialect } = this;
     const queryVector = q.queryVector;
     const ranked = queryVector !== undefined;
     const score = ranked ? dialect.vectorParam(queryVector) : null;
@@ -229,8 +221,8 @@ export class SqlStore implements StoreRepo {
         .execute();
     const hit = (r: ItemRow): StoreSearchHit =>
       ranked ? { ...toItem(r), score: r.score ?? null } : toItem(r);
-    if (!q.refreshTtl) return (await read(this.#database.db)).map(hit);
-    return this.#database.transaction(async (tx) => {
+    if (!q.refreshTtl) return (await read(this.database.db)).map(hit);
+    return this.database.transaction(async (tx) => {
       const rows = await read(tx);
       await this.#refresh(tx, org, rows, now);
       return rows.map(hit);
@@ -240,7 +232,7 @@ export class SqlStore implements StoreRepo {
   async listNamespaces(org: OrgId, q: NamespaceQuery, now: number): Promise<string[][]> {
     // SQL narrows to the literal leading labels of the prefix; wildcards, suffix and depth are applied here.
     const literal = literalPrefix(q.prefix);
-    const rows = await this.#database.db
+    const rows = await this.database.db
       .selectFrom("store_items as i")
       .select("i.namespace")
       .distinct()
@@ -255,7 +247,7 @@ export class SqlStore implements StoreRepo {
   }
 
   async sweepExpired(now: number): Promise<number> {
-    const result = await this.#database.db
+    const result = await this.database.db
       .deleteFrom("store_items")
       .where("expires_at", "is not", null)
       .where("expires_at", "<=", now)
@@ -264,7 +256,7 @@ export class SqlStore implements StoreRepo {
   }
 
   async nextExpiry(): Promise<number | null> {
-    const row = await this.#database.db
+    const row = await this.database.db
       .selectFrom("store_items")
       .select((eb) => eb.fn.min("expires_at").as("t"))
       .where("expires_at", "is not", null)

@@ -1,5 +1,6 @@
 /**
- * The tables as the repositories see them, for Kysely's typing; migrations.ts creates them.
+ * The tables as the repositories see them, for Kysely's typing; migrations.ts creates them and says what
+ * their columns mean. A table that stores a port's record as it is derives its type from the record.
  *
  * How values travel, the same on both engines (database.ts sets the drivers up so):
  * - JSON columns (`Json`) are read and written as JSON text: repositories `JSON.stringify` what they
@@ -11,37 +12,26 @@
  * - Blobs are Buffers; a stored vector is whatever `dialect.vector()` made (float32 blob / `real[]`).
  */
 import type { Generated } from "kysely";
+import type { ApiKeyRecord } from "../auth-ports.js";
+import type { Cron } from "../cron-ports.js";
+import type { Assistant } from "../ports.js";
+import type { BoxRecord, PoolRecord } from "../sandbox-box-ports.js";
+import type { TemplateRecord, VolumeRecord } from "../sandbox-ports.js";
 
 /** JSON text (see above). */
 export type Json = string;
 export type Bool = number | boolean;
+/** The `seq` key of the tables listed in creation order. */
+type Seq = { seq: Generated<number> };
 
-export interface AssistantsTable {
-  assistant_id: string;
-  /** '' = system assistant, visible to every organization. */
+export type AssistantsTable = Omit<Assistant, "config" | "context" | "metadata"> & {
   org_id: string;
-  graph_id: string;
-  version: number;
-  name: string;
-  description: string | null;
   config: Json;
   context: Json;
   metadata: Json;
-  created_at: string;
-  updated_at: string;
-}
+};
 
-export interface AssistantVersionsTable {
-  assistant_id: string;
-  version: number;
-  graph_id: string;
-  name: string;
-  description: string | null;
-  config: Json;
-  context: Json;
-  metadata: Json;
-  created_at: string;
-}
+export type AssistantVersionsTable = Omit<AssistantsTable, "org_id" | "updated_at">;
 
 export interface ThreadsTable {
   thread_id: string;
@@ -58,12 +48,10 @@ export interface ThreadsTable {
   state_updated_at: string;
   ttl_minutes: number | null;
   ttl_strategy: string | null;
-  /** The updated_at a keep_latest sweep last pruned at (so it prunes once per update). */
   ttl_swept_at: string | null;
 }
 
 export interface RunsTable {
-  /** Queue order among runs due at the same time. */
   seq: Generated<number>;
   run_id: string;
   thread_id: string;
@@ -74,12 +62,10 @@ export interface RunsTable {
   kwargs: Json;
   multitask_strategy: string;
   attempt: Generated<number>;
-  /** Epoch ms; after_seconds makes it later than created_at. */
   not_before: number;
   created_at: string;
   updated_at: string;
   worker_id: string | null;
-  /** Epoch ms. */
   lease_expires_at: number | null;
   stop_requested: string | null;
 }
@@ -89,7 +75,6 @@ export interface CheckpointsTable {
   checkpoint_ns: Generated<string>;
   checkpoint_id: string;
   parent_checkpoint_id: string | null;
-  /** Copied from the stored metadata, so one run's checkpoints can be deleted. */
   run_id: string | null;
   type: string | null;
   checkpoint: Buffer;
@@ -117,33 +102,10 @@ export interface OrgUsageBillingTable {
   updated_at: string;
 }
 
-export interface SandboxVolumesTable {
-  /** Creation order = list order. */
-  seq: Generated<number>;
-  id: string;
-  org_id: string;
-  name: string;
-  /** As the client wrote it. */
-  size: string;
-  /** What comparisons and the quota use. */
-  size_bytes: number;
-  storage_class: string;
-  created_at: string;
-  updated_at: string;
-}
+export type SandboxVolumesTable = VolumeRecord & Seq;
 
-export interface SandboxTemplatesTable {
-  seq: Generated<number>;
-  id: string;
-  org_id: string;
-  name: string;
-  image: string;
-  cpu: string;
-  memory: string;
-  storage: string | null;
-  created_at: string;
-  updated_at: string;
-}
+export type SandboxTemplatesTable = Omit<TemplateRecord, "resources" | "volume_mounts"> &
+  Seq & { cpu: string; memory: string; storage: string | null };
 
 export interface SandboxTemplateMountsTable {
   template_id: string;
@@ -152,47 +114,24 @@ export interface SandboxTemplateMountsTable {
   mount_path: string;
 }
 
-export interface ApiKeysTable {
-  id: string;
-  org_id: string;
-  /** Only a SHA-256 hash of each key is stored. */
-  key_hash: string;
-  prefix: string;
-  created_at: string;
-  revoked_at: string | null;
-}
+export type ApiKeysTable = ApiKeyRecord & { key_hash: string };
 
-export interface CronsTable {
-  cron_id: string;
+export type CronsTable = Omit<Cron, "enabled" | "payload" | "metadata" | "next_run_date"> & {
   org_id: string;
-  assistant_id: string;
-  /** NULL: a stateless cron. */
-  thread_id: string | null;
-  user_id: string | null;
-  schedule: string;
-  timezone: string | null;
-  end_time: string | null;
   enabled: Bool;
-  on_run_completed: string | null;
   payload: Json;
   metadata: Json;
-  /** Epoch ms of the next firing; NULL = none (disabled, ended). */
   next_run_at: number | null;
-  created_at: string;
-  updated_at: string;
-}
+};
 
 export interface StoreItemsTable {
   org_id: string;
-  /** Labels joined with '.', which no label contains. */
   namespace: string;
   key: string;
   value: Json;
   created_at: string;
   updated_at: string;
-  /** NULL = never expires. */
   ttl_minutes: number | null;
-  /** Epoch ms; reads treat the item as gone from then on. */
   expires_at: number | null;
 }
 
@@ -200,41 +139,13 @@ export interface StoreVectorsTable {
   org_id: string;
   namespace: string;
   key: string;
-  /** Which text of the item: a field path, '.N' for the Nth of several. */
   field: string;
-  /** `dialect.vector(...)`: float32 little-endian blob on SQLite, `real[]` on Postgres. */
   embedding: unknown;
 }
 
-export interface SandboxPoolsTable {
-  seq: Generated<number>;
-  id: string;
-  org_id: string;
-  name: string;
-  template_id: string;
-  replicas: number;
-  created_at: string;
-  updated_at: string;
-}
+export type SandboxPoolsTable = Omit<PoolRecord, "template_name"> & Seq;
 
-export interface SandboxBoxesTable {
-  /** Creation order = list order. */
-  seq: Generated<number>;
-  id: string;
-  org_id: string;
-  name: string;
-  template_id: string;
-  /** Set while a warm pool member. */
-  pool_id: string | null;
-  status: string;
-  status_message: string | null;
-  ttl_seconds: number;
-  idle_ttl_seconds: number;
-  expires_at: string | null;
-  last_active_at: string;
-  created_at: string;
-  updated_at: string;
-}
+export type SandboxBoxesTable = Omit<BoxRecord, "template_name"> & Seq;
 
 export interface Tables {
   assistants: AssistantsTable;
