@@ -19,7 +19,7 @@
  * disagree must not take each other's live runs for dead ones. Due times (`not_before`) are the
  * admitting process's clock, compared with the claiming process's.
  */
-import type { Expression, ExpressionBuilder, Selectable, SqlBool } from "kysely";
+import type { Expression, ExpressionBuilder, Selectable, SqlBool, Updateable } from "kysely";
 import { conflict, notFound } from "../../errors.js";
 import type {
   AdmissionResult,
@@ -48,15 +48,16 @@ import { sql } from "./kysely.js";
 import type { RunsTable, Tables } from "./tables.js";
 import { deleteThreads } from "./thread-rows.js";
 import {
+  hasRuns,
   IN_FLIGHT,
   insertThread,
-  lockThread,
+  newThreadRow,
   PENDING,
   RUNNING,
+  readThread,
+  runsInFlight,
   settledStatusExpression,
-  THREAD_COLUMNS,
   type ThreadRow,
-  ttlColumns,
 } from "./threads.js";
 
 type RunRow = Selectable<RunsTable>;
@@ -101,15 +102,7 @@ type Recovery = "requeued" | "failed" | "interrupted" | "rolledBack";
  * selects, a CTE and an update, whose builders Kysely types apart).
  */
 const threadNotRunning = (eb: ExpressionBuilder<any, any>): Expression<SqlBool> =>
-  eb.not(
-    eb.exists(
-      eb
-        .selectFrom("runs as x")
-        .select(sql.lit(1).as("one"))
-        .whereRef("x.thread_id", "=", "r.thread_id")
-        .where("x.status", "=", RUNNING),
-    ),
-  );
+  eb.not(hasRuns(eb, eb.ref("r.thread_id"), RUNNING));
 
 export class SqlRuns implements RunsRepo {
   readonly #database: SqlDatabase;
@@ -127,20 +120,25 @@ export class SqlRuns implements RunsRepo {
    * under the lock; undefined when the run is gone.
    */
   #lockThreadOfRun(tx: Executor, runId: string): Promise<ThreadRow | undefined> {
-    return this.#dialect
-      .lock(
-        tx
-          .selectFrom("threads")
-          .select(THREAD_COLUMNS)
-          .where("thread_id", "=", (eb) =>
-            eb.selectFrom("runs").select("runs.thread_id").where("runs.run_id", "=", runId),
-          ),
-      )
-      .executeTakeFirst();
+    const threadId = tx.selectFrom("runs").select("runs.thread_id").where("runs.run_id", "=", runId);
+    return readThread(tx, this.#dialect, threadId, true);
   }
 
-  #run(tx: Executor, runId: string): Promise<RunRow | undefined> {
-    return tx.selectFrom("runs").selectAll().where("run_id", "=", runId).executeTakeFirst();
+  #run(ex: Executor, runId: string): Promise<RunRow | undefined> {
+    return ex.selectFrom("runs").selectAll().where("run_id", "=", runId).executeTakeFirst();
+  }
+
+  /** One UPDATE of the run's row. */
+  async #update(tx: Executor, runId: string, set: Updateable<RunsTable>): Promise<void> {
+    await tx.updateTable("runs").set(set).where("run_id", "=", runId).execute();
+  }
+
+  /** Deletes the run (unless already gone: false), rebinds its thread's graph and settles the thread. */
+  async #rollBack(tx: Executor, thread: ThreadRow, runId: string): Promise<boolean> {
+    if (!(await this.#deleteRun(tx, thread.thread_id, runId))) return false;
+    await this.#restoreGraphBinding(tx, thread);
+    await this.#settleThread(tx, thread, { hasNext: false });
+    return true;
   }
 
   /**
@@ -218,7 +216,7 @@ export class SqlRuns implements RunsRepo {
     return this.#database.transaction(async (tx): Promise<AdmissionResult> => {
       // The thread row lock is what makes admission atomic per thread on Postgres: a concurrent
       // admission on the same thread waits here until this one commits, then sees its run.
-      let thread = await lockThread(tx, d, a.thread_id);
+      let thread = await readThread(tx, d, a.thread_id, true);
       // Timestamps are taken under the lock, so the queue order of one thread's runs (not_before, then
       // seq) is their admission order: concurrent admissions may have computed `not_before` in another
       // order than they got the lock. A delayed run keeps its time.
@@ -229,36 +227,29 @@ export class SqlRuns implements RunsRepo {
         if (!a.stateless && a.if_not_exists === "reject")
           throw notFound(`Thread with ID ${a.thread_id} not found`);
         // Created as the admission leaves it (busy, bound to the graph), so it needs no update below.
-        const row: ThreadRow = {
-          thread_id: a.thread_id,
-          org_id: org,
-          status: "busy",
-          metadata: JSON.stringify({ ...graphMetadata, ...a.metadata, ...graphMetadata }),
-          config: threadConfig ?? "{}",
-          values: null,
-          interrupts: "{}",
-          error: null,
-          temporary: d.bool(Boolean(a.kwargs.temporary)),
-          created_at: nowIso,
-          updated_at: nowIso,
-          state_updated_at: nowIso,
-          ...ttlColumns(a.stateless ? undefined : a.thread_ttl),
-        };
+        const ttl = a.stateless ? undefined : a.thread_ttl;
+        const row = newThreadRow(
+          d,
+          { org, threadId: a.thread_id, now: nowIso, ttl },
+          {
+            status: "busy",
+            metadata: JSON.stringify({ ...graphMetadata, ...a.metadata, ...graphMetadata }),
+            config: threadConfig ?? "{}",
+            temporary: d.bool(Boolean(a.kwargs.temporary)),
+          },
+        );
         // Two admissions creating the same thread at once (Postgres): the second one's insert waits on
         // the first's unique key, does nothing, and the lock below then waits for and sees its row.
         created = await insertThread(tx, d, row);
-        thread = created ? row : await lockThread(tx, d, a.thread_id);
+        thread = created ? row : await readThread(tx, d, a.thread_id, true);
         if (!thread) throw notFound(`Thread with ID ${a.thread_id} not found`); // deleted in between
       }
       if (thread.org_id !== org) throw notFound(`Thread with ID ${a.thread_id} not found`);
 
       // A thread this admission created has no runs yet.
       if (!created && a.multitask_strategy === "reject") {
-        const busy = await tx
-          .selectFrom("runs")
+        const busy = await runsInFlight(tx, a.thread_id)
           .select("run_id")
-          .where("thread_id", "=", a.thread_id)
-          .where("status", "in", IN_FLIGHT)
           .limit(sql.lit(1))
           .executeTakeFirst();
         if (busy) throw conflict(THREAD_BUSY_MESSAGE);
@@ -266,31 +257,16 @@ export class SqlRuns implements RunsRepo {
       const runningToStop: Run[] = [];
       const pendingSettled: Run[] = [];
       if (!created && settlesPriors) {
-        const inFlight = await tx
-          .selectFrom("runs")
-          .selectAll()
-          .where("thread_id", "=", a.thread_id)
-          .where("status", "in", IN_FLIGHT)
-          .orderBy("seq")
-          .execute();
+        const inFlight = await runsInFlight(tx, a.thread_id).selectAll().orderBy("seq").execute();
         for (const prior of inFlight) {
           if (prior.status === "running") {
             // Recorded, so the stop happens even if the signal to its worker is lost or the worker dies.
-            await tx
-              .updateTable("runs")
-              .set({ stop_requested: a.multitask_strategy })
-              .where("run_id", "=", prior.run_id)
-              .execute();
+            await this.#update(tx, prior.run_id, { stop_requested: a.multitask_strategy });
             runningToStop.push(toRun(prior));
             continue;
           }
           if (a.multitask_strategy === "rollback") await this.#deleteRun(tx, prior.thread_id, prior.run_id);
-          else
-            await tx
-              .updateTable("runs")
-              .set({ status: "interrupted", updated_at: nowIso })
-              .where("run_id", "=", prior.run_id)
-              .execute();
+          else await this.#update(tx, prior.run_id, { status: "interrupted", updated_at: nowIso });
           pendingSettled.push(toRun(prior));
         }
       }
@@ -331,13 +307,8 @@ export class SqlRuns implements RunsRepo {
   }
 
   async get(org: OrgId, threadId: string | null, runId: string): Promise<Run | null> {
-    const row = await this.#database.db
-      .selectFrom("runs")
-      .selectAll()
-      .where("run_id", "=", runId)
-      .where("org_id", "=", org)
-      .executeTakeFirst();
-    if (!row || (threadId !== null && row.thread_id !== threadId)) return null;
+    const row = await this.#run(this.#database.db, runId);
+    if (!row || row.org_id !== org || (threadId !== null && row.thread_id !== threadId)) return null;
     return toRun(row);
   }
 
@@ -383,12 +354,7 @@ export class SqlRuns implements RunsRepo {
       if (action === "rollback") {
         await this.#deleteRun(tx, row.thread_id, row.run_id);
         await this.#restoreGraphBinding(tx, thread);
-      } else
-        await tx
-          .updateTable("runs")
-          .set({ status: "interrupted", updated_at: now })
-          .where("run_id", "=", runId)
-          .execute();
+      } else await this.#update(tx, runId, { status: "interrupted", updated_at: now });
       await this.#settleThread(tx, thread, {});
       return toRun({ ...row, status: "interrupted", updated_at: now });
     });
@@ -617,9 +583,7 @@ export class SqlRuns implements RunsRepo {
   async completeRolledBack(runId: string): Promise<void> {
     await this.#database.transaction(async (tx) => {
       const thread = await this.#lockThreadOfRun(tx, runId);
-      if (!thread || !(await this.#deleteRun(tx, thread.thread_id, runId))) return;
-      await this.#restoreGraphBinding(tx, thread);
-      await this.#settleThread(tx, thread, { hasNext: false });
+      if (thread) await this.#rollBack(tx, thread, runId);
     });
   }
 
@@ -678,26 +642,16 @@ export class SqlRuns implements RunsRepo {
         if (row?.status !== "running" || (onlyExpired && !row.expired)) return null;
         const now = new Date().toISOString();
         if (row.stop_requested === "rollback") {
-          await this.#deleteRun(tx, row.thread_id, row.run_id);
-          await this.#restoreGraphBinding(tx, thread);
-          await this.#settleThread(tx, thread, { hasNext: false });
+          await this.#rollBack(tx, thread, runId);
           return "rolledBack";
         }
         if (row.stop_requested === "interrupt") {
-          await tx
-            .updateTable("runs")
-            .set({ status: "interrupted", updated_at: now })
-            .where("run_id", "=", runId)
-            .execute();
+          await this.#update(tx, runId, { status: "interrupted", updated_at: now });
           await this.#settleThread(tx, thread, {});
           return "interrupted";
         }
         if (row.attempt >= maxAttempts) {
-          await tx
-            .updateTable("runs")
-            .set({ status: "error", updated_at: now })
-            .where("run_id", "=", runId)
-            .execute();
+          await this.#update(tx, runId, { status: "error", updated_at: now });
           await this.#settleThread(tx, thread, {
             error: JSON.stringify({
               error: "RunAbandoned",
@@ -706,11 +660,12 @@ export class SqlRuns implements RunsRepo {
           });
           return "failed";
         }
-        await tx
-          .updateTable("runs")
-          .set({ status: "pending", updated_at: now, worker_id: null, lease_expires_at: null })
-          .where("run_id", "=", runId)
-          .execute();
+        await this.#update(tx, runId, {
+          status: "pending",
+          updated_at: now,
+          worker_id: null,
+          lease_expires_at: null,
+        });
         return "requeued";
       });
       if (recovery) result[recovery].push(runId);

@@ -2,7 +2,7 @@
  * Threads, one implementation over Kysely for both engines. Row helpers the run queue (runs.ts) shares
  * are exported: the thread row lock, the insert, the settled-status expression.
  */
-import type { ExpressionBuilder, Selectable, SqlBool } from "kysely";
+import type { Expression, ExpressionBuilder, Selectable, SelectQueryBuilder, SqlBool } from "kysely";
 import { conflict } from "../../errors.js";
 import type {
   Interrupt,
@@ -57,11 +57,33 @@ export const PENDING = sql.lit("pending");
 export const RUNNING = sql.lit("running");
 export const IN_FLIGHT = [PENDING, RUNNING];
 
-/** The TTL columns of a new thread row. */
-export const ttlColumns = (ttl: ThreadTtl | undefined) => ({
+/** The TTL columns of a thread row. */
+const ttlColumns = (ttl: ThreadTtl | undefined) => ({
   ttl_minutes: ttl?.minutes ?? null,
   ttl_strategy: ttl?.strategy ?? null,
   ttl_swept_at: null,
+});
+
+/** A new thread's row, as `fields` leave it from idle, empty and created `now`. */
+export const newThreadRow = (
+  d: Dialect,
+  thread: { org: OrgId; threadId: string; now: string; ttl?: ThreadTtl },
+  fields: Partial<ThreadRow>,
+): ThreadRow => ({
+  thread_id: thread.threadId,
+  org_id: thread.org,
+  status: "idle",
+  metadata: "{}",
+  config: "{}",
+  values: null,
+  interrupts: "{}",
+  error: null,
+  temporary: d.bool(false),
+  created_at: thread.now,
+  updated_at: thread.now,
+  state_updated_at: thread.now,
+  ...ttlColumns(thread.ttl),
+  ...fields,
 });
 
 /** `values` and `error` are SQL NULL until set; a stored JSON null comes back as the text `null`. */
@@ -82,16 +104,44 @@ export const toThread = (r: ThreadRow): Thread => {
 };
 
 /**
- * Reads the thread row and, on Postgres, locks it for the rest of the caller's transaction. Every
- * transaction that changes a thread's runs takes this lock first (then run rows): one lock order, so no
- * deadlocks, and admission, claiming and settling of one thread never interleave across processes.
- * SQLite's IMMEDIATE transaction already holds the whole database.
+ * Reads the thread row (`threadId`: the id, or a subquery giving it; of `org` if given) and with `lock`,
+ * on Postgres, locks it for the rest of the caller's transaction. Every transaction that changes a
+ * thread's runs takes this lock first (then run rows): one lock order, so no deadlocks, and admission,
+ * claiming and settling of one thread never interleave across processes. SQLite's IMMEDIATE
+ * transaction already holds the whole database.
  */
-export function lockThread(ex: Executor, dialect: Dialect, threadId: string): Promise<ThreadRow | undefined> {
-  return dialect
-    .lock(ex.selectFrom("threads").select(THREAD_COLUMNS).where("thread_id", "=", threadId))
-    .executeTakeFirst();
+export function readThread(
+  ex: Executor,
+  d: Dialect,
+  threadId: string | SelectQueryBuilder<Tables, "runs", { thread_id: string }>,
+  lock: boolean,
+  org?: OrgId,
+): Promise<ThreadRow | undefined> {
+  const qb = ex
+    .selectFrom("threads")
+    .select(THREAD_COLUMNS)
+    .where("thread_id", "=", threadId)
+    .$if(org !== undefined, (q) => q.where("org_id", "=", org!));
+  return (lock ? d.lock(qb) : qb).executeTakeFirst();
 }
+
+/** The thread's runs in flight, to select from. */
+export const runsInFlight = (ex: Executor, threadId: string) =>
+  ex.selectFrom("runs").where("thread_id", "=", threadId).where("status", "in", IN_FLIGHT);
+
+/** EXISTS a run of `thread` (its id as an expression, or a column) with `status` (one or a list). */
+export const hasRuns = (
+  eb: ExpressionBuilder<any, any>,
+  thread: Expression<string>,
+  status: typeof RUNNING | typeof IN_FLIGHT,
+) =>
+  eb.exists(
+    eb
+      .selectFrom("runs as x")
+      .select(sql.lit(1).as("one"))
+      .where("x.thread_id", "=", thread)
+      .where("x.status", Array.isArray(status) ? "in" : "=", status),
+  );
 
 /**
  * Inserts the thread unless its id exists; returns whether it was inserted. On Postgres, a concurrent
@@ -119,15 +169,7 @@ export function settledStatusExpression(threadId: string, hasNext: boolean, fail
         ? eb.val<ThreadStatus>("interrupted")
         : eb
             .case()
-            .when(
-              eb.exists(
-                eb
-                  .selectFrom("runs")
-                  .select(sql.lit(1).as("one"))
-                  .where("runs.thread_id", "=", threadId)
-                  .where("runs.status", "in", IN_FLIGHT),
-              ),
-            )
+            .when(hasRuns(eb, eb.val(threadId), IN_FLIGHT))
             .then(eb.val<ThreadStatus>("busy"))
             .else(eb.val<ThreadStatus>("idle"))
             .end();
@@ -143,14 +185,8 @@ export class SqlThreads implements ThreadsRepo {
     this.#dialect = database.dialect;
   }
 
-  /** The thread of `org`, locked for the caller's transaction when `lock` (see `lockThread`). */
   #get(ex: Executor, org: OrgId, threadId: string, lock = false): Promise<ThreadRow | undefined> {
-    const qb = ex
-      .selectFrom("threads")
-      .select(THREAD_COLUMNS)
-      .where("thread_id", "=", threadId)
-      .where("org_id", "=", org);
-    return (lock ? this.#dialect.lock(qb) : qb).executeTakeFirst();
+    return readThread(ex, this.#dialect, threadId, lock, org);
   }
 
   async create(
@@ -159,28 +195,12 @@ export class SqlThreads implements ThreadsRepo {
     ifExists: "raise" | "do_nothing",
   ): Promise<Thread> {
     const now = new Date().toISOString();
-    const row: ThreadRow = {
-      thread_id: input.thread_id,
-      org_id: org,
-      status: "idle",
-      metadata: JSON.stringify(input.metadata),
-      config: "{}",
-      values: null,
-      interrupts: "{}",
-      error: null,
-      temporary: this.#dialect.bool(false),
-      created_at: now,
-      updated_at: now,
-      state_updated_at: now,
-      ...ttlColumns(input.ttl),
-    };
+    const { db, dialect } = this.#database;
+    const thread = { org, threadId: input.thread_id, now, ttl: input.ttl };
+    const row = newThreadRow(dialect, thread, { metadata: JSON.stringify(input.metadata) });
     // One statement when the id is new; the existing row is read only when it was not.
-    if (await insertThread(this.#database.db, this.#dialect, row)) return toThread(row);
-    const existing = await this.#database.db
-      .selectFrom("threads")
-      .select(THREAD_COLUMNS)
-      .where("thread_id", "=", input.thread_id)
-      .executeTakeFirst();
+    if (await insertThread(db, dialect, row)) return toThread(row);
+    const existing = await readThread(db, dialect, input.thread_id, false);
     if (existing && ifExists === "do_nothing" && existing.org_id === org) return toThread(existing);
     throw conflict(`Thread ${input.thread_id} already exists`);
   }
@@ -222,12 +242,7 @@ export class SqlThreads implements ThreadsRepo {
     return this.#database.transaction(async (tx) => {
       if (!(await this.#get(tx, org, threadId, true)))
         return { deleted: false, runningRunIds: [], pendingRunIds: [] };
-      const inFlight = await tx
-        .selectFrom("runs")
-        .select(["run_id", "status"])
-        .where("thread_id", "=", threadId)
-        .where("status", "in", IN_FLIGHT)
-        .execute();
+      const inFlight = await runsInFlight(tx, threadId).select(["run_id", "status"]).execute();
       await deleteThreads(tx, [threadId]);
       return {
         deleted: true,
@@ -359,17 +374,7 @@ export class SqlThreads implements ThreadsRepo {
                 eb("ttl_swept_at", "<>", eb.ref("updated_at")),
               ]),
             )
-            .where((eb) =>
-              eb.not(
-                eb.exists(
-                  eb
-                    .selectFrom("runs")
-                    .select(sql.lit(1).as("one"))
-                    .whereRef("runs.thread_id", "=", "threads.thread_id")
-                    .where("runs.status", "in", IN_FLIGHT),
-                ),
-              ),
-            )
+            .where((eb) => eb.not(hasRuns(eb, eb.ref("threads.thread_id"), IN_FLIGHT)))
             .orderBy("updated_at")
             .orderBy(d.insertionOrder("threads"))
             .limit(limit),
