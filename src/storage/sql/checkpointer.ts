@@ -32,7 +32,7 @@ import {
   TASKS,
   WRITES_IDX_MAP,
 } from "@langchain/langgraph-checkpoint";
-import type { Compilable, ExpressionBuilder, Insertable, Selectable } from "kysely";
+import type { Compilable, ExpressionBuilder, Selectable } from "kysely";
 import type { CheckpointStore } from "../ports.js";
 import {
   copyThreadCheckpoints,
@@ -84,11 +84,11 @@ function toBuffer(bytes: Uint8Array | string): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
-/** The thread (`configurable.thread_id`, as text; undefined if absent) and namespace (default "") of a config. */
-function threadOf(config: RunnableConfig): { threadId: string; ns: string } | undefined {
+/** A config's thread (`configurable.thread_id`, as text; undefined if absent) and namespace (default ""). */
+function threadOf(config: RunnableConfig): { thread_id: string; checkpoint_ns: string } | undefined {
   const c = config.configurable;
   if (c?.thread_id === undefined || c.thread_id === null) return undefined;
-  return { threadId: String(c.thread_id), ns: String(c.checkpoint_ns ?? "") };
+  return { thread_id: String(c.thread_id), checkpoint_ns: String(c.checkpoint_ns ?? "") };
 }
 
 const runIdOf = (value: unknown): string | null => (typeof value === "string" && value !== "" ? value : null);
@@ -117,11 +117,15 @@ const SLOT = "\u0000hangar-slot:";
 /** A placeholder in a query given to `Prepared`: the value bound to `name` at each execution. */
 const slot = (name: string): any => SLOT + name;
 
+/** A row of `columns` for an INSERT given to `Prepared`, each the slot of its name (after `prefix`). */
+const slots = (columns: readonly string[], prefix = ""): any =>
+  Object.fromEntries(columns.map((c) => [c, slot(prefix + c)]));
+
 /**
  * A query whose shape never changes, built with Kysely's builder and compiled once: Kysely compiles
  * every query it builds, and building and compiling `put`'s upsert costs 20-80 µs, a third to half of
- * running it on SQLite (a micro-benchmark of 20k calls). Built with `slot(name)` placeholders; each
- * execution binds its values by name, in the order the compiled SQL wants them.
+ * running it on SQLite (a micro-benchmark of 20k calls). Built with `slot(name)` placeholders (named by
+ * the column they stand for); each execution binds its values by name, in the compiled SQL's order.
  */
 class Prepared<R, K extends string = string> {
   readonly #sql: string;
@@ -145,62 +149,49 @@ class Prepared<R, K extends string = string> {
 }
 
 /** An upsert's `SET column = excluded.column`, for each of `columns`. */
-const fromExcluded = (columns: string[]) => (eb: ExpressionBuilder<any, any>) =>
+const fromExcluded = (columns: readonly string[]) => (eb: ExpressionBuilder<any, any>) =>
   Object.fromEntries(columns.map((c) => [c, eb.ref(`excluded.${c}`)]));
+
+type Thread = "thread_id" | "checkpoint_ns";
+type Key = Thread | "checkpoint_id";
+const KEY = ["thread_id", "checkpoint_ns", "checkpoint_id"] as const;
+const UPSERTED = ["parent_checkpoint_id", "run_id", "type", "checkpoint", "metadata"] as const;
 
 function compileQueries(db: Executor) {
   const checkpoints = db
     .selectFrom("checkpoints")
     .select(CHECKPOINT_COLUMNS)
-    .where("thread_id", "=", slot("threadId"))
-    .where("checkpoint_ns", "=", slot("ns"));
+    .where("thread_id", "=", slot("thread_id"))
+    .where("checkpoint_ns", "=", slot("checkpoint_ns"));
   const writes = db
     .selectFrom("checkpoint_writes")
     .select(["task_id", "channel", "type", "value"])
-    .where("thread_id", "=", slot("threadId"))
-    .where("checkpoint_ns", "=", slot("ns"))
-    .where("checkpoint_id", "=", slot("checkpointId"));
+    .where("thread_id", "=", slot("thread_id"))
+    .where("checkpoint_ns", "=", slot("checkpoint_ns"))
+    .where("checkpoint_id", "=", slot("checkpoint_id"));
   // Identifier columns compare bytes (SQLite's BINARY collation, Postgres' COLLATE "C"), i.e. code
   // points: the order `compareWritesSortKeys` defines.
   const inWritesOrder = (q: typeof writes) => q.orderBy("task_path").orderBy("task_id").orderBy("idx");
   return {
-    getById: new Prepared<CheckpointRow, "threadId" | "ns" | "checkpointId">(
-      checkpoints.where("checkpoint_id", "=", slot("checkpointId")),
-    ),
-    getLatest: new Prepared<CheckpointRow, "threadId" | "ns">(
+    getById: new Prepared<CheckpointRow, Key>(checkpoints.where("checkpoint_id", "=", slot("checkpoint_id"))),
+    getLatest: new Prepared<CheckpointRow, Thread>(
       checkpoints.orderBy("checkpoint_id", "desc").limit(sql.lit(1)),
     ),
-    getWrites: new Prepared<WriteRow, "threadId" | "ns" | "checkpointId">(inWritesOrder(writes)),
-    getSends: new Prepared<WriteRow, "threadId" | "ns" | "checkpointId" | "channel">(
+    getWrites: new Prepared<WriteRow, Key>(inWritesOrder(writes)),
+    getSends: new Prepared<WriteRow, Key | "channel">(
       inWritesOrder(writes.where("channel", "=", slot("channel"))),
     ),
-    upsertCheckpoint: new Prepared<
-      never,
-      "threadId" | "ns" | "checkpointId" | "parentId" | "runId" | "type" | "checkpoint" | "metadata"
-    >(
+    upsertCheckpoint: new Prepared<never, Key | (typeof UPSERTED)[number]>(
       db
         .insertInto("checkpoints")
-        .values({
-          thread_id: slot("threadId"),
-          checkpoint_ns: slot("ns"),
-          checkpoint_id: slot("checkpointId"),
-          parent_checkpoint_id: slot("parentId"),
-          run_id: slot("runId"),
-          type: slot("type"),
-          checkpoint: slot("checkpoint"),
-          metadata: slot("metadata"),
-        })
-        .onConflict((oc) =>
-          oc
-            .columns(["thread_id", "checkpoint_ns", "checkpoint_id"])
-            .doUpdateSet(fromExcluded(["parent_checkpoint_id", "run_id", "type", "checkpoint", "metadata"])),
-        ),
+        .values(slots([...KEY, ...UPSERTED]))
+        .onConflict((oc) => oc.columns(KEY).doUpdateSet(fromExcluded(UPSERTED))),
     ),
-    hasCheckpoints: new Prepared<unknown, "threadId">(
+    hasCheckpoints: new Prepared<unknown, "thread_id">(
       db
         .selectFrom("checkpoints")
         .select(sql.lit(1).as("one"))
-        .where("thread_id", "=", slot("threadId"))
+        .where("thread_id", "=", slot("thread_id"))
         .limit(sql.lit(1)),
     ),
   };
@@ -211,9 +202,7 @@ function compileQueries(db: Executor) {
  * writes never overwrite: the upsert's WHERE leaves a conflicting regular write as it was.
  */
 function compileWritesInsert(db: Executor, rows: number): Prepared<never> {
-  const values = Array.from({ length: rows }, (_, i) =>
-    Object.fromEntries(WRITE_COLUMNS.map((c) => [c, slot(`${i}.${c}`)])),
-  ) as unknown as Insertable<CheckpointWritesTable>[];
+  const values = Array.from({ length: rows }, (_, i) => slots(WRITE_COLUMNS, `${i}.`));
   const insert = new Prepared<never>(
     db
       .insertInto("checkpoint_writes")
@@ -269,7 +258,7 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     const checkpointId = getCheckpointId(config);
     const db = this.#database.db;
     const [row] = checkpointId
-      ? await this.#q.getById.execute(db, { ...thread, checkpointId: String(checkpointId) })
+      ? await this.#q.getById.execute(db, { ...thread, checkpoint_id: String(checkpointId) })
       : await this.#q.getLatest.execute(db, thread);
     return row ? this.#toTuple(row) : undefined;
   }
@@ -341,7 +330,7 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     const thread = threadOf(config);
     if (!thread) throw new Error('Failed to put checkpoint: config.configurable is missing "thread_id".');
     const { thread_id, checkpoint_id: parentId } = config.configurable!;
-    const result = { configurable: { thread_id, checkpoint_ns: thread.ns, checkpoint_id: checkpoint.id } };
+    const result = { configurable: { ...thread, thread_id, checkpoint_id: checkpoint.id } };
     const merged = checkpointMetadata(config, metadata);
     const runId = runIdOf(merged.run_id);
     if (this.isFenced(runId)) return result;
@@ -355,9 +344,9 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     if (this.isFenced(runId)) return result; // a rollback may land while serialization is awaited
     await this.#q.upsertCheckpoint.execute(this.#database.db, {
       ...thread,
-      checkpointId: checkpoint.id,
-      parentId: parentId ? String(parentId) : null,
-      runId,
+      checkpoint_id: checkpoint.id,
+      parent_checkpoint_id: parentId ? String(parentId) : null,
+      run_id: runId,
       type,
       checkpoint: toBuffer(serialized),
       metadata: toBuffer(serializedMetadata),
@@ -389,7 +378,7 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     // One row per key: a special channel written twice in one batch keeps its last value (as the
     // upserts one after the other did); one statement may not touch a row twice on Postgres.
     const rows = new Map<number, unknown[]>();
-    const key = [thread.threadId, thread.ns, String(checkpointId), taskId];
+    const key = [thread.thread_id, thread.checkpoint_ns, String(checkpointId), taskId];
     for (const [i, [channel]] of writes.entries()) {
       const idx = Object.hasOwn(WRITES_IDX_MAP, channel) ? WRITES_IDX_MAP[channel] : i;
       const [type, value] = serialized[i];
@@ -424,7 +413,7 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
   }
 
   async hasCheckpoints(threadId: string): Promise<boolean> {
-    return (await this.#q.hasCheckpoints.execute(this.#database.db, { threadId })).length > 0;
+    return (await this.#q.hasCheckpoints.execute(this.#database.db, { thread_id: threadId })).length > 0;
   }
 
   /**
@@ -445,12 +434,9 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
   // ---------------------------------------------------------------------------------------------
 
   #insertWrites(ex: Executor, rows: unknown[][]): Promise<never[]> {
-    let insert = this.#writesInserts.get(rows.length);
-    if (!insert) {
-      insert = compileWritesInsert(this.#database.db, rows.length);
-      this.#writesInserts.set(rows.length, insert);
-    }
-    return insert.execute(ex, rows.flat());
+    const n = rows.length;
+    if (!this.#writesInserts.has(n)) this.#writesInserts.set(n, compileWritesInsert(this.#database.db, n));
+    return this.#writesInserts.get(n)!.execute(ex, rows.flat());
   }
 
   async #loadWrites(rows: WriteRow[]): Promise<CheckpointPendingWrite[]> {
@@ -471,20 +457,13 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     const [checkpoint, metadata, pendingWrites] = await Promise.all([
       this.serde.loadsTyped(row.type ?? "json", row.checkpoint) as Promise<Checkpoint>,
       this.serde.loadsTyped("json", row.metadata) as Promise<CheckpointMetadata>,
-      this.#q.getWrites
-        .execute(db, { threadId: thread_id, ns: checkpoint_ns, checkpointId: checkpoint_id })
-        .then((w) => this.#loadWrites(w)),
+      this.#q.getWrites.execute(db, row).then((w) => this.#loadWrites(w)),
     ]);
     // Checkpoint format < 4 kept pending sends as TASKS writes on the parent; v4 keeps them in the
     // TASKS channel. Rebuild that channel for old checkpoints, as MemorySaver does.
     if (checkpoint.v < 4 && parent_checkpoint_id) {
       const sends = await this.#loadWrites(
-        await this.#q.getSends.execute(db, {
-          threadId: thread_id,
-          ns: checkpoint_ns,
-          checkpointId: parent_checkpoint_id,
-          channel: TASKS,
-        }),
+        await this.#q.getSends.execute(db, { ...row, checkpoint_id: parent_checkpoint_id, channel: TASKS }),
       );
       checkpoint.channel_values ??= {};
       checkpoint.channel_values[TASKS] = sends.map((w) => w[2]);

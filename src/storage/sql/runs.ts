@@ -227,17 +227,12 @@ export class SqlRuns implements RunsRepo {
         if (!a.stateless && a.if_not_exists === "reject")
           throw notFound(`Thread with ID ${a.thread_id} not found`);
         // Created as the admission leaves it (busy, bound to the graph), so it needs no update below.
-        const ttl = a.stateless ? undefined : a.thread_ttl;
-        const row = newThreadRow(
-          d,
-          { org, threadId: a.thread_id, now: nowIso, ttl },
-          {
-            status: "busy",
-            metadata: JSON.stringify({ ...graphMetadata, ...a.metadata, ...graphMetadata }),
-            config: threadConfig ?? "{}",
-            temporary: d.bool(Boolean(a.kwargs.temporary)),
-          },
-        );
+        const row = newThreadRow(org, a.thread_id, nowIso, a.stateless ? undefined : a.thread_ttl, {
+          status: "busy",
+          metadata: JSON.stringify({ ...graphMetadata, ...a.metadata, ...graphMetadata }),
+          config: threadConfig ?? "{}",
+          temporary: Boolean(a.kwargs.temporary),
+        });
         // Two admissions creating the same thread at once (Postgres): the second one's insert waits on
         // the first's unique key, does nothing, and the lock below then waits for and sees its row.
         created = await insertThread(tx, d, row);
@@ -271,8 +266,7 @@ export class SqlRuns implements RunsRepo {
         }
       }
 
-      const run: RunRow = {
-        seq: 0,
+      const run = {
         run_id: a.run_id,
         thread_id: a.thread_id,
         org_id: org,
@@ -289,8 +283,7 @@ export class SqlRuns implements RunsRepo {
         lease_expires_at: null,
         stop_requested: null,
       };
-      const { seq: _seq, ...values } = run;
-      await tx.insertInto("runs").values(values).execute();
+      await tx.insertInto("runs").values(run).execute();
       if (!created)
         await tx
           .updateTable("threads")
@@ -302,7 +295,7 @@ export class SqlRuns implements RunsRepo {
           })
           .where("thread_id", "=", a.thread_id)
           .execute();
-      return { run: toRun(run), runningToStop, pendingSettled };
+      return { run: toRun({ ...run, seq: 0 }), runningToStop, pendingSettled };
     });
   }
 
@@ -537,18 +530,7 @@ export class SqlRuns implements RunsRepo {
     eb.or([eb("lease_expires_at", "is", null), eb("lease_expires_at", "<", this.#dialect.nowMs())]);
 
   async sweepExpiredLeases(maxAttempts: number): Promise<SweepResult> {
-    const expired = await this.#database.db
-      .selectFrom("runs")
-      .select("run_id")
-      .where("status", "=", RUNNING)
-      .where(this.#leaseExpired)
-      .orderBy("seq")
-      .execute();
-    return this.#recoverOrphans(
-      expired.map((r) => r.run_id),
-      maxAttempts,
-      true,
-    );
+    return this.#recoverOrphans(maxAttempts, true);
   }
 
   /** Statements: the thread (locked), the run's update (checks status and attempt), the thread's update. */
@@ -604,29 +586,26 @@ export class SqlRuns implements RunsRepo {
 
   /** Every `running` run, as if all leases had expired: only for a database no other process uses. */
   async recoverInterrupted(maxAttempts: number): Promise<SweepResult> {
-    const running = await this.#database.db
-      .selectFrom("runs")
-      .select("run_id")
-      .where("status", "=", RUNNING)
-      .orderBy("seq")
-      .execute();
-    return this.#recoverOrphans(
-      running.map((r) => r.run_id),
-      maxAttempts,
-      false,
-    );
+    return this.#recoverOrphans(maxAttempts, false);
   }
 
   /**
-   * Runs no live worker executes: settled as a recorded stop request asks, requeued, or failed. Each in
+   * Runs no live worker executes (with `onlyExpired`, those whose lease expired): settled as a recorded stop request asks, requeued, or failed. Each in
    * a transaction of its own, re-read under its thread's lock and its own row lock (its worker may have
    * renewed or settled it since the scan; a renewal, which takes no thread lock, waits for the row), so
    * concurrent sweepers in several processes recover each run once, and never one whose worker just
    * renewed it.
    */
-  async #recoverOrphans(runIds: string[], maxAttempts: number, onlyExpired: boolean): Promise<SweepResult> {
+  async #recoverOrphans(maxAttempts: number, onlyExpired: boolean): Promise<SweepResult> {
+    const orphans = await this.#database.db
+      .selectFrom("runs")
+      .select("run_id")
+      .where("status", "=", RUNNING)
+      .$if(onlyExpired, (qb) => qb.where(this.#leaseExpired))
+      .orderBy("seq")
+      .execute();
     const result: SweepResult = { requeued: [], failed: [], interrupted: [], rolledBack: [] };
-    for (const runId of runIds) {
+    for (const { run_id: runId } of orphans) {
       const recovery = await this.#database.transaction(async (tx): Promise<Recovery | null> => {
         const thread = await this.#lockThreadOfRun(tx, runId);
         if (!thread) return null;
@@ -684,17 +663,14 @@ export class SqlRuns implements RunsRepo {
       .selectNoFrom((eb) => {
         const pendingDue = () =>
           eb.selectFrom("runs as r").where("r.status", "=", PENDING).where("r.not_before", "<=", now);
+        const count = (status: typeof PENDING) =>
+          eb
+            .selectFrom("runs")
+            .select((s) => s.fn.countAll<number>().as("n"))
+            .where("status", "=", status);
         return [
-          eb
-            .selectFrom("runs")
-            .select((s) => s.fn.countAll<number>().as("n"))
-            .where("status", "=", PENDING)
-            .as("pending"),
-          eb
-            .selectFrom("runs")
-            .select((s) => s.fn.countAll<number>().as("n"))
-            .where("status", "=", RUNNING)
-            .as("running"),
+          count(PENDING).as("pending"),
+          count(RUNNING).as("running"),
           pendingDue()
             .select((s) => s.fn.min("r.not_before").as("t"))
             .as("oldest"),

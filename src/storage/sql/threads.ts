@@ -64,25 +64,27 @@ const ttlColumns = (ttl: ThreadTtl | undefined) => ({
   ttl_swept_at: null,
 });
 
-/** A new thread's row, as `fields` leave it from idle, empty and created `now`. */
+/** A new thread's row (for `insertThread`), as `fields` leave it from idle, empty and created `now`. */
 export const newThreadRow = (
-  d: Dialect,
-  thread: { org: OrgId; threadId: string; now: string; ttl?: ThreadTtl },
+  org: OrgId,
+  threadId: string,
+  now: string,
+  ttl: ThreadTtl | undefined,
   fields: Partial<ThreadRow>,
 ): ThreadRow => ({
-  thread_id: thread.threadId,
-  org_id: thread.org,
+  thread_id: threadId,
+  org_id: org,
   status: "idle",
   metadata: "{}",
   config: "{}",
   values: null,
   interrupts: "{}",
   error: null,
-  temporary: d.bool(false),
-  created_at: thread.now,
-  updated_at: thread.now,
-  state_updated_at: thread.now,
-  ...ttlColumns(thread.ttl),
+  temporary: false,
+  created_at: now,
+  updated_at: now,
+  state_updated_at: now,
+  ...ttlColumns(ttl),
   ...fields,
 });
 
@@ -177,16 +179,14 @@ export function settledStatusExpression(threadId: string, hasNext: boolean, fail
 
 export class SqlThreads implements ThreadsRepo {
   readonly #database: SqlDatabase;
-  readonly #dialect: Dialect;
 
   /** Copies and deletions go through checkpoint-rows.ts in this repository's transactions: no checkpointer. */
   constructor(database: SqlDatabase) {
     this.#database = database;
-    this.#dialect = database.dialect;
   }
 
   #get(ex: Executor, org: OrgId, threadId: string, lock = false): Promise<ThreadRow | undefined> {
-    return readThread(ex, this.#dialect, threadId, lock, org);
+    return readThread(ex, this.#database.dialect, threadId, lock, org);
   }
 
   async create(
@@ -196,8 +196,9 @@ export class SqlThreads implements ThreadsRepo {
   ): Promise<Thread> {
     const now = new Date().toISOString();
     const { db, dialect } = this.#database;
-    const thread = { org, threadId: input.thread_id, now, ttl: input.ttl };
-    const row = newThreadRow(dialect, thread, { metadata: JSON.stringify(input.metadata) });
+    const row = newThreadRow(org, input.thread_id, now, input.ttl, {
+      metadata: JSON.stringify(input.metadata),
+    });
     // One statement when the id is new; the existing row is read only when it was not.
     if (await insertThread(db, dialect, row)) return toThread(row);
     const existing = await readThread(db, dialect, input.thread_id, false);
@@ -217,24 +218,13 @@ export class SqlThreads implements ThreadsRepo {
       // Postgres' only), and the row lock keeps concurrent patches from losing each other's keys.
       const row = await this.#get(tx, org, threadId, true);
       if (!row) return null;
-      const next: ThreadRow = {
-        ...row,
+      const set = {
         metadata: JSON.stringify({ ...JSON.parse(row.metadata), ...metadata }),
         updated_at: updatedAt,
         ...(ttl && ttlColumns(ttl)),
       };
-      await tx
-        .updateTable("threads")
-        .set({
-          metadata: next.metadata,
-          updated_at: next.updated_at,
-          ttl_minutes: next.ttl_minutes,
-          ttl_strategy: next.ttl_strategy,
-          ttl_swept_at: next.ttl_swept_at,
-        })
-        .where("thread_id", "=", threadId)
-        .execute();
-      return toThread(next);
+      await tx.updateTable("threads").set(set).where("thread_id", "=", threadId).execute();
+      return toThread({ ...row, ...set });
     });
   }
 
@@ -254,7 +244,7 @@ export class SqlThreads implements ThreadsRepo {
 
   /** The threads of `org` a search or count sees (never a stateless run's temporary thread). */
   #filtered(org: OrgId, q: Partial<ThreadQuery>) {
-    const d = this.#dialect;
+    const d = this.#database.dialect;
     return this.#database.db
       .selectFrom("threads")
       .where("org_id", "=", org)
@@ -275,7 +265,7 @@ export class SqlThreads implements ThreadsRepo {
     const rows = await this.#filtered(org, q)
       .select(THREAD_COLUMNS)
       .orderBy(q.sort_by, order)
-      .orderBy(this.#dialect.insertionOrder(), order)
+      .orderBy(this.#database.dialect.insertionOrder(), order)
       .limit(q.limit)
       .offset(q.offset)
       .execute();
@@ -303,7 +293,7 @@ export class SqlThreads implements ThreadsRepo {
         updated_at: now,
         ttl_swept_at: null,
       };
-      if (!(await insertThread(tx, this.#dialect, row)))
+      if (!(await insertThread(tx, this.#database.dialect, row)))
         throw conflict(`Thread ${newThreadId} already exists`);
       await copyThreadCheckpoints(tx, threadId, newThreadId);
       return toThread(row);
@@ -356,7 +346,7 @@ export class SqlThreads implements ThreadsRepo {
    * the statement's snapshot is re-checked on its new row version when locked (status), and excluded.
    */
   async sweepExpired(now: number, limit: number): Promise<ThreadSweep> {
-    const d = this.#dialect;
+    const d = this.#database.dialect;
     return this.#database.transaction(async (tx) => {
       const expired = await d
         .lock(
