@@ -85,6 +85,9 @@ const CLAIM_CANDIDATES = 16;
  */
 const CONTENDED_RETRY_MS = 20;
 
+/** A run back in the queue, for another attempt by any worker. */
+const REQUEUED = { status: "pending", worker_id: null, lease_expires_at: null } as const;
+
 /** A thread's settling after one of its runs ended; JSON already serialized (before the transaction). */
 interface Settlement {
   values?: string;
@@ -572,12 +575,7 @@ export class SqlRuns implements RunsRepo {
   async requeue(runId: string, attempt?: number): Promise<void> {
     await this.#database.db
       .updateTable("runs")
-      .set({
-        status: "pending",
-        updated_at: new Date().toISOString(),
-        worker_id: null,
-        lease_expires_at: null,
-      })
+      .set({ ...REQUEUED, updated_at: new Date().toISOString() })
       .where("run_id", "=", runId)
       .where("status", "=", RUNNING)
       .$if(attempt !== undefined, (qb) => qb.where("attempt", "=", attempt!))
@@ -639,12 +637,7 @@ export class SqlRuns implements RunsRepo {
           });
           return "failed";
         }
-        await this.#update(tx, runId, {
-          status: "pending",
-          updated_at: now,
-          worker_id: null,
-          lease_expires_at: null,
-        });
+        await this.#update(tx, runId, { ...REQUEUED, updated_at: now });
         return "requeued";
       });
       if (recovery) result[recovery].push(runId);

@@ -107,10 +107,8 @@ export const toThread = (r: ThreadRow): Thread => {
 
 /**
  * Reads the thread row (`threadId`: the id, or a subquery giving it; of `org` if given) and with `lock`,
- * on Postgres, locks it for the rest of the caller's transaction. Every transaction that changes a
- * thread's runs takes this lock first (then run rows): one lock order, so no deadlocks, and admission,
- * claiming and settling of one thread never interleave across processes. SQLite's IMMEDIATE
- * transaction already holds the whole database.
+ * on Postgres, locks it for the rest of the caller's transaction: the lock every transaction that
+ * changes a thread's runs takes first (runs.ts's header says why).
  */
 export function readThread(
   ex: Executor,
