@@ -4,6 +4,21 @@
  * Each takes the caller's executor, so it commits or rolls back with the rows it belongs to.
  */
 import type { Executor } from "./database.js";
+import type { CheckpointWritesTable } from "./tables.js";
+
+/** A pending write's columns, in the order `putWrites` binds them (`thread_id` first: the copy swaps it). */
+export const WRITE_COLUMNS = [
+  "thread_id",
+  "checkpoint_ns",
+  "checkpoint_id",
+  "task_id",
+  "idx",
+  "channel",
+  "type",
+  "value",
+  "task_path",
+  "run_id",
+] as const satisfies readonly (keyof CheckpointWritesTable)[];
 
 /** Deletes the checkpoints and pending writes of these threads. */
 export async function deleteThreadCheckpoints(ex: Executor, threadIds: string[]): Promise<void> {
@@ -79,35 +94,14 @@ export async function copyThreadCheckpoints(ex: Executor, source: string, target
       .values({ ...row, thread_id: target, metadata: Buffer.from(JSON.stringify(metadata), "utf8") })
       .execute();
   }
+  const [, ...copied] = WRITE_COLUMNS;
   await ex
     .insertInto("checkpoint_writes")
-    .columns([
-      "thread_id",
-      "checkpoint_ns",
-      "checkpoint_id",
-      "task_id",
-      "idx",
-      "channel",
-      "type",
-      "value",
-      "task_path",
-      "run_id",
-    ])
+    .columns(WRITE_COLUMNS)
     .expression((eb) =>
       eb
         .selectFrom("checkpoint_writes")
-        .select((s) => [
-          s.val(target).as("thread_id"),
-          "checkpoint_ns",
-          "checkpoint_id",
-          "task_id",
-          "idx",
-          "channel",
-          "type",
-          "value",
-          "task_path",
-          "run_id",
-        ])
+        .select((s) => [s.val(target).as("thread_id"), ...copied])
         .where("thread_id", "=", source),
     )
     .execute();

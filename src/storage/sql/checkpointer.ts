@@ -7,7 +7,7 @@
  * - `checkpoint_writes.run_id`: the run that wrote the row. A resumed run writes its RESUME value and
  *   task writes onto the previous run's last checkpoint; rolling the resumed run back removes them too.
  *
- * The fence (checkpoint-common.ts) is in process memory: it stops a graph still executing in THIS
+ * The fence (`fenceRun`) is in process memory: it stops a graph still executing in THIS
  * process from writing back checkpoints of a run that was rolled back. With workers in several
  * processes the rollback signal must reach the executing worker, which fences there.
  *
@@ -24,6 +24,7 @@ import {
   type CheckpointMetadata,
   type CheckpointPendingWrite,
   type CheckpointTuple,
+  copyCheckpoint,
   getCheckpointId,
   maxChannelVersion,
   type PendingWrite,
@@ -31,12 +32,17 @@ import {
   TASKS,
   WRITES_IDX_MAP,
 } from "@langchain/langgraph-checkpoint";
-import type { Compilable, Expression, SqlBool } from "kysely";
-import { prepareCheckpoint, RunFence, runIdOf, toBuffer } from "../checkpoint-common.js";
+import type { Compilable, ExpressionBuilder, Selectable } from "kysely";
 import type { CheckpointStore } from "../ports.js";
-import { copyThreadCheckpoints, deleteRunCheckpoints, deleteThreadCheckpoints } from "./checkpoint-rows.js";
+import {
+  copyThreadCheckpoints,
+  deleteRunCheckpoints,
+  deleteThreadCheckpoints,
+  WRITE_COLUMNS,
+} from "./checkpoint-rows.js";
 import type { Executor, SqlDatabase } from "./database.js";
 import { CompiledQuery, sql } from "./kysely.js";
+import type { CheckpointsTable, CheckpointWritesTable } from "./tables.js";
 
 /** Rows fetched per query while `list` pages through history. */
 const LIST_PAGE = 100;
@@ -57,48 +63,52 @@ const CHECKPOINT_COLUMNS = [
   "metadata",
 ] as const;
 
-const WRITE_COLUMNS = [
-  "thread_id",
-  "checkpoint_ns",
+type CheckpointRow = Pick<Selectable<CheckpointsTable>, (typeof CHECKPOINT_COLUMNS)[number]>;
+type WriteRow = Pick<Selectable<CheckpointWritesTable>, "task_id" | "channel" | "type" | "value">;
+
+/** Config/configurable keys that describe the call site, not the run: never copied into checkpoint metadata. */
+const NON_METADATA_KEYS = new Set([
   "checkpoint_id",
+  "checkpoint_ns",
+  "checkpoint_map",
   "task_id",
-  "idx",
-  "channel",
-  "type",
-  "value",
-  "task_path",
-  "run_id",
-] as const;
+  "langgraph_step",
+  "langgraph_node",
+  "langgraph_triggers",
+  "langgraph_path",
+  "langgraph_checkpoint_ns",
+]);
 
-interface CheckpointRow {
-  thread_id: string;
-  checkpoint_ns: string;
-  checkpoint_id: string;
-  parent_checkpoint_id: string | null;
-  type: string | null;
-  checkpoint: Buffer;
-  metadata: Buffer;
+function toBuffer(bytes: Uint8Array | string): Buffer {
+  if (typeof bytes === "string") return Buffer.from(bytes, "utf8");
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
-interface WriteRow {
-  task_id: string;
-  channel: string;
-  type: string | null;
-  value: Buffer | null;
+/** A config's thread (`configurable.thread_id`, as text; undefined if absent) and namespace (default ""). */
+function threadOf(config: RunnableConfig): { thread_id: string; checkpoint_ns: string } | undefined {
+  const c = config.configurable;
+  if (c?.thread_id === undefined || c.thread_id === null) return undefined;
+  return { thread_id: String(c.thread_id), checkpoint_ns: String(c.checkpoint_ns ?? "") };
 }
 
-type WriteValues = {
-  thread_id: string;
-  checkpoint_ns: string;
-  checkpoint_id: string;
-  task_id: string;
-  idx: number;
-  channel: string;
-  type: string;
-  value: Buffer;
-  task_path: string;
-  run_id: string | null;
-};
+const runIdOf = (value: unknown): string | null => (typeof value === "string" && value !== "" ? value : null);
+
+/**
+ * LangGraph JS hands `put` only `{source, step, parents}`; the run's identity (`run_id`, `thread_id`,
+ * `graph_id`, `assistant_id`, user metadata) lives in `config.metadata` / `config.configurable`. Like the
+ * Python savers' `get_checkpoint_metadata`, fold scalar values from both into the stored metadata:
+ * the checkpoint's own keys win, then `config.metadata`, then `configurable`.
+ */
+function checkpointMetadata(config: RunnableConfig, metadata: CheckpointMetadata): Record<string, unknown> {
+  const merged: Record<string, unknown> = { ...metadata };
+  for (const source of [config.metadata, config.configurable]) {
+    for (const [key, value] of Object.entries(source ?? {})) {
+      if (Object.hasOwn(merged, key) || key.startsWith("__") || NON_METADATA_KEYS.has(key)) continue;
+      if (["string", "number", "boolean"].includes(typeof value)) merged[key] = value;
+    }
+  }
+  return merged;
+}
 
 // ── Queries compiled once ──────────────────────────────────────────────────────────────────────────
 
@@ -107,11 +117,15 @@ const SLOT = "\u0000hangar-slot:";
 /** A placeholder in a query given to `Prepared`: the value bound to `name` at each execution. */
 const slot = (name: string): any => SLOT + name;
 
+/** A row of `columns` for an INSERT given to `Prepared`, each the slot of its name (after `prefix`). */
+const slots = (columns: readonly string[], prefix = ""): any =>
+  Object.fromEntries(columns.map((c) => [c, slot(prefix + c)]));
+
 /**
  * A query whose shape never changes, built with Kysely's builder and compiled once: Kysely compiles
  * every query it builds, and building and compiling `put`'s upsert costs 20-80 µs, a third to half of
- * running it on SQLite (a micro-benchmark of 20k calls). Built with `slot(name)` placeholders; each
- * execution binds its values by name, in the order the compiled SQL wants them.
+ * running it on SQLite (a micro-benchmark of 20k calls). Built with `slot(name)` placeholders (named by
+ * the column they stand for); each execution binds its values by name, in the compiled SQL's order.
  */
 class Prepared<R, K extends string = string> {
   readonly #sql: string;
@@ -127,78 +141,57 @@ class Prepared<R, K extends string = string> {
     });
   }
 
-  async execute(ex: Executor, values: Record<K, unknown>): Promise<R[]> {
-    return this.executeParams(
-      ex,
-      this.slots.map((s) => values[s]),
-    );
-  }
-
-  async executeParams(ex: Executor, params: unknown[]): Promise<R[]> {
+  /** `values` by slot name, or already in the compiled SQL's order. */
+  async execute(ex: Executor, values: Record<K, unknown> | unknown[]): Promise<R[]> {
+    const params = Array.isArray(values) ? values : this.slots.map((s) => values[s]);
     return (await ex.executeQuery<R>(CompiledQuery.raw(this.#sql, params))).rows;
   }
 }
 
+/** An upsert's `SET column = excluded.column`, for each of `columns`. */
+const fromExcluded = (columns: readonly string[]) => (eb: ExpressionBuilder<any, any>) =>
+  Object.fromEntries(columns.map((c) => [c, eb.ref(`excluded.${c}`)]));
+
+type Thread = "thread_id" | "checkpoint_ns";
+type Key = Thread | "checkpoint_id";
+const KEY = ["thread_id", "checkpoint_ns", "checkpoint_id"] as const;
+const UPSERTED = ["parent_checkpoint_id", "run_id", "type", "checkpoint", "metadata"] as const;
+
 function compileQueries(db: Executor) {
-  const checkpoints = db.selectFrom("checkpoints").select(CHECKPOINT_COLUMNS);
+  const checkpoints = db
+    .selectFrom("checkpoints")
+    .select(CHECKPOINT_COLUMNS)
+    .where("thread_id", "=", slot("thread_id"))
+    .where("checkpoint_ns", "=", slot("checkpoint_ns"));
   const writes = db
     .selectFrom("checkpoint_writes")
     .select(["task_id", "channel", "type", "value"])
-    .where("thread_id", "=", slot("threadId"))
-    .where("checkpoint_ns", "=", slot("ns"))
-    .where("checkpoint_id", "=", slot("checkpointId"));
+    .where("thread_id", "=", slot("thread_id"))
+    .where("checkpoint_ns", "=", slot("checkpoint_ns"))
+    .where("checkpoint_id", "=", slot("checkpoint_id"));
   // Identifier columns compare bytes (SQLite's BINARY collation, Postgres' COLLATE "C"), i.e. code
   // points: the order `compareWritesSortKeys` defines.
   const inWritesOrder = (q: typeof writes) => q.orderBy("task_path").orderBy("task_id").orderBy("idx");
   return {
-    getById: new Prepared<CheckpointRow, "threadId" | "ns" | "checkpointId">(
-      checkpoints
-        .where("thread_id", "=", slot("threadId"))
-        .where("checkpoint_ns", "=", slot("ns"))
-        .where("checkpoint_id", "=", slot("checkpointId")),
+    getById: new Prepared<CheckpointRow, Key>(checkpoints.where("checkpoint_id", "=", slot("checkpoint_id"))),
+    getLatest: new Prepared<CheckpointRow, Thread>(
+      checkpoints.orderBy("checkpoint_id", "desc").limit(sql.lit(1)),
     ),
-    getLatest: new Prepared<CheckpointRow, "threadId" | "ns">(
-      checkpoints
-        .where("thread_id", "=", slot("threadId"))
-        .where("checkpoint_ns", "=", slot("ns"))
-        .orderBy("checkpoint_id", "desc")
-        .limit(sql.lit(1)),
-    ),
-    getWrites: new Prepared<WriteRow, "threadId" | "ns" | "checkpointId">(inWritesOrder(writes)),
-    getSends: new Prepared<WriteRow, "threadId" | "ns" | "checkpointId" | "channel">(
+    getWrites: new Prepared<WriteRow, Key>(inWritesOrder(writes)),
+    getSends: new Prepared<WriteRow, Key | "channel">(
       inWritesOrder(writes.where("channel", "=", slot("channel"))),
     ),
-    upsertCheckpoint: new Prepared<
-      never,
-      "threadId" | "ns" | "checkpointId" | "parentId" | "runId" | "type" | "checkpoint" | "metadata"
-    >(
+    upsertCheckpoint: new Prepared<never, Key | (typeof UPSERTED)[number]>(
       db
         .insertInto("checkpoints")
-        .values({
-          thread_id: slot("threadId"),
-          checkpoint_ns: slot("ns"),
-          checkpoint_id: slot("checkpointId"),
-          parent_checkpoint_id: slot("parentId"),
-          run_id: slot("runId"),
-          type: slot("type"),
-          checkpoint: slot("checkpoint"),
-          metadata: slot("metadata"),
-        })
-        .onConflict((oc) =>
-          oc.columns(["thread_id", "checkpoint_ns", "checkpoint_id"]).doUpdateSet((eb) => ({
-            parent_checkpoint_id: eb.ref("excluded.parent_checkpoint_id"),
-            run_id: eb.ref("excluded.run_id"),
-            type: eb.ref("excluded.type"),
-            checkpoint: eb.ref("excluded.checkpoint"),
-            metadata: eb.ref("excluded.metadata"),
-          })),
-        ),
+        .values(slots([...KEY, ...UPSERTED]))
+        .onConflict((oc) => oc.columns(KEY).doUpdateSet(fromExcluded(UPSERTED))),
     ),
-    hasCheckpoints: new Prepared<unknown, "threadId">(
+    hasCheckpoints: new Prepared<unknown, "thread_id">(
       db
         .selectFrom("checkpoints")
         .select(sql.lit(1).as("one"))
-        .where("thread_id", "=", slot("threadId"))
+        .where("thread_id", "=", slot("thread_id"))
         .limit(sql.lit(1)),
     ),
   };
@@ -209,9 +202,7 @@ function compileQueries(db: Executor) {
  * writes never overwrite: the upsert's WHERE leaves a conflicting regular write as it was.
  */
 function compileWritesInsert(db: Executor, rows: number): Prepared<never> {
-  const values = Array.from({ length: rows }, (_, i) =>
-    Object.fromEntries(WRITE_COLUMNS.map((c) => [c, slot(`${i}.${c}`)])),
-  ) as unknown as WriteValues[];
+  const values = Array.from({ length: rows }, (_, i) => slots(WRITE_COLUMNS, `${i}.`));
   const insert = new Prepared<never>(
     db
       .insertInto("checkpoint_writes")
@@ -219,13 +210,7 @@ function compileWritesInsert(db: Executor, rows: number): Prepared<never> {
       .onConflict((oc) =>
         oc
           .columns(["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"])
-          .doUpdateSet((eb) => ({
-            channel: eb.ref("excluded.channel"),
-            type: eb.ref("excluded.type"),
-            value: eb.ref("excluded.value"),
-            task_path: eb.ref("excluded.task_path"),
-            run_id: eb.ref("excluded.run_id"),
-          }))
+          .doUpdateSet(fromExcluded(["channel", "type", "value", "task_path", "run_id"]))
           .where("excluded.idx", "<", sql.lit(0)),
       ),
   );
@@ -246,7 +231,9 @@ export interface SqlCheckpointerOptions {
 
 export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointStore {
   readonly #database: SqlDatabase;
-  readonly #fence: RunFence;
+  /** Fenced run ids, oldest first (see `fenceRun`). */
+  readonly #fenced = new Set<string>();
+  readonly #fenceCapacity: number;
   readonly #q: ReturnType<typeof compileQueries>;
   /** The INSERT of n writes, by n (1..WRITES_PER_STATEMENT; tasks write a handful). */
   readonly #writesInserts = new Map<number, Prepared<never>>();
@@ -254,7 +241,7 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
   constructor(database: SqlDatabase, options: SqlCheckpointerOptions = {}) {
     super(options.serde);
     this.#database = database;
-    this.#fence = new RunFence(options.fenceCapacity);
+    this.#fenceCapacity = Math.max(1, options.fenceCapacity ?? 10_000);
     this.#q = compileQueries(database.db);
   }
 
@@ -266,18 +253,13 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
    * undefined. Without it: the newest checkpoint of the thread in `checkpoint_ns` (default "").
    */
   async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
-    const threadId = config.configurable?.thread_id;
-    if (threadId === undefined || threadId === null) return undefined;
-    const ns = String(config.configurable?.checkpoint_ns ?? "");
+    const thread = threadOf(config);
+    if (!thread) return undefined;
     const checkpointId = getCheckpointId(config);
     const db = this.#database.db;
     const [row] = checkpointId
-      ? await this.#q.getById.execute(db, {
-          threadId: String(threadId),
-          ns,
-          checkpointId: String(checkpointId),
-        })
-      : await this.#q.getLatest.execute(db, { threadId: String(threadId), ns });
+      ? await this.#q.getById.execute(db, { ...thread, checkpoint_id: String(checkpointId) })
+      : await this.#q.getLatest.execute(db, thread);
     return row ? this.#toTuple(row) : undefined;
   }
 
@@ -299,22 +281,12 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     const query = db
       .selectFrom("checkpoints")
       .select(CHECKPOINT_COLUMNS)
-      .$if(c.thread_id !== undefined && c.thread_id !== null, (q) =>
-        q.where("thread_id", "=", String(c.thread_id)),
-      )
-      .$if(c.checkpoint_ns !== undefined && c.checkpoint_ns !== null, (q) =>
-        q.where("checkpoint_ns", "=", String(c.checkpoint_ns)),
-      )
+      .$if(c.thread_id != null, (q) => q.where("thread_id", "=", String(c.thread_id)))
+      .$if(c.checkpoint_ns != null, (q) => q.where("checkpoint_ns", "=", String(c.checkpoint_ns)))
       .$if(Boolean(exactId), (q) => q.where("checkpoint_id", "=", String(exactId)))
       .$if(Boolean(beforeId), (q) => q.where("checkpoint_id", "<", String(beforeId)))
       .$if(filters.length > 0, (q) =>
-        q.where((eb) =>
-          eb.and(
-            filters.map(
-              ([key, value]): Expression<SqlBool> => dialect.jsonBytesKeyEquals("metadata", key, value),
-            ),
-          ),
-        ),
+        q.where((eb) => eb.and(filters.map(([k, v]) => dialect.jsonBytesKeyEquals("metadata", k, v)))),
       )
       .orderBy("checkpoint_id", "desc")
       .orderBy("thread_id", "desc")
@@ -322,34 +294,25 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
 
     // Keyset pagination: bounded pages, no cursor (or SQLite's connection) held across `yield`, and no
     // unbounded read of a long history. `checkpoint_id <=` lets the primary key narrow the range.
-    let cursor: CheckpointRow | undefined;
+    let page = query;
     while (remaining > 0) {
       const pageSize = Math.min(LIST_PAGE, remaining);
-      const after = cursor;
-      const rows = await query
-        .$if(after !== undefined, (q) =>
-          q
-            .where("checkpoint_id", "<=", after?.checkpoint_id as string)
-            .where((eb) =>
-              eb(
-                eb.refTuple("checkpoint_id", "thread_id", "checkpoint_ns"),
-                "<",
-                eb.tuple(
-                  after?.checkpoint_id as string,
-                  after?.thread_id as string,
-                  after?.checkpoint_ns as string,
-                ),
-              ),
-            ),
-        )
-        .limit(pageSize)
-        .execute();
+      const rows = await page.limit(pageSize).execute();
       for (const row of rows) {
         remaining -= 1;
         yield await this.#toTuple(row);
       }
       if (rows.length < pageSize) return;
-      cursor = rows[rows.length - 1];
+      const { checkpoint_id: id, thread_id, checkpoint_ns } = rows[rows.length - 1];
+      page = query
+        .where("checkpoint_id", "<=", id)
+        .where((eb) =>
+          eb(
+            eb.refTuple("checkpoint_id", "thread_id", "checkpoint_ns"),
+            "<",
+            eb.tuple(id, thread_id, checkpoint_ns),
+          ),
+        );
     }
   }
 
@@ -364,8 +327,30 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     metadata: CheckpointMetadata,
     _newVersions: ChannelVersions,
   ): Promise<RunnableConfig> {
-    const { result, row } = await prepareCheckpoint(this.serde, this.#fence, config, checkpoint, metadata);
-    if (row) await this.#q.upsertCheckpoint.execute(this.#database.db, row);
+    const thread = threadOf(config);
+    if (!thread) throw new Error('Failed to put checkpoint: config.configurable is missing "thread_id".');
+    const { thread_id, checkpoint_id: parentId } = config.configurable!;
+    const result = { configurable: { ...thread, thread_id, checkpoint_id: checkpoint.id } };
+    const merged = checkpointMetadata(config, metadata);
+    const runId = runIdOf(merged.run_id);
+    if (this.isFenced(runId)) return result;
+    const [[type, serialized], [metadataType, serializedMetadata]] = await Promise.all([
+      this.serde.dumpsTyped(copyCheckpoint(checkpoint)),
+      this.serde.dumpsTyped(merged),
+    ]);
+    if (metadataType !== "json") {
+      throw new Error(`Checkpoint metadata must serialize as JSON, got "${metadataType}"`);
+    }
+    if (this.isFenced(runId)) return result; // a rollback may land while serialization is awaited
+    await this.#q.upsertCheckpoint.execute(this.#database.db, {
+      ...thread,
+      checkpoint_id: checkpoint.id,
+      parent_checkpoint_id: parentId ? String(parentId) : null,
+      run_id: runId,
+      type,
+      checkpoint: toBuffer(serialized),
+      metadata: toBuffer(serializedMetadata),
+    });
     return result;
   }
 
@@ -381,50 +366,32 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     taskId: string,
     taskPath = "",
   ): Promise<void> {
-    const threadId = config.configurable?.thread_id;
+    const thread = threadOf(config);
     const checkpointId = config.configurable?.checkpoint_id;
-    if (threadId === undefined || threadId === null) {
-      throw new Error('Failed to put writes: config.configurable is missing "thread_id".');
-    }
+    if (!thread) throw new Error('Failed to put writes: config.configurable is missing "thread_id".');
     if (!checkpointId)
       throw new Error('Failed to put writes: config.configurable is missing "checkpoint_id".');
-    if (writes.length === 0) return;
     const runId = runIdOf(config.metadata?.run_id);
-    if (this.#fence.has(runId)) return;
-    const ns = String(config.configurable?.checkpoint_ns ?? "");
-
+    if (writes.length === 0 || this.isFenced(runId)) return;
     const serialized = await Promise.all(writes.map(([, value]) => this.serde.dumpsTyped(value)));
-    if (this.#fence.has(runId)) return;
+    if (this.isFenced(runId)) return;
     // One row per key: a special channel written twice in one batch keeps its last value (as the
     // upserts one after the other did); one statement may not touch a row twice on Postgres.
     const rows = new Map<number, unknown[]>();
+    const key = [thread.thread_id, thread.checkpoint_ns, String(checkpointId), taskId];
     for (const [i, [channel]] of writes.entries()) {
       const idx = Object.hasOwn(WRITES_IDX_MAP, channel) ? WRITES_IDX_MAP[channel] : i;
+      const [type, value] = serialized[i];
       rows.delete(idx);
-      rows.set(idx, [
-        String(threadId),
-        ns,
-        String(checkpointId),
-        taskId,
-        idx,
-        channel,
-        serialized[i][0],
-        toBuffer(serialized[i][1]),
-        taskPath,
-        runId,
-      ]);
+      rows.set(idx, [...key, idx, channel, type, toBuffer(value), taskPath, runId]); // WRITE_COLUMNS
     }
-    const batches: unknown[][][] = [];
     const all = [...rows.values()];
-    for (let i = 0; i < all.length; i += WRITES_PER_STATEMENT)
-      batches.push(all.slice(i, i + WRITES_PER_STATEMENT));
-    if (batches.length === 1) {
-      await this.#insertWrites(this.#database.db, batches[0]);
-      return;
-    }
-    await this.#database.transaction(async (tx) => {
-      for (const batch of batches) await this.#insertWrites(tx, batch);
-    });
+    if (all.length <= WRITES_PER_STATEMENT) await this.#insertWrites(this.#database.db, all);
+    else
+      await this.#database.transaction(async (tx) => {
+        for (let i = 0; i < all.length; i += WRITES_PER_STATEMENT)
+          await this.#insertWrites(tx, all.slice(i, i + WRITES_PER_STATEMENT));
+      });
   }
 
   async deleteThread(threadId: string): Promise<void> {
@@ -435,26 +402,18 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
   // Server operations. Other repositories run these row operations inside their own transactions with
   // checkpoint-rows.ts (and call `fenceRun` themselves); these forms run in a transaction of their own.
 
-  /**
-   * Deletes the thread's checkpoints whose metadata `run_id` is `runId`, their writes, and the writes
-   * that run made on other checkpoints (a resumed run writes onto its predecessor's last checkpoint).
-   * Fences the run first, so a still-running graph cannot write it back.
-   */
+  /** `deleteRunCheckpoints`, the run fenced first so that a still-running graph cannot write it back. */
   async deleteRun(threadId: string, runId: string): Promise<void> {
     this.fenceRun(runId);
     await this.#database.transaction((tx) => deleteRunCheckpoints(tx, threadId, runId));
   }
 
-  /**
-   * Makes `targetThreadId` an exact copy of `sourceThreadId` (whatever the target held is replaced).
-   * `metadata.thread_id` is rewritten to the target where present.
-   */
   async copyThread(sourceThreadId: string, targetThreadId: string): Promise<void> {
     await this.#database.transaction((tx) => copyThreadCheckpoints(tx, sourceThreadId, targetThreadId));
   }
 
   async hasCheckpoints(threadId: string): Promise<boolean> {
-    return (await this.#q.hasCheckpoints.execute(this.#database.db, { threadId })).length > 0;
+    return (await this.#q.hasCheckpoints.execute(this.#database.db, { thread_id: threadId })).length > 0;
   }
 
   /**
@@ -462,22 +421,22 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
    * dropped. Remembers the most recent `fenceCapacity` ids.
    */
   fenceRun(runId: string): void {
-    this.#fence.add(runId);
+    this.#fenced.delete(runId);
+    this.#fenced.add(runId);
+    while (this.#fenced.size > this.#fenceCapacity)
+      this.#fenced.delete(this.#fenced.values().next().value as string);
   }
 
-  isFenced(runId: string): boolean {
-    return this.#fence.has(runId);
+  isFenced(runId: string | null): boolean {
+    return runId !== null && this.#fenced.has(runId);
   }
 
   // ---------------------------------------------------------------------------------------------
 
   #insertWrites(ex: Executor, rows: unknown[][]): Promise<never[]> {
-    let insert = this.#writesInserts.get(rows.length);
-    if (!insert) {
-      insert = compileWritesInsert(this.#database.db, rows.length);
-      this.#writesInserts.set(rows.length, insert);
-    }
-    return insert.executeParams(ex, rows.flat());
+    const n = rows.length;
+    if (!this.#writesInserts.has(n)) this.#writesInserts.set(n, compileWritesInsert(this.#database.db, n));
+    return this.#writesInserts.get(n)!.execute(ex, rows.flat());
   }
 
   async #loadWrites(rows: WriteRow[]): Promise<CheckpointPendingWrite[]> {
@@ -498,20 +457,13 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     const [checkpoint, metadata, pendingWrites] = await Promise.all([
       this.serde.loadsTyped(row.type ?? "json", row.checkpoint) as Promise<Checkpoint>,
       this.serde.loadsTyped("json", row.metadata) as Promise<CheckpointMetadata>,
-      this.#q.getWrites
-        .execute(db, { threadId: thread_id, ns: checkpoint_ns, checkpointId: checkpoint_id })
-        .then((w) => this.#loadWrites(w)),
+      this.#q.getWrites.execute(db, row).then((w) => this.#loadWrites(w)),
     ]);
     // Checkpoint format < 4 kept pending sends as TASKS writes on the parent; v4 keeps them in the
     // TASKS channel. Rebuild that channel for old checkpoints, as MemorySaver does.
     if (checkpoint.v < 4 && parent_checkpoint_id) {
       const sends = await this.#loadWrites(
-        await this.#q.getSends.execute(db, {
-          threadId: thread_id,
-          ns: checkpoint_ns,
-          checkpointId: parent_checkpoint_id,
-          channel: TASKS,
-        }),
+        await this.#q.getSends.execute(db, { ...row, checkpoint_id: parent_checkpoint_id, channel: TASKS }),
       );
       checkpoint.channel_values ??= {};
       checkpoint.channel_values[TASKS] = sends.map((w) => w[2]);

@@ -19,7 +19,7 @@
  * disagree must not take each other's live runs for dead ones. Due times (`not_before`) are the
  * admitting process's clock, compared with the claiming process's.
  */
-import type { Expression, ExpressionBuilder, Selectable, SqlBool } from "kysely";
+import type { Expression, ExpressionBuilder, Selectable, SqlBool, Updateable } from "kysely";
 import { conflict, notFound } from "../../errors.js";
 import type {
   AdmissionResult,
@@ -48,15 +48,16 @@ import { sql } from "./kysely.js";
 import type { RunsTable, Tables } from "./tables.js";
 import { deleteThreads } from "./thread-rows.js";
 import {
+  hasRuns,
   IN_FLIGHT,
   insertThread,
-  lockThread,
+  newThreadRow,
   PENDING,
   RUNNING,
+  readThread,
+  runsInFlight,
   settledStatusExpression,
-  THREAD_COLUMNS,
   type ThreadRow,
-  ttlColumns,
 } from "./threads.js";
 
 type RunRow = Selectable<RunsTable>;
@@ -84,6 +85,9 @@ const CLAIM_CANDIDATES = 16;
  */
 const CONTENDED_RETRY_MS = 20;
 
+/** A run back in the queue, for another attempt by any worker. */
+const REQUEUED = { status: "pending", worker_id: null, lease_expires_at: null } as const;
+
 /** A thread's settling after one of its runs ended; JSON already serialized (before the transaction). */
 interface Settlement {
   values?: string;
@@ -101,15 +105,7 @@ type Recovery = "requeued" | "failed" | "interrupted" | "rolledBack";
  * selects, a CTE and an update, whose builders Kysely types apart).
  */
 const threadNotRunning = (eb: ExpressionBuilder<any, any>): Expression<SqlBool> =>
-  eb.not(
-    eb.exists(
-      eb
-        .selectFrom("runs as x")
-        .select(sql.lit(1).as("one"))
-        .whereRef("x.thread_id", "=", "r.thread_id")
-        .where("x.status", "=", RUNNING),
-    ),
-  );
+  eb.not(hasRuns(eb, eb.ref("r.thread_id"), RUNNING));
 
 export class SqlRuns implements RunsRepo {
   readonly #database: SqlDatabase;
@@ -127,20 +123,25 @@ export class SqlRuns implements RunsRepo {
    * under the lock; undefined when the run is gone.
    */
   #lockThreadOfRun(tx: Executor, runId: string): Promise<ThreadRow | undefined> {
-    return this.#dialect
-      .lock(
-        tx
-          .selectFrom("threads")
-          .select(THREAD_COLUMNS)
-          .where("thread_id", "=", (eb) =>
-            eb.selectFrom("runs").select("runs.thread_id").where("runs.run_id", "=", runId),
-          ),
-      )
-      .executeTakeFirst();
+    const threadId = tx.selectFrom("runs").select("runs.thread_id").where("runs.run_id", "=", runId);
+    return readThread(tx, this.#dialect, threadId, true);
   }
 
-  #run(tx: Executor, runId: string): Promise<RunRow | undefined> {
-    return tx.selectFrom("runs").selectAll().where("run_id", "=", runId).executeTakeFirst();
+  #run(ex: Executor, runId: string): Promise<RunRow | undefined> {
+    return ex.selectFrom("runs").selectAll().where("run_id", "=", runId).executeTakeFirst();
+  }
+
+  /** One UPDATE of the run's row. */
+  async #update(tx: Executor, runId: string, set: Updateable<RunsTable>): Promise<void> {
+    await tx.updateTable("runs").set(set).where("run_id", "=", runId).execute();
+  }
+
+  /** Deletes the run (unless already gone: false), rebinds its thread's graph and settles the thread. */
+  async #rollBack(tx: Executor, thread: ThreadRow, runId: string): Promise<boolean> {
+    if (!(await this.#deleteRun(tx, thread.thread_id, runId))) return false;
+    await this.#restoreGraphBinding(tx, thread);
+    await this.#settleThread(tx, thread, { hasNext: false });
+    return true;
   }
 
   /**
@@ -218,7 +219,7 @@ export class SqlRuns implements RunsRepo {
     return this.#database.transaction(async (tx): Promise<AdmissionResult> => {
       // The thread row lock is what makes admission atomic per thread on Postgres: a concurrent
       // admission on the same thread waits here until this one commits, then sees its run.
-      let thread = await lockThread(tx, d, a.thread_id);
+      let thread = await readThread(tx, d, a.thread_id, true);
       // Timestamps are taken under the lock, so the queue order of one thread's runs (not_before, then
       // seq) is their admission order: concurrent admissions may have computed `not_before` in another
       // order than they got the lock. A delayed run keeps its time.
@@ -229,36 +230,24 @@ export class SqlRuns implements RunsRepo {
         if (!a.stateless && a.if_not_exists === "reject")
           throw notFound(`Thread with ID ${a.thread_id} not found`);
         // Created as the admission leaves it (busy, bound to the graph), so it needs no update below.
-        const row: ThreadRow = {
-          thread_id: a.thread_id,
-          org_id: org,
+        const row = newThreadRow(org, a.thread_id, nowIso, a.stateless ? undefined : a.thread_ttl, {
           status: "busy",
           metadata: JSON.stringify({ ...graphMetadata, ...a.metadata, ...graphMetadata }),
           config: threadConfig ?? "{}",
-          values: null,
-          interrupts: "{}",
-          error: null,
-          temporary: d.bool(Boolean(a.kwargs.temporary)),
-          created_at: nowIso,
-          updated_at: nowIso,
-          state_updated_at: nowIso,
-          ...ttlColumns(a.stateless ? undefined : a.thread_ttl),
-        };
+          temporary: Boolean(a.kwargs.temporary),
+        });
         // Two admissions creating the same thread at once (Postgres): the second one's insert waits on
         // the first's unique key, does nothing, and the lock below then waits for and sees its row.
         created = await insertThread(tx, d, row);
-        thread = created ? row : await lockThread(tx, d, a.thread_id);
+        thread = created ? row : await readThread(tx, d, a.thread_id, true);
         if (!thread) throw notFound(`Thread with ID ${a.thread_id} not found`); // deleted in between
       }
       if (thread.org_id !== org) throw notFound(`Thread with ID ${a.thread_id} not found`);
 
       // A thread this admission created has no runs yet.
       if (!created && a.multitask_strategy === "reject") {
-        const busy = await tx
-          .selectFrom("runs")
+        const busy = await runsInFlight(tx, a.thread_id)
           .select("run_id")
-          .where("thread_id", "=", a.thread_id)
-          .where("status", "in", IN_FLIGHT)
           .limit(sql.lit(1))
           .executeTakeFirst();
         if (busy) throw conflict(THREAD_BUSY_MESSAGE);
@@ -266,37 +255,21 @@ export class SqlRuns implements RunsRepo {
       const runningToStop: Run[] = [];
       const pendingSettled: Run[] = [];
       if (!created && settlesPriors) {
-        const inFlight = await tx
-          .selectFrom("runs")
-          .selectAll()
-          .where("thread_id", "=", a.thread_id)
-          .where("status", "in", IN_FLIGHT)
-          .orderBy("seq")
-          .execute();
+        const inFlight = await runsInFlight(tx, a.thread_id).selectAll().orderBy("seq").execute();
         for (const prior of inFlight) {
           if (prior.status === "running") {
             // Recorded, so the stop happens even if the signal to its worker is lost or the worker dies.
-            await tx
-              .updateTable("runs")
-              .set({ stop_requested: a.multitask_strategy })
-              .where("run_id", "=", prior.run_id)
-              .execute();
+            await this.#update(tx, prior.run_id, { stop_requested: a.multitask_strategy });
             runningToStop.push(toRun(prior));
             continue;
           }
           if (a.multitask_strategy === "rollback") await this.#deleteRun(tx, prior.thread_id, prior.run_id);
-          else
-            await tx
-              .updateTable("runs")
-              .set({ status: "interrupted", updated_at: nowIso })
-              .where("run_id", "=", prior.run_id)
-              .execute();
+          else await this.#update(tx, prior.run_id, { status: "interrupted", updated_at: nowIso });
           pendingSettled.push(toRun(prior));
         }
       }
 
-      const run: RunRow = {
-        seq: 0,
+      const run = {
         run_id: a.run_id,
         thread_id: a.thread_id,
         org_id: org,
@@ -313,8 +286,7 @@ export class SqlRuns implements RunsRepo {
         lease_expires_at: null,
         stop_requested: null,
       };
-      const { seq: _seq, ...values } = run;
-      await tx.insertInto("runs").values(values).execute();
+      await tx.insertInto("runs").values(run).execute();
       if (!created)
         await tx
           .updateTable("threads")
@@ -326,18 +298,13 @@ export class SqlRuns implements RunsRepo {
           })
           .where("thread_id", "=", a.thread_id)
           .execute();
-      return { run: toRun(run), runningToStop, pendingSettled };
+      return { run: toRun({ ...run, seq: 0 }), runningToStop, pendingSettled };
     });
   }
 
   async get(org: OrgId, threadId: string | null, runId: string): Promise<Run | null> {
-    const row = await this.#database.db
-      .selectFrom("runs")
-      .selectAll()
-      .where("run_id", "=", runId)
-      .where("org_id", "=", org)
-      .executeTakeFirst();
-    if (!row || (threadId !== null && row.thread_id !== threadId)) return null;
+    const row = await this.#run(this.#database.db, runId);
+    if (!row || row.org_id !== org || (threadId !== null && row.thread_id !== threadId)) return null;
     return toRun(row);
   }
 
@@ -383,12 +350,7 @@ export class SqlRuns implements RunsRepo {
       if (action === "rollback") {
         await this.#deleteRun(tx, row.thread_id, row.run_id);
         await this.#restoreGraphBinding(tx, thread);
-      } else
-        await tx
-          .updateTable("runs")
-          .set({ status: "interrupted", updated_at: now })
-          .where("run_id", "=", runId)
-          .execute();
+      } else await this.#update(tx, runId, { status: "interrupted", updated_at: now });
       await this.#settleThread(tx, thread, {});
       return toRun({ ...row, status: "interrupted", updated_at: now });
     });
@@ -571,18 +533,7 @@ export class SqlRuns implements RunsRepo {
     eb.or([eb("lease_expires_at", "is", null), eb("lease_expires_at", "<", this.#dialect.nowMs())]);
 
   async sweepExpiredLeases(maxAttempts: number): Promise<SweepResult> {
-    const expired = await this.#database.db
-      .selectFrom("runs")
-      .select("run_id")
-      .where("status", "=", RUNNING)
-      .where(this.#leaseExpired)
-      .orderBy("seq")
-      .execute();
-    return this.#recoverOrphans(
-      expired.map((r) => r.run_id),
-      maxAttempts,
-      true,
-    );
+    return this.#recoverOrphans(maxAttempts, true);
   }
 
   /** Statements: the thread (locked), the run's update (checks status and attempt), the thread's update. */
@@ -617,21 +568,14 @@ export class SqlRuns implements RunsRepo {
   async completeRolledBack(runId: string): Promise<void> {
     await this.#database.transaction(async (tx) => {
       const thread = await this.#lockThreadOfRun(tx, runId);
-      if (!thread || !(await this.#deleteRun(tx, thread.thread_id, runId))) return;
-      await this.#restoreGraphBinding(tx, thread);
-      await this.#settleThread(tx, thread, { hasNext: false });
+      if (thread) await this.#rollBack(tx, thread, runId);
     });
   }
 
   async requeue(runId: string, attempt?: number): Promise<void> {
     await this.#database.db
       .updateTable("runs")
-      .set({
-        status: "pending",
-        updated_at: new Date().toISOString(),
-        worker_id: null,
-        lease_expires_at: null,
-      })
+      .set({ ...REQUEUED, updated_at: new Date().toISOString() })
       .where("run_id", "=", runId)
       .where("status", "=", RUNNING)
       .$if(attempt !== undefined, (qb) => qb.where("attempt", "=", attempt!))
@@ -640,29 +584,26 @@ export class SqlRuns implements RunsRepo {
 
   /** Every `running` run, as if all leases had expired: only for a database no other process uses. */
   async recoverInterrupted(maxAttempts: number): Promise<SweepResult> {
-    const running = await this.#database.db
-      .selectFrom("runs")
-      .select("run_id")
-      .where("status", "=", RUNNING)
-      .orderBy("seq")
-      .execute();
-    return this.#recoverOrphans(
-      running.map((r) => r.run_id),
-      maxAttempts,
-      false,
-    );
+    return this.#recoverOrphans(maxAttempts, false);
   }
 
   /**
-   * Runs no live worker executes: settled as a recorded stop request asks, requeued, or failed. Each in
+   * Runs no live worker executes (with `onlyExpired`, those whose lease expired): settled as a recorded stop request asks, requeued, or failed. Each in
    * a transaction of its own, re-read under its thread's lock and its own row lock (its worker may have
    * renewed or settled it since the scan; a renewal, which takes no thread lock, waits for the row), so
    * concurrent sweepers in several processes recover each run once, and never one whose worker just
    * renewed it.
    */
-  async #recoverOrphans(runIds: string[], maxAttempts: number, onlyExpired: boolean): Promise<SweepResult> {
+  async #recoverOrphans(maxAttempts: number, onlyExpired: boolean): Promise<SweepResult> {
+    const orphans = await this.#database.db
+      .selectFrom("runs")
+      .select("run_id")
+      .where("status", "=", RUNNING)
+      .$if(onlyExpired, (qb) => qb.where(this.#leaseExpired))
+      .orderBy("seq")
+      .execute();
     const result: SweepResult = { requeued: [], failed: [], interrupted: [], rolledBack: [] };
-    for (const runId of runIds) {
+    for (const { run_id: runId } of orphans) {
       const recovery = await this.#database.transaction(async (tx): Promise<Recovery | null> => {
         const thread = await this.#lockThreadOfRun(tx, runId);
         if (!thread) return null;
@@ -678,26 +619,16 @@ export class SqlRuns implements RunsRepo {
         if (row?.status !== "running" || (onlyExpired && !row.expired)) return null;
         const now = new Date().toISOString();
         if (row.stop_requested === "rollback") {
-          await this.#deleteRun(tx, row.thread_id, row.run_id);
-          await this.#restoreGraphBinding(tx, thread);
-          await this.#settleThread(tx, thread, { hasNext: false });
+          await this.#rollBack(tx, thread, runId);
           return "rolledBack";
         }
         if (row.stop_requested === "interrupt") {
-          await tx
-            .updateTable("runs")
-            .set({ status: "interrupted", updated_at: now })
-            .where("run_id", "=", runId)
-            .execute();
+          await this.#update(tx, runId, { status: "interrupted", updated_at: now });
           await this.#settleThread(tx, thread, {});
           return "interrupted";
         }
         if (row.attempt >= maxAttempts) {
-          await tx
-            .updateTable("runs")
-            .set({ status: "error", updated_at: now })
-            .where("run_id", "=", runId)
-            .execute();
+          await this.#update(tx, runId, { status: "error", updated_at: now });
           await this.#settleThread(tx, thread, {
             error: JSON.stringify({
               error: "RunAbandoned",
@@ -706,11 +637,7 @@ export class SqlRuns implements RunsRepo {
           });
           return "failed";
         }
-        await tx
-          .updateTable("runs")
-          .set({ status: "pending", updated_at: now, worker_id: null, lease_expires_at: null })
-          .where("run_id", "=", runId)
-          .execute();
+        await this.#update(tx, runId, { ...REQUEUED, updated_at: now });
         return "requeued";
       });
       if (recovery) result[recovery].push(runId);
@@ -729,17 +656,14 @@ export class SqlRuns implements RunsRepo {
       .selectNoFrom((eb) => {
         const pendingDue = () =>
           eb.selectFrom("runs as r").where("r.status", "=", PENDING).where("r.not_before", "<=", now);
+        const count = (status: typeof PENDING) =>
+          eb
+            .selectFrom("runs")
+            .select((s) => s.fn.countAll<number>().as("n"))
+            .where("status", "=", status);
         return [
-          eb
-            .selectFrom("runs")
-            .select((s) => s.fn.countAll<number>().as("n"))
-            .where("status", "=", PENDING)
-            .as("pending"),
-          eb
-            .selectFrom("runs")
-            .select((s) => s.fn.countAll<number>().as("n"))
-            .where("status", "=", RUNNING)
-            .as("running"),
+          count(PENDING).as("pending"),
+          count(RUNNING).as("running"),
           pendingDue()
             .select((s) => s.fn.min("r.not_before").as("t"))
             .as("oldest"),

@@ -2,7 +2,7 @@
  * Threads, one implementation over Kysely for both engines. Row helpers the run queue (runs.ts) shares
  * are exported: the thread row lock, the insert, the settled-status expression.
  */
-import type { ExpressionBuilder, Selectable, SqlBool } from "kysely";
+import type { Expression, ExpressionBuilder, Selectable, SelectQueryBuilder, SqlBool } from "kysely";
 import { conflict } from "../../errors.js";
 import type {
   Interrupt,
@@ -57,11 +57,35 @@ export const PENDING = sql.lit("pending");
 export const RUNNING = sql.lit("running");
 export const IN_FLIGHT = [PENDING, RUNNING];
 
-/** The TTL columns of a new thread row. */
-export const ttlColumns = (ttl: ThreadTtl | undefined) => ({
+/** The TTL columns of a thread row. */
+const ttlColumns = (ttl: ThreadTtl | undefined) => ({
   ttl_minutes: ttl?.minutes ?? null,
   ttl_strategy: ttl?.strategy ?? null,
   ttl_swept_at: null,
+});
+
+/** A new thread's row (for `insertThread`), as `fields` leave it from idle, empty and created `now`. */
+export const newThreadRow = (
+  org: OrgId,
+  threadId: string,
+  now: string,
+  ttl: ThreadTtl | undefined,
+  fields: Partial<ThreadRow>,
+): ThreadRow => ({
+  thread_id: threadId,
+  org_id: org,
+  status: "idle",
+  metadata: "{}",
+  config: "{}",
+  values: null,
+  interrupts: "{}",
+  error: null,
+  temporary: false,
+  created_at: now,
+  updated_at: now,
+  state_updated_at: now,
+  ...ttlColumns(ttl),
+  ...fields,
 });
 
 /** `values` and `error` are SQL NULL until set; a stored JSON null comes back as the text `null`. */
@@ -82,16 +106,42 @@ export const toThread = (r: ThreadRow): Thread => {
 };
 
 /**
- * Reads the thread row and, on Postgres, locks it for the rest of the caller's transaction. Every
- * transaction that changes a thread's runs takes this lock first (then run rows): one lock order, so no
- * deadlocks, and admission, claiming and settling of one thread never interleave across processes.
- * SQLite's IMMEDIATE transaction already holds the whole database.
+ * Reads the thread row (`threadId`: the id, or a subquery giving it; of `org` if given) and with `lock`,
+ * on Postgres, locks it for the rest of the caller's transaction: the lock every transaction that
+ * changes a thread's runs takes first (runs.ts's header says why).
  */
-export function lockThread(ex: Executor, dialect: Dialect, threadId: string): Promise<ThreadRow | undefined> {
-  return dialect
-    .lock(ex.selectFrom("threads").select(THREAD_COLUMNS).where("thread_id", "=", threadId))
-    .executeTakeFirst();
+export function readThread(
+  ex: Executor,
+  d: Dialect,
+  threadId: string | SelectQueryBuilder<Tables, "runs", { thread_id: string }>,
+  lock: boolean,
+  org?: OrgId,
+): Promise<ThreadRow | undefined> {
+  const qb = ex
+    .selectFrom("threads")
+    .select(THREAD_COLUMNS)
+    .where("thread_id", "=", threadId)
+    .$if(org !== undefined, (q) => q.where("org_id", "=", org!));
+  return (lock ? d.lock(qb) : qb).executeTakeFirst();
 }
+
+/** The thread's runs in flight, to select from. */
+export const runsInFlight = (ex: Executor, threadId: string) =>
+  ex.selectFrom("runs").where("thread_id", "=", threadId).where("status", "in", IN_FLIGHT);
+
+/** EXISTS a run of `thread` (its id as an expression, or a column) with `status` (one or a list). */
+export const hasRuns = (
+  eb: ExpressionBuilder<any, any>,
+  thread: Expression<string>,
+  status: typeof RUNNING | typeof IN_FLIGHT,
+) =>
+  eb.exists(
+    eb
+      .selectFrom("runs as x")
+      .select(sql.lit(1).as("one"))
+      .where("x.thread_id", "=", thread)
+      .where("x.status", Array.isArray(status) ? "in" : "=", status),
+  );
 
 /**
  * Inserts the thread unless its id exists; returns whether it was inserted. On Postgres, a concurrent
@@ -119,15 +169,7 @@ export function settledStatusExpression(threadId: string, hasNext: boolean, fail
         ? eb.val<ThreadStatus>("interrupted")
         : eb
             .case()
-            .when(
-              eb.exists(
-                eb
-                  .selectFrom("runs")
-                  .select(sql.lit(1).as("one"))
-                  .where("runs.thread_id", "=", threadId)
-                  .where("runs.status", "in", IN_FLIGHT),
-              ),
-            )
+            .when(hasRuns(eb, eb.val(threadId), IN_FLIGHT))
             .then(eb.val<ThreadStatus>("busy"))
             .else(eb.val<ThreadStatus>("idle"))
             .end();
@@ -135,22 +177,14 @@ export function settledStatusExpression(threadId: string, hasNext: boolean, fail
 
 export class SqlThreads implements ThreadsRepo {
   readonly #database: SqlDatabase;
-  readonly #dialect: Dialect;
 
   /** Copies and deletions go through checkpoint-rows.ts in this repository's transactions: no checkpointer. */
   constructor(database: SqlDatabase) {
     this.#database = database;
-    this.#dialect = database.dialect;
   }
 
-  /** The thread of `org`, locked for the caller's transaction when `lock` (see `lockThread`). */
   #get(ex: Executor, org: OrgId, threadId: string, lock = false): Promise<ThreadRow | undefined> {
-    const qb = ex
-      .selectFrom("threads")
-      .select(THREAD_COLUMNS)
-      .where("thread_id", "=", threadId)
-      .where("org_id", "=", org);
-    return (lock ? this.#dialect.lock(qb) : qb).executeTakeFirst();
+    return readThread(ex, this.#database.dialect, threadId, lock, org);
   }
 
   async create(
@@ -159,28 +193,13 @@ export class SqlThreads implements ThreadsRepo {
     ifExists: "raise" | "do_nothing",
   ): Promise<Thread> {
     const now = new Date().toISOString();
-    const row: ThreadRow = {
-      thread_id: input.thread_id,
-      org_id: org,
-      status: "idle",
+    const { db, dialect } = this.#database;
+    const row = newThreadRow(org, input.thread_id, now, input.ttl, {
       metadata: JSON.stringify(input.metadata),
-      config: "{}",
-      values: null,
-      interrupts: "{}",
-      error: null,
-      temporary: this.#dialect.bool(false),
-      created_at: now,
-      updated_at: now,
-      state_updated_at: now,
-      ...ttlColumns(input.ttl),
-    };
+    });
     // One statement when the id is new; the existing row is read only when it was not.
-    if (await insertThread(this.#database.db, this.#dialect, row)) return toThread(row);
-    const existing = await this.#database.db
-      .selectFrom("threads")
-      .select(THREAD_COLUMNS)
-      .where("thread_id", "=", input.thread_id)
-      .executeTakeFirst();
+    if (await insertThread(db, dialect, row)) return toThread(row);
+    const existing = await readThread(db, dialect, input.thread_id, false);
     if (existing && ifExists === "do_nothing" && existing.org_id === org) return toThread(existing);
     throw conflict(`Thread ${input.thread_id} already exists`);
   }
@@ -197,24 +216,13 @@ export class SqlThreads implements ThreadsRepo {
       // Postgres' only), and the row lock keeps concurrent patches from losing each other's keys.
       const row = await this.#get(tx, org, threadId, true);
       if (!row) return null;
-      const next: ThreadRow = {
-        ...row,
+      const set = {
         metadata: JSON.stringify({ ...JSON.parse(row.metadata), ...metadata }),
         updated_at: updatedAt,
         ...(ttl && ttlColumns(ttl)),
       };
-      await tx
-        .updateTable("threads")
-        .set({
-          metadata: next.metadata,
-          updated_at: next.updated_at,
-          ttl_minutes: next.ttl_minutes,
-          ttl_strategy: next.ttl_strategy,
-          ttl_swept_at: next.ttl_swept_at,
-        })
-        .where("thread_id", "=", threadId)
-        .execute();
-      return toThread(next);
+      await tx.updateTable("threads").set(set).where("thread_id", "=", threadId).execute();
+      return toThread({ ...row, ...set });
     });
   }
 
@@ -222,12 +230,7 @@ export class SqlThreads implements ThreadsRepo {
     return this.#database.transaction(async (tx) => {
       if (!(await this.#get(tx, org, threadId, true)))
         return { deleted: false, runningRunIds: [], pendingRunIds: [] };
-      const inFlight = await tx
-        .selectFrom("runs")
-        .select(["run_id", "status"])
-        .where("thread_id", "=", threadId)
-        .where("status", "in", IN_FLIGHT)
-        .execute();
+      const inFlight = await runsInFlight(tx, threadId).select(["run_id", "status"]).execute();
       await deleteThreads(tx, [threadId]);
       return {
         deleted: true,
@@ -239,7 +242,7 @@ export class SqlThreads implements ThreadsRepo {
 
   /** The threads of `org` a search or count sees (never a stateless run's temporary thread). */
   #filtered(org: OrgId, q: Partial<ThreadQuery>) {
-    const d = this.#dialect;
+    const d = this.#database.dialect;
     return this.#database.db
       .selectFrom("threads")
       .where("org_id", "=", org)
@@ -260,7 +263,7 @@ export class SqlThreads implements ThreadsRepo {
     const rows = await this.#filtered(org, q)
       .select(THREAD_COLUMNS)
       .orderBy(q.sort_by, order)
-      .orderBy(this.#dialect.insertionOrder(), order)
+      .orderBy(this.#database.dialect.insertionOrder(), order)
       .limit(q.limit)
       .offset(q.offset)
       .execute();
@@ -288,7 +291,7 @@ export class SqlThreads implements ThreadsRepo {
         updated_at: now,
         ttl_swept_at: null,
       };
-      if (!(await insertThread(tx, this.#dialect, row)))
+      if (!(await insertThread(tx, this.#database.dialect, row)))
         throw conflict(`Thread ${newThreadId} already exists`);
       await copyThreadCheckpoints(tx, threadId, newThreadId);
       return toThread(row);
@@ -341,7 +344,7 @@ export class SqlThreads implements ThreadsRepo {
    * the statement's snapshot is re-checked on its new row version when locked (status), and excluded.
    */
   async sweepExpired(now: number, limit: number): Promise<ThreadSweep> {
-    const d = this.#dialect;
+    const d = this.#database.dialect;
     return this.#database.transaction(async (tx) => {
       const expired = await d
         .lock(
@@ -359,17 +362,7 @@ export class SqlThreads implements ThreadsRepo {
                 eb("ttl_swept_at", "<>", eb.ref("updated_at")),
               ]),
             )
-            .where((eb) =>
-              eb.not(
-                eb.exists(
-                  eb
-                    .selectFrom("runs")
-                    .select(sql.lit(1).as("one"))
-                    .whereRef("runs.thread_id", "=", "threads.thread_id")
-                    .where("runs.status", "in", IN_FLIGHT),
-                ),
-              ),
-            )
+            .where((eb) => eb.not(hasRuns(eb, eb.ref("threads.thread_id"), IN_FLIGHT)))
             .orderBy("updated_at")
             .orderBy(d.insertionOrder("threads"))
             .limit(limit),
