@@ -7,8 +7,9 @@
  *    is read with the graph's own copy of the package, resolved from the graph file (a project may have
  *    its own, another than Hangar's);
  * 2. else from the TypeScript source (`ts-schemas.ts`, for `Annotation<T>` states): in a worker thread,
- *    on first request, one graph file at a time, cached for the life of the process. The time it may
- *    take is `LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS` (default 30 s, as `langgraph dev`);
+ *    on first request, every graph file of the project that needs it at once (one TypeScript program),
+ *    cached for the life of the process. The time it may take is `LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS`
+ *    (default 30 s, as `langgraph dev`);
  * 3. else (no source types, or the extraction failed) a schema listing the state's channels.
  */
 import { readFileSync } from "node:fs";
@@ -16,7 +17,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
-import type { SchemaParts, StaticSchemas } from "./ts-schemas.js";
+import type { FileOutcome, SchemaParts, SourceFile, StaticSchemas } from "./ts-schemas.js";
 
 /** The answer of `/assistants/{id}/schemas` (less `graph_id`) and of each `/subgraphs` entry. */
 export type GraphSchema = {
@@ -193,47 +194,64 @@ function timeoutMs(): number {
   return Number.isFinite(value) && value > 0 ? value : 30_000;
 }
 
-/** Runs one source extraction in a worker thread, which ends with it (its memory goes with it). */
+/**
+ * Runs one source extraction of `files` in a worker thread, which ends with it (its memory goes with it).
+ * `onResult` hears each file's outcome as the thread posts it; every file not told when the thread ends
+ * (the timeout, an error, an exit) is told that.
+ */
 function extractInThread(
-  file: string,
-  exportNames: readonly string[],
+  files: readonly SourceFile[],
   ms: number,
-): Promise<Record<string, StaticSchemas>> {
-  return new Promise((resolve, reject) => {
-    const worker = new Worker(THREAD_ENTRY, { workerData: { file, exportNames } });
-    const timer = setTimeout(() => {
-      void worker.terminate();
-      reject(new Error(`timed out after ${ms} ms (LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS)`));
-    }, ms);
-    const done = () => {
+  onResult: (file: string, outcome: FileOutcome) => void,
+): Promise<void> {
+  return new Promise((resolve) => {
+    const untold = new Set(files.map((f) => f.file));
+    let worker: Worker;
+    try {
+      worker = new Worker(THREAD_ENTRY, { workerData: { files } });
+    } catch (err) {
+      for (const file of untold) onResult(file, { ok: false, error: (err as Error).message });
+      return resolve();
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const finish = (error?: string) => {
+      if (timer === undefined) return;
       clearTimeout(timer);
+      timer = undefined;
       void worker.terminate();
+      for (const file of untold) onResult(file, { ok: false, error: error ?? "the schema thread gave none" });
+      untold.clear();
+      resolve();
     };
-    type Reply = { ok: true; schemas: Record<string, StaticSchemas> } | { ok: false; error: string };
-    worker.once("message", (msg: Reply) => {
-      done();
-      if (msg.ok) resolve(msg.schemas);
-      else reject(new Error(msg.error));
+    timer = setTimeout(() => finish(`timed out after ${ms} ms (LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS)`), ms);
+    type Reply = ({ file: string } & FileOutcome) | { done: true; error?: string };
+    worker.on("message", (msg: Reply) => {
+      if ("done" in msg) finish(msg.error);
+      else if (untold.delete(msg.file)) onResult(msg.file, msg);
     });
-    worker.once("error", (err) => {
-      done();
-      reject(err);
-    });
-    worker.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`the schema thread exited (code ${code})`));
-    });
+    worker.once("error", (err) => finish(err.message));
+    worker.once("exit", (code) => finish(`the schema thread exited (code ${code})`));
   });
 }
 
+type FileSchemas = Record<string, StaticSchemas>;
+
 /**
  * Schemas of the graphs of one project: run-time ones each time, source ones once per graph file (for
- * all the graphs the project exports from it).
+ * all the graphs the project exports from it). The first request that needs a file's source reads, in
+ * one thread and one TypeScript program, every graph file of the project that needs its source: the
+ * files with a graph (or subgraph) the run-time schemas do not cover. Factories' files are read when
+ * asked for (what a factory returns is not known before).
  */
 export class GraphSchemas {
   readonly #libs = new Map<string, Promise<SchemaLib>>();
-  readonly #fromSource = new Map<string, Promise<Record<string, StaticSchemas> | null>>();
+  readonly #fromSource = new Map<string, Promise<FileSchemas | null>>();
+  /** Files asked for (or found to need reading) and not yet given to a thread. */
+  readonly #waiting = new Map<string, { names: string[]; resolve: (s: FileSchemas | null) => void }>();
   readonly #exports = new Map<string, string[]>();
+  /** Each file's graphs that are known without a config (not factories'). */
+  readonly #graphs = new Map<string, unknown[]>();
+  #needed?: Promise<string[]>;
   #queue: Promise<unknown> = Promise.resolve();
   readonly #warn: Warn;
 
@@ -246,6 +264,13 @@ export class GraphSchemas {
     this.#warn = warn;
   }
 
+  /** A graph exported from `file` (a compiled graph, not a factory): tells whether the file needs its source read. */
+  addGraph(file: string, graph: unknown): void {
+    const graphs = this.#graphs.get(file) ?? [];
+    graphs.push(graph);
+    this.#graphs.set(file, graphs);
+  }
+
   #lib(file: string): Promise<SchemaLib> {
     let lib = this.#libs.get(file);
     if (!lib) {
@@ -255,30 +280,74 @@ export class GraphSchemas {
     return lib;
   }
 
-  /** The source schemas of `file`'s export, or null if they cannot be had (warned; a timeout is retried). */
-  async #source(file: string, exportName: string): Promise<StaticSchemas | null> {
-    let pending = this.#fromSource.get(file);
-    if (!pending) {
-      const names = this.#exports.get(file) ?? [exportName];
-      // One extraction at a time: each holds a TypeScript program (some hundred MB) while it runs.
-      const run = this.#queue.then(() => extractInThread(file, names, timeoutMs()));
-      this.#queue = run.catch(() => undefined);
-      pending = run.catch((err: Error) => {
-        this.#warn(
-          "graph schemas: reading the TypeScript types failed; the schemas list the state's channels",
-          {
-            file,
-            error: err.message,
-          },
-        );
-        if (/timed out/.test(err.message)) this.#fromSource.delete(file);
-        return null;
-      });
-      this.#fromSource.set(file, pending);
+  /** Whether one of `file`'s graphs or their subgraphs has no run-time schemas (so `schemas()` would read the source). */
+  async #needsSource(file: string): Promise<boolean> {
+    try {
+      const lib = await this.#lib(file);
+      const lacking = (graph: unknown) => {
+        const runtime = runtimeSchemas(graph, lib);
+        return !(runtime && (runtime.state || runtime.input || runtime.output));
+      };
+      for (const graph of this.#graphs.get(file) ?? []) {
+        if (lacking(graph)) return true;
+        for await (const [, subgraph] of (graph as any).getSubgraphsAsync(undefined, true))
+          if (lacking(subgraph)) return true;
+      }
+    } catch {
+      // Not known: read when asked for.
     }
-    return (await pending)?.[exportName] ?? null;
+    return false;
   }
 
+  #claim(file: string, names: string[]): void {
+    this.#fromSource.set(file, new Promise((resolve) => this.#waiting.set(file, { names, resolve })));
+  }
+
+  /** One thread for the files waiting and every other one the project needs read and has not (yet) had. */
+  async #extract(): Promise<void> {
+    this.#needed ??= (async () => {
+      const files = [...this.#exports.keys()];
+      const needs = await Promise.all(files.map((file) => this.#needsSource(file)));
+      return files.filter((_, i) => needs[i]);
+    })();
+    const needed = await this.#needed;
+    for (const file of needed) if (!this.#fromSource.has(file)) this.#claim(file, this.#exports.get(file)!);
+    const waiting = new Map(this.#waiting);
+    this.#waiting.clear();
+    // The files that need it in one program, in the project's order whichever was asked for first: the
+    // checker numbers types as it meets them (unions list their members in that order), so the same files
+    // in the same order read the same. A file not known to need it (a factory's) alone, as it always was.
+    const shared = needed.filter((file) => waiting.has(file));
+    const units: string[][] = []; // in the order they were asked for
+    for (const file of waiting.keys()) {
+      if (!needed.includes(file)) units.push([file]);
+      else if (!units.includes(shared)) units.push(shared);
+    }
+    for (const unit of units) {
+      const files = unit.map((file) => ({ file, exportNames: waiting.get(file)!.names }));
+      await extractInThread(files, timeoutMs(), (file, outcome) => {
+        const { resolve } = waiting.get(file)!;
+        if (outcome.ok) return resolve(outcome.schemas);
+        this.#warn(
+          "graph schemas: reading the TypeScript types failed; the schemas list the state's channels",
+          { file, error: outcome.error },
+        );
+        if (/timed out/.test(outcome.error)) this.#fromSource.delete(file);
+        resolve(null);
+      });
+    }
+  }
+
+  /** The source schemas of `file`'s export, or null if they cannot be had (warned; a timeout is retried). */
+  async #source(file: string, exportName: string): Promise<StaticSchemas | null> {
+    if (!this.#fromSource.has(file)) {
+      this.#claim(file, this.#exports.get(file) ?? [exportName]);
+      // One extraction at a time: each holds a TypeScript program (some hundred MB) while it runs.
+      const run = this.#queue.then(() => this.#extract());
+      this.#queue = run.catch(() => undefined);
+    }
+    return (await this.#fromSource.get(file))?.[exportName] ?? null;
+  }
   /**
    * The schemas of `graph`, exported as `exportName` from `file`, or of its subgraph at `namespace`
    * (`child`, `child|grandchild`; `graph` is then that subgraph). `fromSource: false` skips the

@@ -117,6 +117,7 @@ export class GraphRegistry {
           `Failed to load ${where}: the export is not a compiled graph, a StateGraph, a promise of one, or a (config) => graph factory`,
         );
       }
+      registry.#schemas.addGraph(spec.file, graph);
       registry.#sources.set(spec.id, {
         kind: "static",
         graph,

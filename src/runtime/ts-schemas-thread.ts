@@ -1,13 +1,15 @@
 /**
- * A schema thread (`graph-schemas.ts`): reads the schemas of one file's graphs from its TypeScript source, posts
- * them, and is ended. It loads no graph code, only the TypeScript compiler.
+ * A schema thread (`graph-schemas.ts`): reads the schemas of the project's graph files from their TypeScript
+ * source (one program for them all), posts each file's as it is had, then `done`, and is ended. It loads no
+ * graph code, only the TypeScript compiler.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import { extractStaticSchemas } from "./ts-schemas.js";
+import { extractAllStaticSchemas, type SourceFile } from "./ts-schemas.js";
 
-const { file, exportNames } = workerData as { file: string; exportNames: string[] };
+const { files } = workerData as { files: SourceFile[] };
 try {
-  parentPort!.postMessage({ ok: true, schemas: extractStaticSchemas(file, exportNames) });
+  extractAllStaticSchemas(files, (file, outcome) => parentPort!.postMessage({ file, ...outcome }));
+  parentPort!.postMessage({ done: true });
 } catch (err) {
-  parentPort!.postMessage({ ok: false, error: (err as Error)?.message ?? String(err) });
+  parentPort!.postMessage({ done: true, error: (err as Error)?.message ?? String(err) });
 }

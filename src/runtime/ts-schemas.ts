@@ -207,14 +207,26 @@ function plainDefinitionNames(schema: any): any {
   });
 }
 
+/** One graph file to read: the graphs it exports (as langgraph.json names them). */
+export type SourceFile = { file: string; exportNames: readonly string[] };
+
+/** What one file's reading gave: its graphs' schemas, by export name, or why there are none. */
+export type FileOutcome = { ok: true; schemas: Record<string, StaticSchemas> } | { ok: false; error: string };
+
+/** A graph file made ready for the program: its copy, with one alias set per graph and subgraph candidate. */
+type Prepared = {
+  file: string;
+  copy: string;
+  augmented: string;
+  graphs: { exportName: string; root: number; candidates: Candidate[] }[];
+  nameIndex: Map<string, number>;
+};
+
 /**
- * Schemas of the graphs exported as `exportNames` from `file`, and of their subgraphs (one program for
- * all: most of the cost is reading the typings they share).
+ * The copy of `file` with its aliases, numbered from `first` (the numbers are unique in the program, so
+ * the names `typescript-json-schema` looks symbols up by are too).
  */
-export function extractStaticSchemas(
-  file: string,
-  exportNames: readonly string[],
-): Record<string, StaticSchemas> {
+function prepare({ file, exportNames }: SourceFile, first: number): { prepared: Prepared; next: number } {
   const text = ts.sys.readFile(file);
   if (text === undefined) throw new Error(`cannot read ${file}`);
   const original = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
@@ -223,48 +235,76 @@ export function extractStaticSchemas(
   const targets: string[] = [];
   const nameIndex = new Map<string, number>();
   const graphs = exportNames.map((exportName) => {
-    const root = targets.length;
+    const root = first + targets.length;
     targets.push(`typeof import(${JSON.stringify(self)})[${JSON.stringify(exportName)}]`);
     const candidates = findCandidates(original, exportName);
     for (const { names } of candidates) {
       for (const name of names) {
         if (nameIndex.has(name)) continue;
-        nameIndex.set(name, targets.length);
+        nameIndex.set(name, first + targets.length);
         targets.push(`typeof ${name}`);
       }
     }
     return { exportName, root, candidates };
   });
-  const augmented = `${text}\n;${HELPERS}${targets.map((t, i) => aliases(i, t)).join("")}`;
+  const augmented = `${text}\n;${HELPERS}${targets.map((t, i) => aliases(first + i, t)).join("")}`;
+  return { prepared: { file, copy, augmented, graphs, nameIndex }, next: first + targets.length };
+}
 
-  const options = compilerOptions(path.dirname(file));
+/** One TypeScript program over the copies of `files` (the originals' folders and compiler options). */
+function buildProgram(files: readonly Prepared[], options: ts.CompilerOptions): ts.Program {
+  const copies = new Map(files.map((f) => [f.copy, f.augmented]));
   const host = ts.createCompilerHost(options, true);
   const { getSourceFile, fileExists, readFile } = host;
-  host.fileExists = (name) => name === copy || fileExists.call(host, name);
-  host.readFile = (name) => (name === copy ? augmented : readFile.call(host, name));
-  host.getSourceFile = (name, language, ...rest) =>
-    name === copy
+  host.fileExists = (name) => copies.has(name) || fileExists.call(host, name);
+  host.readFile = (name) => copies.get(name) ?? readFile.call(host, name);
+  host.getSourceFile = (name, language, ...rest) => {
+    const augmented = copies.get(name);
+    return augmented !== undefined
       ? ts.createSourceFile(name, augmented, language, true)
       : getSourceFile.call(host, name, language, ...rest);
-  const program = ts.createProgram({ rootNames: [copy], options, host });
-  const checker = program.getTypeChecker();
+  };
+  return ts.createProgram({ rootNames: [...copies.keys()], options, host });
+}
 
-  // Which candidates are compiled graphs: the checker knows.
+/** The generator over `program` (which holds every file's copy). */
+function generatorOf(program: ts.Program): TJS.JsonSchemaGenerator {
+  const generator = TJS.buildGenerator(program, { ignoreErrors: true });
+  if (!generator) throw new Error("typescript-json-schema could not read the program");
+  return generator;
+}
+
+/**
+ * The types of a prepared file's aliases. Asked before the generator is built, and which of them are
+ * compiled graphs only as the schemas are rendered: the checker numbers types in the order it meets them,
+ * and unions list their members in that order, so the steps keep the order the schemas were always read in.
+ */
+function aliasTypesOf({ copy }: Prepared, program: ts.Program): Map<string, ts.Type> {
+  const checker = program.getTypeChecker();
+  const source = program.getSourceFile(copy);
+  if (!source) throw new Error(`the program has no ${copy}`);
   const aliasTypes = new Map<string, ts.Type>();
-  for (const statement of program.getSourceFile(copy)!.statements) {
+  for (const statement of source.statements) {
     if (ts.isTypeAliasDeclaration(statement) && statement.name.text.startsWith(P)) {
       aliasTypes.set(statement.name.text, checker.getTypeAtLocation(statement.name));
     }
   }
+  return aliasTypes;
+}
+
+/** The schemas of one prepared file's graphs and subgraphs. */
+function schemasOf(
+  { graphs, nameIndex }: Prepared,
+  aliasTypes: Map<string, ts.Type>,
+  generator: TJS.JsonSchemaGenerator,
+): Record<string, StaticSchemas> {
+  // Which candidates are compiled graphs: the checker knows.
   const isGraph = (i: number) => {
     const type = aliasTypes.get(`${P}${i}`);
     return (
       type != null && (type.getProperty("lg_is_pregel") != null || type.getProperty("~InputType") != null)
     );
   };
-
-  const generator = TJS.buildGenerator(program, { ignoreErrors: true });
-  if (!generator) throw new Error("typescript-json-schema could not read the program");
   const schemaOf = (name: string) => {
     try {
       return plainDefinitionNames(generator.getSchemaForSymbol(name));
@@ -290,4 +330,84 @@ export function extractStaticSchemas(
     result[exportName] = schemas;
   }
   return result;
+}
+
+const message = (err: unknown) => (err as Error)?.message ?? String(err);
+
+/**
+ * Schemas of the graphs exported as `exportNames` from `file`, and of their subgraphs (one program for
+ * all: most of the cost is reading the typings they share).
+ */
+export function extractStaticSchemas(
+  file: string,
+  exportNames: readonly string[],
+): Record<string, StaticSchemas> {
+  const { prepared } = prepare({ file, exportNames }, 0);
+  const program = buildProgram([prepared], compilerOptions(path.dirname(file)));
+  const aliasTypes = aliasTypesOf(prepared, program);
+  return schemasOf(prepared, aliasTypes, generatorOf(program));
+}
+
+/**
+ * Schemas of several graph files, told file by file to `onResult` as each is had: the files that share
+ * compiler options (the same tsconfig.json, or none) are read in ONE program, as most of the cost is the
+ * lib and the LangGraph/LangChain typings they all import. A file that cannot be read fails alone; if the
+ * shared program cannot be built, each of its files is read in a program of its own.
+ */
+export function extractAllStaticSchemas(
+  files: readonly SourceFile[],
+  onResult: (file: string, outcome: FileOutcome) => void,
+): void {
+  // Groups by tsconfig.json; a copy name once per group (`a.js` and `a.ts` would both be `a.…ts`).
+  const groups: { tsconfig: string; files: SourceFile[]; copies: Set<string> }[] = [];
+  for (const source of files) {
+    const tsconfig = ts.findConfigFile(path.dirname(source.file), ts.sys.fileExists, "tsconfig.json") ?? "";
+    const { copy } = copyNames(source.file);
+    let group = groups.find((g) => g.tsconfig === tsconfig && !g.copies.has(copy));
+    if (!group) {
+      group = { tsconfig, files: [], copies: new Set() };
+      groups.push(group);
+    }
+    group.files.push(source);
+    group.copies.add(copy);
+  }
+  for (const group of groups) {
+    const prepared: Prepared[] = [];
+    let next = 0;
+    for (const source of group.files) {
+      try {
+        const made = prepare(source, next);
+        prepared.push(made.prepared);
+        next = made.next;
+      } catch (err) {
+        onResult(source.file, { ok: false, error: message(err) });
+      }
+    }
+    if (prepared.length === 0) continue;
+    // The shared program: each file's alias types, then the generator, then each file's schemas.
+    const read: { prepared: Prepared; aliasTypes: Map<string, ts.Type> }[] = [];
+    let generator: TJS.JsonSchemaGenerator | undefined;
+    try {
+      const program = buildProgram(prepared, compilerOptions(path.dirname(prepared[0]!.file)));
+      for (const p of prepared) read.push({ prepared: p, aliasTypes: aliasTypesOf(p, program) });
+      generator = generatorOf(program);
+    } catch {
+      generator = undefined; // each file alone, below: the one that breaks the program fails by itself
+    }
+    for (const p of prepared) {
+      try {
+        const aliasTypes = read.find((r) => r.prepared === p)?.aliasTypes;
+        const schemas =
+          generator && aliasTypes
+            ? schemasOf(p, aliasTypes, generator)
+            : extractStaticSchemas(
+                p.file,
+                p.graphs.map((g) => g.exportName),
+              );
+        onResult(p.file, { ok: true, schemas });
+      } catch (err) {
+        onResult(p.file, { ok: false, error: message(err) });
+      }
+    }
+  }
 }
