@@ -583,8 +583,8 @@ for (const adapter of ADAPTERS) {
         try {
           await putChain(saver, "src", 2);
           await assert.rejects(
-            database.transaction(async (tx) => {
-              await copyThreadCheckpoints(tx, "src", "dst");
+            database.transaction(function* (tx) {
+              yield* copyThreadCheckpoints(tx, "src", "dst");
               throw new Error("abort");
             }),
             /abort/,

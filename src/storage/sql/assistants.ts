@@ -16,7 +16,18 @@ import {
   type JsonObject,
   type OrgId,
 } from "../ports.js";
-import { countOf, type Executor, nameContains, SqlRepo } from "./database.js";
+import {
+  all,
+  changed,
+  countOf,
+  type Executor,
+  first,
+  nameContains,
+  SqlRepo,
+  searchPage,
+  type TxSteps,
+} from "./database.js";
+import type { Dialect } from "./dialect.js";
 import type { AssistantsTable, AssistantVersionsTable } from "./tables.js";
 import { deleteThreads, settledStatus } from "./thread-rows.js";
 
@@ -54,6 +65,21 @@ function assertMayChange(row: AssistantRow, org: OrgId): void {
   }
 }
 
+/** The assistant if the organization sees it (its own, or a system one). */
+const visible = (ex: Executor, org: OrgId, assistantId: string) =>
+  ex
+    .selectFrom("assistants")
+    .selectAll()
+    .where("assistant_id", "=", assistantId)
+    .where("org_id", "in", [org, SYSTEM]);
+
+/** In a transaction: the assistant the organization sees, locked (FOR UPDATE), if it may change it. */
+function* toChange(tx: Executor, d: Dialect, org: OrgId, id: string): TxSteps<AssistantRow | undefined> {
+  const row = yield* first(d.lock(visible(tx, org, id)));
+  if (row) assertMayChange(row, org);
+  return row;
+}
+
 /** Sort keys of the API → columns (the route schema validates them; this map keeps them columns). */
 const SORT_COLUMN = {
   assistant_id: "assistant_id",
@@ -64,16 +90,6 @@ const SORT_COLUMN = {
 } as const satisfies Record<AssistantQuery["sort_by"], keyof AssistantsTable>;
 
 export class SqlAssistants extends SqlRepo implements AssistantsRepo {
-  /** The assistant if the organization sees it (its own, or a system one); `lock`: FOR UPDATE. */
-  #get(ex: Executor, org: OrgId, assistantId: string, lock = false): Promise<AssistantRow | undefined> {
-    const qb = ex
-      .selectFrom("assistants")
-      .selectAll()
-      .where("assistant_id", "=", assistantId)
-      .where("org_id", "in", [org, SYSTEM]);
-    return (lock ? this.dialect.lock(qb) : qb).executeTakeFirst();
-  }
-
   #create(org: string, input: AssistantInput, ifExists: "raise" | "do_nothing"): Promise<Assistant> {
     const now = new Date().toISOString();
     const version = {
@@ -88,22 +104,21 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
       created_at: now,
     };
     const row: AssistantRow = { ...version, org_id: org, updated_at: now };
-    return this.database.transaction(async (tx) => {
+    return this.database.transaction(function* (tx) {
       // ON CONFLICT DO NOTHING: two processes ensuring the same system assistant at once both succeed.
-      const { numInsertedOrUpdatedRows: inserted } = await tx
-        .insertInto("assistants")
-        .values(row)
-        .onConflict((oc) => oc.column("assistant_id").doNothing())
-        .executeTakeFirstOrThrow();
+      const inserted = yield* changed(
+        tx
+          .insertInto("assistants")
+          .values(row)
+          .onConflict((oc) => oc.column("assistant_id").doNothing()),
+      );
       if (inserted) {
-        await tx.insertInto("assistant_versions").values(version).execute();
+        yield* changed(tx.insertInto("assistant_versions").values(version));
         return toAssistant(row);
       }
-      const existing = await tx
-        .selectFrom("assistants")
-        .selectAll()
-        .where("assistant_id", "=", input.assistant_id)
-        .executeTakeFirst();
+      const existing = yield* first(
+        tx.selectFrom("assistants").selectAll().where("assistant_id", "=", input.assistant_id),
+      );
       // An id taken in another organization is reported like any conflict, without revealing it.
       if (existing && ifExists === "do_nothing" && (existing.org_id === org || existing.org_id === SYSTEM)) {
         return toAssistant(existing);
@@ -121,21 +136,22 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
   }
 
   async get(org: OrgId, assistantId: string): Promise<Assistant | null> {
-    const row = await this.#get(this.database.db, org, assistantId);
+    const row = await visible(this.database.db, org, assistantId).executeTakeFirst();
     return row ? toAssistant(row) : null;
   }
 
   update(org: OrgId, assistantId: string, patch: AssistantPatch): Promise<Assistant | null> {
-    return this.database.transaction(async (tx) => {
+    const { dialect } = this;
+    return this.database.transaction(function* (tx) {
       // The row lock serializes concurrent updates, so each gets its own version number.
-      const row = await this.#get(tx, org, assistantId, true);
+      const row = yield* toChange(tx, dialect, org, assistantId);
       if (!row) return null;
-      assertMayChange(row, org);
-      const { max } = await tx
-        .selectFrom("assistant_versions")
-        .select((eb) => eb.fn.max("version").as("max"))
-        .where("assistant_id", "=", assistantId)
-        .executeTakeFirstOrThrow();
+      const { max } = (yield* first(
+        tx
+          .selectFrom("assistant_versions")
+          .select((eb) => eb.fn.max("version").as("max"))
+          .where("assistant_id", "=", assistantId),
+      ))!;
       const now = new Date().toISOString();
       const next = {
         version: (max ?? row.version) + 1,
@@ -146,78 +162,75 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
         context: patch.context ? JSON.stringify(patch.context) : row.context,
         metadata: JSON.stringify({ ...JSON.parse(row.metadata), ...(patch.metadata ?? {}) }),
       };
-      await tx
-        .insertInto("assistant_versions")
-        .values({ assistant_id: assistantId, ...next, created_at: now })
-        .execute();
-      await tx
-        .updateTable("assistants")
-        .set({ ...next, updated_at: now })
-        .where("assistant_id", "=", assistantId)
-        .execute();
+      yield* changed(
+        tx.insertInto("assistant_versions").values({ assistant_id: assistantId, ...next, created_at: now }),
+      );
+      yield* changed(
+        tx
+          .updateTable("assistants")
+          .set({ ...next, updated_at: now })
+          .where("assistant_id", "=", assistantId),
+      );
       return toAssistant({ ...row, ...next, updated_at: now });
     });
   }
 
   delete(org: OrgId, assistantId: string, opts: { deleteThreads: boolean }): Promise<AssistantDeletion> {
-    return this.database.transaction(async (tx): Promise<AssistantDeletion> => {
+    const { dialect } = this;
+    return this.database.transaction(function* (tx) {
       // System assistants are shared; an organization cannot delete them for everyone.
-      const { numDeletedRows } = await tx
-        .deleteFrom("assistants")
-        .where("assistant_id", "=", assistantId)
-        .where("org_id", "=", org)
-        .executeTakeFirstOrThrow();
-      if (!numDeletedRows) return { deleted: false, runningRunIds: [], pendingRunIds: [] };
+      const deleted = yield* changed(
+        tx.deleteFrom("assistants").where("assistant_id", "=", assistantId).where("org_id", "=", org),
+      );
+      if (!deleted) return { deleted: false, runningRunIds: [], pendingRunIds: [] };
       // The threads that go with it are locked first (in a fixed order), as admission locks a thread: no
       // run can be admitted on them between the look at their runs and their deletion.
       const threads = opts.deleteThreads
-        ? (
-            await this.dialect
-              .lock(
-                tx
-                  .selectFrom("threads")
-                  .select("thread_id")
-                  .where("org_id", "=", org)
-                  .where(this.dialect.jsonContains("metadata", { assistant_id: assistantId }))
-                  .orderBy("thread_id"),
-              )
-              .execute()
-          ).map((r) => r.thread_id)
+        ? (yield* all(
+            dialect.lock(
+              tx
+                .selectFrom("threads")
+                .select("thread_id")
+                .where("org_id", "=", org)
+                .where(dialect.jsonContains("metadata", { assistant_id: assistantId }))
+                .orderBy("thread_id"),
+            ),
+          )).map((r) => r.thread_id)
         : [];
-      const inFlight = await tx
-        .selectFrom("runs")
-        .select(["run_id", "thread_id", "status"])
-        .where("org_id", "=", org)
-        .where("status", "in", ["pending", "running"])
-        .where((eb) =>
-          threads.length
-            ? eb.or([eb("assistant_id", "=", assistantId), eb("thread_id", "in", threads)])
-            : eb("assistant_id", "=", assistantId),
-        )
-        .execute();
-      await deleteThreads(tx, threads);
+      const inFlight = yield* all(
+        tx
+          .selectFrom("runs")
+          .select(["run_id", "thread_id", "status"])
+          .where("org_id", "=", org)
+          .where("status", "in", ["pending", "running"])
+          .where((eb) =>
+            threads.length
+              ? eb.or([eb("assistant_id", "=", assistantId), eb("thread_id", "in", threads)])
+              : eb("assistant_id", "=", assistantId),
+          ),
+      );
+      yield* deleteThreads(tx, threads);
       // Executing runs keep their rows until the runtime has stopped them (it deletes them then). Those
       // of its runs admitted on other threads since the look above (Postgres) are in what the delete
       // returns.
-      const removed = await tx
-        .deleteFrom("runs")
-        .where("assistant_id", "=", assistantId)
-        .where("org_id", "=", org)
-        .where("status", "<>", "running")
-        .returning(["run_id", "thread_id", "status"])
-        .execute();
+      const removed = yield* all(
+        tx
+          .deleteFrom("runs")
+          .where("assistant_id", "=", assistantId)
+          .where("org_id", "=", org)
+          .where("status", "<>", "running")
+          .returning(["run_id", "thread_id", "status"]),
+      );
       for (const row of removed) if (!inFlight.some((r) => r.run_id === row.run_id)) inFlight.push(row);
       // A thread whose queued runs were deleted stops being `busy` once nothing of it is in flight.
       for (const threadId of new Set(inFlight.map((r) => r.thread_id))) {
-        const thread = await tx
-          .selectFrom("threads")
-          .select(["status", "interrupts"])
-          .where("thread_id", "=", threadId)
-          .executeTakeFirst();
+        const thread = yield* first(
+          tx.selectFrom("threads").select(["status", "interrupts"]).where("thread_id", "=", threadId),
+        );
         if (thread?.status !== "busy") continue;
         const hasNext = Object.keys(JSON.parse(thread.interrupts) ?? {}).length > 0;
-        const status = await settledStatus(tx, threadId, hasNext, false);
-        await tx.updateTable("threads").set({ status }).where("thread_id", "=", threadId).execute();
+        const status = yield* settledStatus(tx, threadId, hasNext, false);
+        yield* changed(tx.updateTable("threads").set({ status }).where("thread_id", "=", threadId));
       }
       return {
         deleted: true,
@@ -240,15 +253,17 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
     });
   }
 
-  async search(org: OrgId, q: AssistantQuery): Promise<{ items: Assistant[]; total: number }> {
-    const rows = await this.#filtered(org, q)
-      .selectAll()
-      .orderBy(SORT_COLUMN[q.sort_by], q.sort_order)
-      .orderBy(this.dialect.insertionOrder(), q.sort_order)
-      .limit(q.limit)
-      .offset(q.offset)
-      .execute();
-    return { items: rows.map(toAssistant), total: await this.count(org, q) };
+  search(org: OrgId, q: AssistantQuery): Promise<{ items: Assistant[]; total: number }> {
+    return searchPage(
+      this.#filtered(org, q),
+      (qb) =>
+        qb
+          .selectAll()
+          .orderBy(SORT_COLUMN[q.sort_by], q.sort_order)
+          .orderBy(this.dialect.insertionOrder(), q.sort_order),
+      toAssistant,
+      q,
+    );
   }
 
   count(org: OrgId, q: Filter): Promise<number> {
@@ -261,7 +276,7 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
     q: { metadata?: JsonObject; limit: number; offset: number },
   ): Promise<AssistantVersion[]> {
     const db = this.database.db;
-    if (!(await this.#get(db, org, assistantId))) return [];
+    if (!(await visible(db, org, assistantId).executeTakeFirst())) return [];
     const rows = await db
       .selectFrom("assistant_versions")
       .selectAll()
@@ -275,21 +290,22 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
   }
 
   setLatest(org: OrgId, assistantId: string, version: number): Promise<Assistant | null> {
-    return this.database.transaction(async (tx) => {
-      const current = await this.#get(tx, org, assistantId, true);
+    const { dialect } = this;
+    return this.database.transaction(function* (tx) {
+      const current = yield* toChange(tx, dialect, org, assistantId);
       if (!current) return null;
-      assertMayChange(current, org);
-      const v = await tx
-        .selectFrom("assistant_versions")
-        .selectAll()
-        .where("assistant_id", "=", assistantId)
-        .where("version", "=", version)
-        .executeTakeFirst();
+      const v = yield* first(
+        tx
+          .selectFrom("assistant_versions")
+          .selectAll()
+          .where("assistant_id", "=", assistantId)
+          .where("version", "=", version),
+      );
       if (!v) return null;
       const now = new Date().toISOString();
       const { assistant_id: _, created_at: __, ...fields } = v;
       const latest = { ...fields, updated_at: now };
-      await tx.updateTable("assistants").set(latest).where("assistant_id", "=", assistantId).execute();
+      yield* changed(tx.updateTable("assistants").set(latest).where("assistant_id", "=", assistantId));
       return toAssistant({ ...current, ...latest });
     });
   }

@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { conflict } from "../../errors.js";
 import type { ApiKeyRecord, AuthRepo, OrganizationRecord } from "../auth-ports.js";
-import { countOf, SqlRepo } from "./database.js";
+import { all, changed, countOf, SqlRepo } from "./database.js";
 
 const KEY_COLUMNS = ["id", "org_id", "prefix", "created_at", "revoked_at"] as const;
 
@@ -49,20 +49,21 @@ export class SqlAuth extends SqlRepo implements AuthRepo {
   }
 
   revokeKey(idOrPrefix: string): Promise<ApiKeyRecord | null> {
-    return this.database.transaction(async (tx) => {
-      const matches = await this.dialect
-        .lock(
+    const { dialect } = this;
+    return this.database.transaction(function* (tx) {
+      const matches = yield* all(
+        dialect.lock(
           tx
             .selectFrom("api_keys")
             .select(KEY_COLUMNS)
             .where((eb) => eb.or([eb("id", "=", idOrPrefix), eb("prefix", "=", idOrPrefix)])),
-        )
-        .execute();
+        ),
+      );
       if (matches.length > 1) throw conflict(`"${idOrPrefix}" matches ${matches.length} keys; revoke by id`);
       const key = matches[0];
       if (!key) return null;
       const revokedAt = key.revoked_at ?? new Date().toISOString();
-      await tx.updateTable("api_keys").set({ revoked_at: revokedAt }).where("id", "=", key.id).execute();
+      yield* changed(tx.updateTable("api_keys").set({ revoked_at: revokedAt }).where("id", "=", key.id));
       return { ...key, revoked_at: revokedAt };
     });
   }

@@ -32,7 +32,7 @@ import {
   TASKS,
   WRITES_IDX_MAP,
 } from "@langchain/langgraph-checkpoint";
-import type { Compilable, ExpressionBuilder, Selectable } from "kysely";
+import type { ExpressionBuilder, Selectable } from "kysely";
 import type { CheckpointStore } from "../ports.js";
 import {
   copyThreadCheckpoints,
@@ -40,8 +40,8 @@ import {
   deleteThreadCheckpoints,
   WRITE_COLUMNS,
 } from "./checkpoint-rows.js";
-import type { Executor, SqlDatabase } from "./database.js";
-import { CompiledQuery, sql } from "./kysely.js";
+import { type Executor, Prepared, type SqlDatabase, slot, slots } from "./database.js";
+import { sql } from "./kysely.js";
 import type { CheckpointsTable, CheckpointWritesTable } from "./tables.js";
 
 /** Rows fetched per query while `list` pages through history. */
@@ -111,42 +111,6 @@ function checkpointMetadata(config: RunnableConfig, metadata: CheckpointMetadata
 }
 
 // ── Queries compiled once ──────────────────────────────────────────────────────────────────────────
-
-const SLOT = "\u0000hangar-slot:";
-
-/** A placeholder in a query given to `Prepared`: the value bound to `name` at each execution. */
-const slot = (name: string): any => SLOT + name;
-
-/** A row of `columns` for an INSERT given to `Prepared`, each the slot of its name (after `prefix`). */
-const slots = (columns: readonly string[], prefix = ""): any =>
-  Object.fromEntries(columns.map((c) => [c, slot(prefix + c)]));
-
-/**
- * A query whose shape never changes, built with Kysely's builder and compiled once: Kysely compiles
- * every query it builds, and building and compiling `put`'s upsert costs 20-80 µs, a third to half of
- * running it on SQLite (a micro-benchmark of 20k calls). Built with `slot(name)` placeholders (named by
- * the column they stand for); each execution binds its values by name, in the compiled SQL's order.
- */
-class Prepared<R, K extends string = string> {
-  readonly #sql: string;
-  readonly slots: readonly K[];
-
-  constructor(query: Compilable<R>) {
-    const compiled = query.compile();
-    this.#sql = compiled.sql;
-    this.slots = compiled.parameters.map((p) => {
-      if (typeof p !== "string" || !p.startsWith(SLOT))
-        throw new Error(`A prepared query has a parameter that is not a slot: ${compiled.sql}`);
-      return p.slice(SLOT.length) as K;
-    });
-  }
-
-  /** `values` by slot name, or already in the compiled SQL's order. */
-  async execute(ex: Executor, values: Record<K, unknown> | unknown[]): Promise<R[]> {
-    const params = Array.isArray(values) ? values : this.slots.map((s) => values[s]);
-    return (await ex.executeQuery<R>(CompiledQuery.raw(this.#sql, params))).rows;
-  }
-}
 
 /** An upsert's `SET column = excluded.column`, for each of `columns`. */
 const fromExcluded = (columns: readonly string[]) => (eb: ExpressionBuilder<any, any>) =>
@@ -386,12 +350,17 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
       rows.set(idx, [...key, idx, channel, type, toBuffer(value), taskPath, runId]); // WRITE_COLUMNS
     }
     const all = [...rows.values()];
-    if (all.length <= WRITES_PER_STATEMENT) await this.#insertWrites(this.#database.db, all);
-    else
-      await this.#database.transaction(async (tx) => {
-        for (let i = 0; i < all.length; i += WRITES_PER_STATEMENT)
-          await this.#insertWrites(tx, all.slice(i, i + WRITES_PER_STATEMENT));
+    if (all.length <= WRITES_PER_STATEMENT)
+      await this.#writesInsert(all.length).execute(this.#database.db, all.flat());
+    else {
+      const insert = (n: number) => this.#writesInsert(n);
+      await this.#database.transaction(function* () {
+        for (let i = 0; i < all.length; i += WRITES_PER_STATEMENT) {
+          const batch = all.slice(i, i + WRITES_PER_STATEMENT);
+          yield* insert(batch.length).changed(batch.flat());
+        }
       });
+    }
   }
 
   async deleteThread(threadId: string): Promise<void> {
@@ -433,10 +402,10 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
 
   // ---------------------------------------------------------------------------------------------
 
-  #insertWrites(ex: Executor, rows: unknown[][]): Promise<never[]> {
-    const n = rows.length;
+  /** The INSERT of `n` pending writes, compiled once for each `n`. */
+  #writesInsert(n: number) {
     if (!this.#writesInserts.has(n)) this.#writesInserts.set(n, compileWritesInsert(this.#database.db, n));
-    return this.#writesInserts.get(n)!.execute(ex, rows.flat());
+    return this.#writesInserts.get(n)!;
   }
 
   async #loadWrites(rows: WriteRow[]): Promise<CheckpointPendingWrite[]> {

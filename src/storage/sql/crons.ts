@@ -6,7 +6,7 @@
 import type { Expression, Selectable, SqlBool } from "kysely";
 import { notFound } from "../../errors.js";
 import type { Cron, CronInput, CronPatch, CronQuery, CronsRepo, DueCron, OrgId } from "../ports.js";
-import { countOf, SqlRepo } from "./database.js";
+import { changed, countOf, first, SqlRepo, searchPage } from "./database.js";
 import type { CronsTable } from "./tables.js";
 
 type CronRow = Selectable<CronsTable>;
@@ -52,32 +52,33 @@ export class SqlCrons extends SqlRepo implements CronsRepo {
       created_at: now,
       updated_at: now,
     };
-    return this.database.transaction(async (tx) => {
+    const { dialect } = this;
+    return this.database.transaction(function* (tx) {
       const share = { share: true };
       if (input.thread_id !== null) {
         // FOR SHARE: the thread cannot be deleted between this check and the insert.
-        const thread = await this.dialect
-          .lock(
+        const thread = yield* first(
+          dialect.lock(
             tx
               .selectFrom("threads")
               .select("thread_id")
               .where("thread_id", "=", input.thread_id)
               .where("org_id", "=", org),
             share,
-          )
-          .executeTakeFirst();
+          ),
+        );
         if (!thread) throw notFound(`Thread with ID ${input.thread_id} not found`);
       }
       // The assistant too (locked against a concurrent delete, which would take the cron with it); one
       // deleted since the caller resolved it is reported as absent, not as a foreign-key error.
-      const assistant = await this.dialect
-        .lock(
+      const assistant = yield* first(
+        dialect.lock(
           tx.selectFrom("assistants").select("assistant_id").where("assistant_id", "=", input.assistant_id),
           share,
-        )
-        .executeTakeFirst();
+        ),
+      );
       if (!assistant) throw notFound(`Assistant ${input.assistant_id} not found`);
-      await tx.insertInto("crons").values(row).execute();
+      yield* changed(tx.insertInto("crons").values(row));
       return toCron(row);
     });
   }
@@ -105,12 +106,15 @@ export class SqlCrons extends SqlRepo implements CronsRepo {
       ...(patch.next_run_at !== undefined && { next_run_at: patch.next_run_at }),
       updated_at: updatedAt,
     };
-    return this.database.transaction(async (tx) => {
-      const row = await this.dialect
-        .lock(tx.selectFrom("crons").selectAll().where("cron_id", "=", cronId).where("org_id", "=", org))
-        .executeTakeFirst();
+    const { dialect } = this;
+    return this.database.transaction(function* (tx) {
+      const row = yield* first(
+        dialect.lock(
+          tx.selectFrom("crons").selectAll().where("cron_id", "=", cronId).where("org_id", "=", org),
+        ),
+      );
       if (!row) return null;
-      await tx.updateTable("crons").set(changes).where("cron_id", "=", cronId).execute();
+      yield* changed(tx.updateTable("crons").set(changes).where("cron_id", "=", cronId));
       return toCron({ ...row, ...changes });
     });
   }
@@ -138,18 +142,20 @@ export class SqlCrons extends SqlRepo implements CronsRepo {
     });
   }
 
-  async search(org: OrgId, q: CronQuery): Promise<{ items: Cron[]; total: number }> {
+  search(org: OrgId, q: CronQuery): Promise<{ items: Cron[]; total: number }> {
     const order = q.sort_order === "asc" ? "asc" : "desc";
     // NULLs (no thread, no end, not firing) sort last either way; the insertion order keeps ties in
     // creation order.
-    const rows = await this.#filtered(org, q)
-      .selectAll()
-      .orderBy(SORT_COLUMN[q.sort_by], (ob) => ob[order]().nullsLast())
-      .orderBy(this.dialect.insertionOrder(), order)
-      .limit(q.limit)
-      .offset(q.offset)
-      .execute();
-    return { items: rows.map(toCron), total: await this.count(org, q) };
+    return searchPage(
+      this.#filtered(org, q),
+      (qb) =>
+        qb
+          .selectAll()
+          .orderBy(SORT_COLUMN[q.sort_by], (ob) => ob[order]().nullsLast())
+          .orderBy(this.dialect.insertionOrder(), order),
+      toCron,
+      q,
+    );
   }
 
   count(org: OrgId, q: Filter): Promise<number> {

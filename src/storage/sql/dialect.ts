@@ -81,9 +81,9 @@ export interface Dialect {
    * Serialises the transactions that take the same (`space`, `key`) until they end: Postgres'
    * transaction-scoped advisory lock, for check-then-write rules over rows that may not exist yet
    * (unique names, quotas). Nothing on SQLite, whose IMMEDIATE transactions already hold the
-   * database's write lock. `tx` must be a transaction.
+   * database's write lock: null there. A statement to run in a transaction.
    */
-  advisoryLock(tx: Kysely<any>, space: number, key: string): Promise<void>;
+  advisoryLock(space: number, key: string): RawBuilder<unknown> | null;
   /**
    * An ISO-8601 timestamp column (`…Z`, as every `*_at` text column holds) as epoch ms, for arithmetic
    * on stored times (a thread's TTL runs from its `updated_at`): the engines' date functions differ.
@@ -184,7 +184,7 @@ export const sqliteDialect: Dialect = {
     const types = typeof value === "number" ? sql`('integer', 'real')` : sql`('text')`;
     return sql<SqlBool>`(json_type(${col}, ${path}) IN ${types} AND json_extract(${col}, ${path}) ${sql.raw(op)} ${value})`;
   },
-  advisoryLock: async () => {},
+  advisoryLock: () => null,
   isoToMs: (column) => sql<number>`((julianday(${sql.ref(column)}) - 2440587.5) * 86400000.0)`,
 };
 
@@ -263,8 +263,6 @@ export const postgresDialect: Dialect = {
       ? sql<SqlBool>`(jsonb_typeof(${col} -> ${field}::text) = 'number' AND (${col} ->> ${field}::text)::numeric ${sql.raw(op)} ${value}::numeric)`
       : sql<SqlBool>`(jsonb_typeof(${col} -> ${field}::text) = 'string' AND (${col} ->> ${field}::text) COLLATE "C" ${sql.raw(op)} ${value}::text)`;
   },
-  async advisoryLock(tx, space, key) {
-    await sql`SELECT pg_advisory_xact_lock(${space}, hashtext(${key}))`.execute(tx);
-  },
+  advisoryLock: (space, key) => sql`SELECT pg_advisory_xact_lock(${space}, hashtext(${key}))`,
   isoToMs: (column) => sql<number>`(extract(epoch from ${sql.ref(column)}::timestamptz) * 1000)`,
 };

@@ -42,7 +42,7 @@ import { DEFAULT_LEASE } from "../ports.js";
 import type { MultitaskStrategy, RunStatus } from "../statuses.js";
 import { THREAD_BUSY_MESSAGE } from "../statuses.js";
 import { deleteRunCheckpoints } from "./checkpoint-rows.js";
-import type { Executor, SqlDatabase } from "./database.js";
+import { all, changed, type Executor, first, type SqlDatabase, type TxSteps } from "./database.js";
 import type { Dialect } from "./dialect.js";
 import { sql } from "./kysely.js";
 import type { RunsTable, Tables } from "./tables.js";
@@ -50,14 +50,14 @@ import { deleteThreads } from "./thread-rows.js";
 import {
   hasRuns,
   IN_FLIGHT,
-  insertThread,
   newThreadRow,
   PENDING,
   RUNNING,
-  readThread,
   runsInFlight,
   settledStatusExpression,
   type ThreadRow,
+  threadInsert,
+  threadRow,
 } from "./threads.js";
 
 type RunRow = Selectable<RunsTable>;
@@ -118,29 +118,34 @@ export class SqlRuns implements RunsRepo {
     this.#checkpointer = checkpointer;
   }
 
+  /** `database.transaction`, with the body called on this repository. */
+  #transaction<T>(body: (this: SqlRuns, tx: Executor) => TxSteps<T>): Promise<T> {
+    return this.#database.transaction((tx) => body.call(this, tx));
+  }
+
   /**
    * Takes the thread of `runId` (see the top of this file) in one statement and returns it, as it is
    * under the lock; undefined when the run is gone.
    */
-  #lockThreadOfRun(tx: Executor, runId: string): Promise<ThreadRow | undefined> {
+  *#lockThreadOfRun(tx: Executor, runId: string): TxSteps<ThreadRow | undefined> {
     const threadId = tx.selectFrom("runs").select("runs.thread_id").where("runs.run_id", "=", runId);
-    return readThread(tx, this.#dialect, threadId, true);
+    return yield* first(threadRow(tx, this.#dialect, threadId, true));
   }
 
-  #run(ex: Executor, runId: string): Promise<RunRow | undefined> {
-    return ex.selectFrom("runs").selectAll().where("run_id", "=", runId).executeTakeFirst();
+  #run(ex: Executor, runId: string) {
+    return ex.selectFrom("runs").selectAll().where("run_id", "=", runId);
   }
 
   /** One UPDATE of the run's row. */
-  async #update(tx: Executor, runId: string, set: Updateable<RunsTable>): Promise<void> {
-    await tx.updateTable("runs").set(set).where("run_id", "=", runId).execute();
+  *#update(tx: Executor, runId: string, set: Updateable<RunsTable>): TxSteps<void> {
+    yield* changed(tx.updateTable("runs").set(set).where("run_id", "=", runId));
   }
 
   /** Deletes the run (unless already gone: false), rebinds its thread's graph and settles the thread. */
-  async #rollBack(tx: Executor, thread: ThreadRow, runId: string): Promise<boolean> {
-    if (!(await this.#deleteRun(tx, thread.thread_id, runId))) return false;
-    await this.#restoreGraphBinding(tx, thread);
-    await this.#settleThread(tx, thread, { hasNext: false });
+  *#rollBack(tx: Executor, thread: ThreadRow, runId: string): TxSteps<boolean> {
+    if (!(yield* this.#deleteRun(tx, thread.thread_id, runId))) return false;
+    yield* this.#restoreGraphBinding(tx, thread);
+    yield* this.#settleThread(tx, thread, { hasNext: false });
     return true;
   }
 
@@ -149,35 +154,35 @@ export class SqlRuns implements RunsRepo {
    * expression of it). A temporary thread (a stateless run's) goes instead, with its run and
    * checkpoints, in the same transaction that ends its run: no crash can leave it behind.
    */
-  async #settleThread(tx: Executor, thread: ThreadRow, s: Settlement): Promise<void> {
+  *#settleThread(tx: Executor, thread: ThreadRow, s: Settlement): TxSteps<void> {
     if (thread.temporary) {
-      await deleteThreads(tx, [thread.thread_id]);
+      yield* deleteThreads(tx, [thread.thread_id]);
       return;
     }
     const hasNext = s.hasNext ?? Object.keys(JSON.parse(s.interrupts ?? thread.interrupts)).length > 0;
     const now = new Date().toISOString();
-    await tx
-      .updateTable("threads")
-      .set((eb) => ({
-        status: settledStatusExpression(thread.thread_id, hasNext, s.error !== undefined)(eb),
-        error: s.error ?? null,
-        updated_at: now,
-        ...(s.interrupts !== undefined && { interrupts: s.interrupts }),
-        ...(s.values !== undefined && { values: s.values, state_updated_at: now }),
-      }))
-      .where("thread_id", "=", thread.thread_id)
-      .execute();
+    yield* changed(
+      tx
+        .updateTable("threads")
+        .set((eb) => ({
+          status: settledStatusExpression(thread.thread_id, hasNext, s.error !== undefined)(eb),
+          error: s.error ?? null,
+          updated_at: now,
+          ...(s.interrupts !== undefined && { interrupts: s.interrupts }),
+          ...(s.values !== undefined && { values: s.values, state_updated_at: now }),
+        }))
+        .where("thread_id", "=", thread.thread_id),
+    );
   }
 
   /**
    * Deletes a run and its checkpoints; false if the run was already gone. The checkpointer's fence comes
    * first: a late checkpoint of the run is dropped, not written after its rows were deleted.
    */
-  async #deleteRun(tx: Executor, threadId: string, runId: string): Promise<boolean> {
+  *#deleteRun(tx: Executor, threadId: string, runId: string): TxSteps<boolean> {
     this.#checkpointer.fenceRun(runId);
-    const { numDeletedRows } = await tx.deleteFrom("runs").where("run_id", "=", runId).executeTakeFirst();
-    if (!numDeletedRows) return false;
-    await deleteRunCheckpoints(tx, threadId, runId);
+    if (!(yield* changed(tx.deleteFrom("runs").where("run_id", "=", runId)))) return false;
+    yield* deleteRunCheckpoints(tx, threadId, runId);
     return true;
   }
 
@@ -185,22 +190,24 @@ export class SqlRuns implements RunsRepo {
    * After a rollback the thread is bound again to the graph of its latest remaining run: admission
    * bound it to the rolled-back run's graph, and state/history are read through the bound graph.
    */
-  async #restoreGraphBinding(tx: Executor, thread: ThreadRow): Promise<void> {
-    const latest = await tx
-      .selectFrom("runs")
-      .select(["assistant_id", "kwargs"])
-      .where("thread_id", "=", thread.thread_id)
-      .orderBy("seq", "desc")
-      .limit(sql.lit(1))
-      .executeTakeFirst();
+  *#restoreGraphBinding(tx: Executor, thread: ThreadRow): TxSteps<void> {
+    const latest = yield* first(
+      tx
+        .selectFrom("runs")
+        .select(["assistant_id", "kwargs"])
+        .where("thread_id", "=", thread.thread_id)
+        .orderBy("seq", "desc")
+        .limit(sql.lit(1)),
+    );
     if (!latest) return;
     const graphId = (JSON.parse(latest.kwargs) as RunKwargs).config.configurable?.graph_id;
     const metadata = { ...JSON.parse(thread.metadata), graph_id: graphId, assistant_id: latest.assistant_id };
-    await tx
-      .updateTable("threads")
-      .set({ metadata: JSON.stringify(metadata) })
-      .where("thread_id", "=", thread.thread_id)
-      .execute();
+    yield* changed(
+      tx
+        .updateTable("threads")
+        .set({ metadata: JSON.stringify(metadata) })
+        .where("thread_id", "=", thread.thread_id),
+    );
   }
 
   /**
@@ -216,10 +223,10 @@ export class SqlRuns implements RunsRepo {
     // enqueue needs nothing of the runs ahead of it and reject only whether there are any; only
     // interrupt and rollback read them (a long queue would otherwise be loaded on every admission).
     const settlesPriors = a.multitask_strategy === "interrupt" || a.multitask_strategy === "rollback";
-    return this.#database.transaction(async (tx): Promise<AdmissionResult> => {
+    return this.#transaction(function* (tx): TxSteps<AdmissionResult> {
       // The thread row lock is what makes admission atomic per thread on Postgres: a concurrent
       // admission on the same thread waits here until this one commits, then sees its run.
-      let thread = await readThread(tx, d, a.thread_id, true);
+      let thread = yield* first(threadRow(tx, d, a.thread_id, true));
       // Timestamps are taken under the lock, so the queue order of one thread's runs (not_before, then
       // seq) is their admission order: concurrent admissions may have computed `not_before` in another
       // order than they got the lock. A delayed run keeps its time.
@@ -238,33 +245,30 @@ export class SqlRuns implements RunsRepo {
         });
         // Two admissions creating the same thread at once (Postgres): the second one's insert waits on
         // the first's unique key, does nothing, and the lock below then waits for and sees its row.
-        created = await insertThread(tx, d, row);
-        thread = created ? row : await readThread(tx, d, a.thread_id, true);
+        created = (yield* changed(threadInsert(tx, d, row))) > 0;
+        thread = created ? row : yield* first(threadRow(tx, d, a.thread_id, true));
         if (!thread) throw notFound(`Thread with ID ${a.thread_id} not found`); // deleted in between
       }
       if (thread.org_id !== org) throw notFound(`Thread with ID ${a.thread_id} not found`);
 
       // A thread this admission created has no runs yet.
       if (!created && a.multitask_strategy === "reject") {
-        const busy = await runsInFlight(tx, a.thread_id)
-          .select("run_id")
-          .limit(sql.lit(1))
-          .executeTakeFirst();
+        const busy = yield* first(runsInFlight(tx, a.thread_id).select("run_id").limit(sql.lit(1)));
         if (busy) throw conflict(THREAD_BUSY_MESSAGE);
       }
       const runningToStop: Run[] = [];
       const pendingSettled: Run[] = [];
       if (!created && settlesPriors) {
-        const inFlight = await runsInFlight(tx, a.thread_id).selectAll().orderBy("seq").execute();
+        const inFlight = yield* all(runsInFlight(tx, a.thread_id).selectAll().orderBy("seq"));
         for (const prior of inFlight) {
           if (prior.status === "running") {
             // Recorded, so the stop happens even if the signal to its worker is lost or the worker dies.
-            await this.#update(tx, prior.run_id, { stop_requested: a.multitask_strategy });
+            yield* this.#update(tx, prior.run_id, { stop_requested: a.multitask_strategy });
             runningToStop.push(toRun(prior));
             continue;
           }
-          if (a.multitask_strategy === "rollback") await this.#deleteRun(tx, prior.thread_id, prior.run_id);
-          else await this.#update(tx, prior.run_id, { status: "interrupted", updated_at: nowIso });
+          if (a.multitask_strategy === "rollback") yield* this.#deleteRun(tx, prior.thread_id, prior.run_id);
+          else yield* this.#update(tx, prior.run_id, { status: "interrupted", updated_at: nowIso });
           pendingSettled.push(toRun(prior));
         }
       }
@@ -286,24 +290,25 @@ export class SqlRuns implements RunsRepo {
         lease_expires_at: null,
         stop_requested: null,
       };
-      await tx.insertInto("runs").values(run).execute();
+      yield* changed(tx.insertInto("runs").values(run));
       if (!created)
-        await tx
-          .updateTable("threads")
-          .set({
-            status: "busy",
-            metadata: JSON.stringify({ ...JSON.parse(thread.metadata), ...graphMetadata }),
-            updated_at: nowIso,
-            ...(threadConfig !== undefined && { config: threadConfig }),
-          })
-          .where("thread_id", "=", a.thread_id)
-          .execute();
+        yield* changed(
+          tx
+            .updateTable("threads")
+            .set({
+              status: "busy",
+              metadata: JSON.stringify({ ...JSON.parse(thread.metadata), ...graphMetadata }),
+              updated_at: nowIso,
+              ...(threadConfig !== undefined && { config: threadConfig }),
+            })
+            .where("thread_id", "=", a.thread_id),
+        );
       return { run: toRun({ ...run, seq: 0 }), runningToStop, pendingSettled };
     });
   }
 
   async get(org: OrgId, threadId: string | null, runId: string): Promise<Run | null> {
-    const row = await this.#run(this.#database.db, runId);
+    const row = await this.#run(this.#database.db, runId).executeTakeFirst();
     if (!row || row.org_id !== org || (threadId !== null && row.thread_id !== threadId)) return null;
     return toRun(row);
   }
@@ -330,28 +335,28 @@ export class SqlRuns implements RunsRepo {
   }
 
   async delete(org: OrgId, threadId: string, runId: string): Promise<"deleted" | "absent" | "running"> {
-    return this.#database.transaction(async (tx) => {
-      const thread = await this.#lockThreadOfRun(tx, runId);
-      const row = thread && (await this.#run(tx, runId));
+    return this.#transaction(function* (tx) {
+      const thread = yield* this.#lockThreadOfRun(tx, runId);
+      const row = thread && (yield* first(this.#run(tx, runId)));
       if (!thread || !row || row.org_id !== org || row.thread_id !== threadId) return "absent";
       if (row.status === "running") return "running";
-      await this.#deleteRun(tx, row.thread_id, row.run_id);
-      await this.#settleThread(tx, thread, {});
+      yield* this.#deleteRun(tx, row.thread_id, row.run_id);
+      yield* this.#settleThread(tx, thread, {});
       return "deleted";
     });
   }
 
   async cancelPending(runId: string, action: "interrupt" | "rollback"): Promise<Run | null> {
-    return this.#database.transaction(async (tx) => {
-      const thread = await this.#lockThreadOfRun(tx, runId);
-      const row = thread && (await this.#run(tx, runId));
+    return this.#transaction(function* (tx) {
+      const thread = yield* this.#lockThreadOfRun(tx, runId);
+      const row = thread && (yield* first(this.#run(tx, runId)));
       if (!thread || row?.status !== "pending") return null;
       const now = new Date().toISOString();
       if (action === "rollback") {
-        await this.#deleteRun(tx, row.thread_id, row.run_id);
-        await this.#restoreGraphBinding(tx, thread);
-      } else await this.#update(tx, runId, { status: "interrupted", updated_at: now });
-      await this.#settleThread(tx, thread, {});
+        yield* this.#deleteRun(tx, row.thread_id, row.run_id);
+        yield* this.#restoreGraphBinding(tx, thread);
+      } else yield* this.#update(tx, runId, { status: "interrupted", updated_at: now });
+      yield* this.#settleThread(tx, thread, {});
       return toRun({ ...row, status: "interrupted", updated_at: now });
     });
   }
@@ -371,30 +376,31 @@ export class SqlRuns implements RunsRepo {
    * the first thread picked always has its run.
    */
   async claimNext(lease: Lease = DEFAULT_LEASE): Promise<ClaimResult> {
-    return this.#database.transaction(async (tx): Promise<ClaimResult> => {
+    return this.#transaction(function* (tx): TxSteps<ClaimResult> {
       const now = Date.now();
       const nowIso = new Date(now).toISOString();
       const tried: string[] = [];
       for (;;) {
-        const pick = await this.#pickThread(tx, now, tried);
+        const pick = yield* this.#pickThread(tx, now, tried);
         if (pick.thread_id === null) {
           let t = pick.next_due === null ? null : Number(pick.next_due);
           // Due runs whose threads were locked, or claimed by another process since: look again soon.
           if (pick.due || tried.length) t = Math.min(t ?? Number.POSITIVE_INFINITY, now + CONTENDED_RETRY_MS);
           return { run: null, nextDueAt: t === null ? null : new Date(t) };
         }
-        const row = await this.#claimOn(tx, pick.thread_id, now, nowIso, lease);
+        const row = yield* first(this.#claimOn(tx, pick.thread_id, now, nowIso, lease));
         if (!row) {
           // Claimed by another process between the pick's snapshot and its lock (Postgres).
           tried.push(pick.thread_id);
           continue;
         }
-        const thread = await tx
-          .updateTable("threads")
-          .set({ status: "busy", updated_at: nowIso })
-          .where("thread_id", "=", row.thread_id)
-          .returning("metadata")
-          .executeTakeFirst();
+        const thread = yield* first(
+          tx
+            .updateTable("threads")
+            .set({ status: "busy", updated_at: nowIso })
+            .where("thread_id", "=", row.thread_id)
+            .returning("metadata"),
+        );
         return {
           run: toRun(row),
           org: row.org_id,
@@ -412,8 +418,8 @@ export class SqlRuns implements RunsRepo {
    * due = contended); the next due time of a delayed run. The first `CLAIM_CANDIDATES` due runs are the
    * candidates, threads already `tried` left out.
    */
-  async #pickThread(tx: Executor, now: number, tried: string[]) {
-    const row = await tx
+  *#pickThread(tx: Executor, now: number, tried: string[]) {
+    const query = tx
       .with("due", (db) =>
         db
           .selectFrom("runs as r")
@@ -446,8 +452,8 @@ export class SqlRuns implements RunsRepo {
           .where("status", "=", PENDING)
           .where("not_before", ">", now)
           .as("next_due"),
-      ])
-      .executeTakeFirstOrThrow();
+      ]);
+    const row = (yield* first(query))!;
     return { thread_id: row.thread_id as string | null, due: Boolean(row.due), next_due: row.next_due };
   }
 
@@ -480,8 +486,7 @@ export class SqlRuns implements RunsRepo {
           .orderBy("r.seq")
           .limit(sql.lit(1)),
       )
-      .returningAll()
-      .executeTakeFirst();
+      .returningAll();
   }
 
   /**
@@ -547,28 +552,29 @@ export class SqlRuns implements RunsRepo {
           ? JSON.stringify(c.error ?? { error: "Error", message: "Run failed" })
           : undefined,
     };
-    return this.#database.transaction(async (tx) => {
-      const thread = await this.#lockThreadOfRun(tx, c.run_id);
+    return this.#transaction(function* (tx) {
+      const thread = yield* this.#lockThreadOfRun(tx, c.run_id);
       if (!thread) return null;
       const now = new Date().toISOString();
-      const row = await tx
-        .updateTable("runs")
-        .set({ status: c.status, updated_at: now })
-        .where("run_id", "=", c.run_id)
-        .where("status", "=", RUNNING) // not deleted or settled meanwhile
-        .$if(c.attempt !== undefined, (qb) => qb.where("attempt", "=", c.attempt!)) // not another worker's attempt now
-        .returningAll()
-        .executeTakeFirst();
+      const row = yield* first(
+        tx
+          .updateTable("runs")
+          .set({ status: c.status, updated_at: now })
+          .where("run_id", "=", c.run_id)
+          .where("status", "=", RUNNING) // not deleted or settled meanwhile
+          .$if(c.attempt !== undefined, (qb) => qb.where("attempt", "=", c.attempt!)) // not another worker's attempt now
+          .returningAll(),
+      );
       if (!row) return null;
-      await this.#settleThread(tx, thread, settlement);
+      yield* this.#settleThread(tx, thread, settlement);
       return toRun(row);
     });
   }
 
   async completeRolledBack(runId: string): Promise<void> {
-    await this.#database.transaction(async (tx) => {
-      const thread = await this.#lockThreadOfRun(tx, runId);
-      if (thread) await this.#rollBack(tx, thread, runId);
+    await this.#transaction(function* (tx) {
+      const thread = yield* this.#lockThreadOfRun(tx, runId);
+      if (thread) yield* this.#rollBack(tx, thread, runId);
     });
   }
 
@@ -604,32 +610,32 @@ export class SqlRuns implements RunsRepo {
       .execute();
     const result: SweepResult = { requeued: [], failed: [], interrupted: [], rolledBack: [] };
     for (const { run_id: runId } of orphans) {
-      const recovery = await this.#database.transaction(async (tx): Promise<Recovery | null> => {
-        const thread = await this.#lockThreadOfRun(tx, runId);
+      const recovery = await this.#transaction(function* (tx): TxSteps<Recovery | null> {
+        const thread = yield* this.#lockThreadOfRun(tx, runId);
         if (!thread) return null;
-        const row = await this.#dialect
-          .lock(
+        const row = yield* first(
+          this.#dialect.lock(
             tx
               .selectFrom("runs")
               .selectAll()
               .select((eb) => this.#leaseExpired(eb).as("expired"))
               .where("run_id", "=", runId),
-          )
-          .executeTakeFirst();
+          ),
+        );
         if (row?.status !== "running" || (onlyExpired && !row.expired)) return null;
         const now = new Date().toISOString();
         if (row.stop_requested === "rollback") {
-          await this.#rollBack(tx, thread, runId);
+          yield* this.#rollBack(tx, thread, runId);
           return "rolledBack";
         }
         if (row.stop_requested === "interrupt") {
-          await this.#update(tx, runId, { status: "interrupted", updated_at: now });
-          await this.#settleThread(tx, thread, {});
+          yield* this.#update(tx, runId, { status: "interrupted", updated_at: now });
+          yield* this.#settleThread(tx, thread, {});
           return "interrupted";
         }
         if (row.attempt >= maxAttempts) {
-          await this.#update(tx, runId, { status: "error", updated_at: now });
-          await this.#settleThread(tx, thread, {
+          yield* this.#update(tx, runId, { status: "error", updated_at: now });
+          yield* this.#settleThread(tx, thread, {
             error: JSON.stringify({
               error: "RunAbandoned",
               message: `Run failed after ${row.attempt} attempts`,
@@ -637,7 +643,7 @@ export class SqlRuns implements RunsRepo {
           });
           return "failed";
         }
-        await this.#update(tx, runId, { ...REQUEUED, updated_at: now });
+        yield* this.#update(tx, runId, { ...REQUEUED, updated_at: now });
         return "requeued";
       });
       if (recovery) result[recovery].push(runId);

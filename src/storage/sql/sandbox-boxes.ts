@@ -1,7 +1,7 @@
 /**
  * Boxes and pools, one implementation for both engines. Every check-then-write of an organization runs
- * in one transaction that first takes the organization's lock (sandboxes.ts: SQLite's IMMEDIATE write
- * lock, Postgres' advisory lock, the one the sandbox area takes), so name checks and claims of one
+ * in one transaction that first takes the organization's lock (sandboxes.ts' `inOrg`: SQLite's IMMEDIATE
+ * write lock, Postgres' advisory lock, the one the sandbox area takes), so name checks and claims of one
  * organization run one after the other; claiming a warm box also locks its row (`FOR UPDATE SKIP
  * LOCKED` on Postgres), so two creates never get the same box. UNIQUE (org_id, name) is the backstop.
  *
@@ -24,9 +24,19 @@ import type {
   UpdatePoolResult,
 } from "../sandbox-box-ports.js";
 import type { SandboxListQuery, SandboxPage } from "../sandbox-ports.js";
-import { type Executor, orgNamed, page, SqlRepo } from "./database.js";
+import {
+  all,
+  changed,
+  type Executor,
+  first,
+  orgNamed,
+  page,
+  SqlRepo,
+  type TxSteps,
+  unlessDuplicate,
+} from "./database.js";
 import { sql } from "./kysely.js";
-import { lockOrg } from "./sandboxes.js";
+import { inOrg, mounted } from "./sandboxes.js";
 import type { SandboxBoxesTable, SandboxPoolsTable, Tables } from "./tables.js";
 
 type BoxRow = Selectable<SandboxBoxesTable> & { template_name: string | null };
@@ -57,6 +67,9 @@ const unpooled = (ex: Executor, org: string, name: string) =>
     .where(orgNamed(org, name, "b."))
     .where("b.pool_id", "is", null);
 
+/** The organization's pool called `name`. */
+const poolNamed = (ex: Executor, org: string, name: string) => pools(ex).where(orgNamed(org, name, "p."));
+
 /** The template's name, for a box written with RETURNING (the template is always there: a foreign key). */
 const withTemplateName = (eb: ExpressionBuilder<Tables, "sandbox_boxes">) =>
   eb
@@ -65,79 +78,66 @@ const withTemplateName = (eb: ExpressionBuilder<Tables, "sandbox_boxes">) =>
     .whereRef("t.id", "=", "sandbox_boxes.template_id")
     .as("template_name");
 
-export class SqlSandboxBoxes extends SqlRepo implements SandboxBoxesRepo {
-  async #boxById(ex: Executor, id: string): Promise<BoxRecord | null> {
-    const row = await boxes(ex).where("b.id", "=", id).executeTakeFirst();
-    return row ? toBox(row) : null;
-  }
+function* poolById(tx: Executor, id: string): TxSteps<PoolRecord | null> {
+  const row = yield* first(pools(tx).where("p.id", "=", id));
+  return row ? toPool(row) : null;
+}
 
-  async #poolById(ex: Executor, id: string): Promise<PoolRecord | null> {
-    const row = await pools(ex).where("p.id", "=", id).executeTakeFirst();
-    return row ? toPool(row) : null;
-  }
+function* templateId(tx: Executor, org: string, name: string): TxSteps<string | undefined> {
+  return (yield* first(tx.selectFrom("sandbox_templates").select("id").where(orgNamed(org, name))))?.id;
+}
 
-  async #poolByName(ex: Executor, org: string, name: string): Promise<PoolRecord | null> {
-    const row = await pools(ex)
-      .where(orgNamed(org, name, "p."))
-      .executeTakeFirst();
-    return row ? toPool(row) : null;
-  }
-
-  async #templateId(ex: Executor, org: string, name: string): Promise<string | undefined> {
-    return (
-      await ex.selectFrom("sandbox_templates").select("id").where(orgNamed(org, name)).executeTakeFirst()
-    )?.id;
-  }
-
-  async #nameTaken(ex: Executor, org: string, name: string, exceptId = ""): Promise<boolean> {
-    const row = await ex
+function* nameTaken(tx: Executor, org: string, name: string, exceptId = ""): TxSteps<boolean> {
+  const row = yield* first(
+    tx
       .selectFrom("sandbox_boxes")
       .select(sql.lit(1).as("one"))
       .where(orgNamed(org, name))
-      .where("id", "<>", exceptId)
-      .executeTakeFirst();
-    return row !== undefined;
-  }
+      .where("id", "<>", exceptId),
+  );
+  return row !== undefined;
+}
 
+export class SqlSandboxBoxes extends SqlRepo implements SandboxBoxesRepo {
   async createBox(org: string, input: BoxInput): Promise<CreateBoxResult> {
     const now = new Date().toISOString();
-    return this.database.transaction(async (tx): Promise<CreateBoxResult> => {
-      await lockOrg(this.database, tx, org);
-      const templateId = await this.#templateId(tx, org, input.template_name);
-      if (!templateId) return { status: "template_not_found" };
-      if (await this.#nameTaken(tx, org, input.name)) return { status: "name_taken" };
-      const row = await this.unlessDuplicate(
-        tx
-          .insertInto("sandbox_boxes")
-          .values({
-            id: input.id,
-            org_id: org,
-            name: input.name,
-            template_id: templateId,
-            pool_id: input.pool_id ?? null,
-            status: "provisioning",
-            status_message: null,
-            ttl_seconds: input.ttl_seconds,
-            idle_ttl_seconds: input.idle_ttl_seconds,
-            expires_at: input.expires_at,
-            last_active_at: now,
-            created_at: now,
-            updated_at: now,
-          })
-          .returningAll()
-          .returning(withTemplateName)
-          .executeTakeFirstOrThrow(),
+    return inOrg(this.database, org, function* (tx, dialect): TxSteps<CreateBoxResult> {
+      const template = yield* templateId(tx, org, input.template_name);
+      if (!template) return { status: "template_not_found" };
+      if (yield* nameTaken(tx, org, input.name)) return { status: "name_taken" };
+      const row = yield* unlessDuplicate(
+        dialect,
+        first(
+          tx
+            .insertInto("sandbox_boxes")
+            .values({
+              id: input.id,
+              org_id: org,
+              name: input.name,
+              template_id: template,
+              pool_id: input.pool_id ?? null,
+              status: "provisioning",
+              status_message: null,
+              ttl_seconds: input.ttl_seconds,
+              idle_ttl_seconds: input.idle_ttl_seconds,
+              expires_at: input.expires_at,
+              last_active_at: now,
+              created_at: now,
+              updated_at: now,
+            })
+            .returningAll()
+            .returning(withTemplateName),
+        ),
       );
       return row ? { status: "created", box: toBox(row) } : { status: "name_taken" };
     });
   }
 
   async claimWarmBox(org: string, templateName: string, patch: BoxClaim): Promise<ClaimBoxResult> {
-    return this.database.transaction(async (tx): Promise<ClaimBoxResult> => {
-      await lockOrg(this.database, tx, org);
+    return inOrg(this.database, org, function* (tx, dialect): TxSteps<ClaimBoxResult> {
       // Each warm box goes to one create: a box another transaction is claiming (or deleting) is skipped.
-      const warm = await this.dialect
-        .lock(
+      const warm = yield* first(
+        dialect.lock(
           tx
             .selectFrom("sandbox_boxes as b")
             .innerJoin("sandbox_templates as t", "t.id", "b.template_id")
@@ -149,27 +149,28 @@ export class SqlSandboxBoxes extends SqlRepo implements SandboxBoxesRepo {
             .orderBy("b.seq")
             .limit(1),
           { of: "b", skipLocked: true },
-        )
-        .executeTakeFirst();
+        ),
+      );
       if (!warm) return { status: "none" };
       const name = patch.name ?? warm.name;
-      if (await this.#nameTaken(tx, org, name, warm.id)) return { status: "name_taken" };
-      const row = await tx
-        .updateTable("sandbox_boxes")
-        .set({
-          pool_id: null,
-          name,
-          ttl_seconds: patch.ttl_seconds,
-          idle_ttl_seconds: patch.idle_ttl_seconds,
-          expires_at: patch.expires_at,
-          last_active_at: patch.now,
-          updated_at: patch.now,
-        })
-        .where("id", "=", warm.id)
-        .returningAll()
-        .returning(withTemplateName)
-        .executeTakeFirstOrThrow();
-      return { status: "claimed", box: toBox(row) };
+      if (yield* nameTaken(tx, org, name, warm.id)) return { status: "name_taken" };
+      const row = yield* first(
+        tx
+          .updateTable("sandbox_boxes")
+          .set({
+            pool_id: null,
+            name,
+            ttl_seconds: patch.ttl_seconds,
+            idle_ttl_seconds: patch.idle_ttl_seconds,
+            expires_at: patch.expires_at,
+            last_active_at: patch.now,
+            updated_at: patch.now,
+          })
+          .where("id", "=", warm.id)
+          .returningAll()
+          .returning(withTemplateName),
+      );
+      return { status: "claimed", box: toBox(row!) };
     });
   }
 
@@ -178,8 +179,9 @@ export class SqlSandboxBoxes extends SqlRepo implements SandboxBoxesRepo {
     return row ? toBox(row) : null;
   }
 
-  getBoxById(id: string): Promise<BoxRecord | null> {
-    return this.#boxById(this.database.db, id);
+  async getBoxById(id: string): Promise<BoxRecord | null> {
+    const row = await boxes(this.database.db).where("b.id", "=", id).executeTakeFirst();
+    return row ? toBox(row) : null;
   }
 
   async listBoxes(org: string, q: SandboxListQuery): Promise<SandboxPage<BoxRecord>> {
@@ -194,27 +196,27 @@ export class SqlSandboxBoxes extends SqlRepo implements SandboxBoxesRepo {
 
   async updateBox(org: string, name: string, patch: BoxPatch): Promise<UpdateBoxResult> {
     const updatedAt = new Date().toISOString();
-    return this.database.transaction(async (tx): Promise<UpdateBoxResult> => {
-      await lockOrg(this.database, tx, org);
-      const box = await unpooled(tx, org, name).executeTakeFirst();
+    return inOrg(this.database, org, function* (tx): TxSteps<UpdateBoxResult> {
+      const box = yield* first(unpooled(tx, org, name));
       if (!box) return { status: "not_found" };
-      if (patch.name !== undefined && (await this.#nameTaken(tx, org, patch.name, box.id))) {
+      if (patch.name !== undefined && (yield* nameTaken(tx, org, patch.name, box.id))) {
         return { status: "name_taken" };
       }
       const next = { ...box, ...patch };
-      const row = await tx
-        .updateTable("sandbox_boxes")
-        .set({
-          name: next.name,
-          ttl_seconds: next.ttl_seconds,
-          idle_ttl_seconds: next.idle_ttl_seconds,
-          expires_at: next.expires_at,
-          updated_at: updatedAt,
-        })
-        .where("id", "=", box.id)
-        .returningAll()
-        .returning(withTemplateName)
-        .executeTakeFirst();
+      const row = yield* first(
+        tx
+          .updateTable("sandbox_boxes")
+          .set({
+            name: next.name,
+            ttl_seconds: next.ttl_seconds,
+            idle_ttl_seconds: next.idle_ttl_seconds,
+            expires_at: next.expires_at,
+            updated_at: updatedAt,
+          })
+          .where("id", "=", box.id)
+          .returningAll()
+          .returning(withTemplateName),
+      );
       // Deleted by another transaction since the read above: gone, as for a delete that came first.
       return row ? { status: "updated", box: toBox(row) } : { status: "not_found" };
     });
@@ -241,10 +243,11 @@ export class SqlSandboxBoxes extends SqlRepo implements SandboxBoxesRepo {
   }
 
   async deleteBox(id: string): Promise<BoxRecord | null> {
-    return this.database.transaction(async (tx) => {
-      const box = await this.#boxById(tx, id);
-      if (box) await tx.deleteFrom("sandbox_boxes").where("id", "=", id).execute();
-      return box;
+    return this.database.transaction(function* (tx) {
+      const row = yield* first(boxes(tx).where("b.id", "=", id));
+      if (!row) return null;
+      yield* changed(tx.deleteFrom("sandbox_boxes").where("id", "=", id));
+      return toBox(row);
     });
   }
 
@@ -252,41 +255,28 @@ export class SqlSandboxBoxes extends SqlRepo implements SandboxBoxesRepo {
 
   async createPool(org: string, input: PoolInput): Promise<CreatePoolResult> {
     const now = new Date().toISOString();
-    return this.database.transaction(async (tx): Promise<CreatePoolResult> => {
-      await lockOrg(this.database, tx, org);
-      const templateId = await this.#templateId(tx, org, input.template_name);
-      if (!templateId) return { status: "template_not_found" };
-      const mounted = await tx
-        .selectFrom("sandbox_template_mounts")
-        .select(sql.lit(1).as("one"))
-        .where("template_id", "=", templateId)
-        .limit(1)
-        .executeTakeFirst();
-      if (mounted) return { status: "template_has_volumes" };
-      if (await this.#poolByName(tx, org, input.name)) return { status: "name_taken" };
-      if (
-        !(await this.unlessDuplicate(
-          tx
-            .insertInto("sandbox_pools")
-            .values({
-              id: input.id,
-              org_id: org,
-              name: input.name,
-              template_id: templateId,
-              replicas: input.replicas,
-              created_at: now,
-              updated_at: now,
-            })
-            .execute(),
-        ))
-      )
-        return { status: "name_taken" };
-      return { status: "created", pool: (await this.#poolById(tx, input.id))! };
+    return inOrg(this.database, org, function* (tx, dialect): TxSteps<CreatePoolResult> {
+      const template = yield* templateId(tx, org, input.template_name);
+      if (!template) return { status: "template_not_found" };
+      if (yield* first(mounted(tx, "template_id", template))) return { status: "template_has_volumes" };
+      if (yield* first(poolNamed(tx, org, input.name))) return { status: "name_taken" };
+      const insert = tx.insertInto("sandbox_pools").values({
+        id: input.id,
+        org_id: org,
+        name: input.name,
+        template_id: template,
+        replicas: input.replicas,
+        created_at: now,
+        updated_at: now,
+      });
+      if ((yield* unlessDuplicate(dialect, changed(insert))) === undefined) return { status: "name_taken" };
+      return { status: "created", pool: (yield* poolById(tx, input.id))! };
     });
   }
 
-  getPool(org: string, name: string): Promise<PoolRecord | null> {
-    return this.#poolByName(this.database.db, org, name);
+  async getPool(org: string, name: string): Promise<PoolRecord | null> {
+    const row = await poolNamed(this.database.db, org, name).executeTakeFirst();
+    return row ? toPool(row) : null;
   }
 
   async listPools(org: string, q: SandboxListQuery): Promise<SandboxPage<PoolRecord>> {
@@ -304,39 +294,38 @@ export class SqlSandboxBoxes extends SqlRepo implements SandboxBoxesRepo {
     patch: { name?: string; replicas?: number },
   ): Promise<UpdatePoolResult> {
     const updatedAt = new Date().toISOString();
-    return this.database.transaction(async (tx): Promise<UpdatePoolResult> => {
-      await lockOrg(this.database, tx, org);
-      const pool = await this.#poolByName(tx, org, name);
+    return inOrg(this.database, org, function* (tx): TxSteps<UpdatePoolResult> {
+      const pool = yield* first(poolNamed(tx, org, name));
       if (!pool) return { status: "not_found" };
       if (
         patch.name !== undefined &&
         patch.name !== pool.name &&
-        (await this.#poolByName(tx, org, patch.name))
+        (yield* first(poolNamed(tx, org, patch.name)))
       ) {
         return { status: "name_taken" };
       }
-      await tx
-        .updateTable("sandbox_pools")
-        .set({
-          name: patch.name ?? pool.name,
-          replicas: patch.replicas ?? pool.replicas,
-          updated_at: updatedAt,
-        })
-        .where("id", "=", pool.id)
-        .execute();
-      return { status: "updated", pool: (await this.#poolById(tx, pool.id))! };
+      yield* changed(
+        tx
+          .updateTable("sandbox_pools")
+          .set({
+            name: patch.name ?? pool.name,
+            replicas: patch.replicas ?? pool.replicas,
+            updated_at: updatedAt,
+          })
+          .where("id", "=", pool.id),
+      );
+      return { status: "updated", pool: (yield* poolById(tx, pool.id))! };
     });
   }
 
   async deletePool(org: string, name: string): Promise<{ pool: PoolRecord; boxes: BoxRecord[] } | null> {
-    return this.database.transaction(async (tx) => {
-      await lockOrg(this.database, tx, org);
-      const pool = await this.#poolByName(tx, org, name);
-      if (!pool) return null;
-      const members = await boxes(tx).where("b.pool_id", "=", pool.id).orderBy("b.seq").execute();
+    return inOrg(this.database, org, function* (tx) {
+      const row = yield* first(poolNamed(tx, org, name));
+      if (!row) return null;
+      const members = yield* all(boxes(tx).where("b.pool_id", "=", row.id).orderBy("b.seq"));
       // The warm boxes stay recorded (pool_id cleared by the foreign key) until the caller removes them.
-      await tx.deleteFrom("sandbox_pools").where("id", "=", pool.id).execute();
-      return { pool, boxes: members.map(toBox) };
+      yield* changed(tx.deleteFrom("sandbox_pools").where("id", "=", row.id));
+      return { pool: toPool(row), boxes: members.map(toBox) };
     });
   }
 

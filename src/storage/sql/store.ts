@@ -20,7 +20,7 @@ import type {
   StoreWrite,
 } from "../ports.js";
 import { literalPrefix, selectNamespaces } from "../store-namespaces.js";
-import { type Executor, SqlRepo } from "./database.js";
+import { all, changed, type Executor, first, SqlRepo, type TxSteps } from "./database.js";
 import type { Dialect } from "./dialect.js";
 import { sql } from "./kysely.js";
 import type { StoreItemsTable } from "./tables.js";
@@ -78,6 +78,19 @@ function condition(dialect: Dialect, c: StoreFilterCondition): Expression<SqlBoo
   }
 }
 
+/** Restarts the TTL of the given live items that have one: one update per such item. */
+function* refresh(tx: Executor, org: OrgId, items: ItemRow[], now: number): TxSteps<void> {
+  for (const item of items) {
+    if (item.ttl_minutes === null) continue;
+    yield* changed(
+      tx
+        .updateTable("store_items")
+        .set({ expires_at: Math.round(now + item.ttl_minutes * MINUTE_MS) })
+        .where(itemKey(org, item.namespace, item.key)),
+    );
+  }
+}
+
 export class SqlStore extends SqlRepo implements StoreRepo {
   /**
    * Per write: a delete (value null), or an upsert, the item's vectors deleted and its new ones inserted
@@ -93,69 +106,47 @@ export class SqlStore extends SqlRepo implements StoreRepo {
       // A field given twice keeps its last vector, as consecutive upserts would.
       vectors: [...new Map(w.vectors.map((v) => [v.field, dialect.vector(v.vector)])).entries()],
     }));
-    await this.database.transaction(async (tx) => {
+    await this.database.transaction(function* (tx) {
       for (const { w, namespace, value, vectors } of rows) {
         if (value === null) {
-          await tx
-            .deleteFrom("store_items")
-            .where(itemKey(org, namespace, w.key))
-            .execute();
+          yield* changed(tx.deleteFrom("store_items").where(itemKey(org, namespace, w.key)));
           continue;
         }
+        const item = { org_id: org, namespace, key: w.key };
         // An item rewritten after it expired (not swept yet) starts a new life: a new created_at.
-        await tx
-          .insertInto("store_items")
-          .values({
-            org_id: org,
-            namespace,
-            key: w.key,
-            value,
-            created_at: nowIso,
-            updated_at: nowIso,
-            ttl_minutes: w.ttlMinutes,
-            expires_at: w.ttlMinutes === null ? null : Math.round(now + w.ttlMinutes * MINUTE_MS),
-          })
-          .onConflict((oc) =>
-            oc.columns(["org_id", "namespace", "key"]).doUpdateSet((eb) => ({
-              value: eb.ref("excluded.value"),
-              created_at: eb
-                .case()
-                .when("store_items.expires_at", "<=", now)
-                .then(eb.ref("excluded.created_at"))
-                .else(eb.ref("store_items.created_at"))
-                .end(),
-              updated_at: eb.ref("excluded.updated_at"),
-              ttl_minutes: eb.ref("excluded.ttl_minutes"),
-              expires_at: eb.ref("excluded.expires_at"),
-            })),
-          )
-          .execute();
-        await tx
-          .deleteFrom("store_vectors")
-          .where(itemKey(org, namespace, w.key))
-          .execute();
+        yield* changed(
+          tx
+            .insertInto("store_items")
+            .values({
+              ...item,
+              value,
+              created_at: nowIso,
+              updated_at: nowIso,
+              ttl_minutes: w.ttlMinutes,
+              expires_at: w.ttlMinutes === null ? null : Math.round(now + w.ttlMinutes * MINUTE_MS),
+            })
+            .onConflict((oc) =>
+              oc.columns(["org_id", "namespace", "key"]).doUpdateSet((eb) => ({
+                value: eb.ref("excluded.value"),
+                created_at: eb
+                  .case()
+                  .when("store_items.expires_at", "<=", now)
+                  .then(eb.ref("excluded.created_at"))
+                  .else(eb.ref("store_items.created_at"))
+                  .end(),
+                updated_at: eb.ref("excluded.updated_at"),
+                ttl_minutes: eb.ref("excluded.ttl_minutes"),
+                expires_at: eb.ref("excluded.expires_at"),
+              })),
+            ),
+        );
+        yield* changed(tx.deleteFrom("store_vectors").where(itemKey(org, namespace, w.key)));
         if (vectors.length) {
-          await tx
-            .insertInto("store_vectors")
-            .values(
-              vectors.map(([field, embedding]) => ({ org_id: org, namespace, key: w.key, field, embedding })),
-            )
-            .execute();
+          const vectorRows = vectors.map(([field, embedding]) => ({ ...item, field, embedding }));
+          yield* changed(tx.insertInto("store_vectors").values(vectorRows));
         }
       }
     });
-  }
-
-  /** Restarts the TTL of the given live items that have one: one update per such item. */
-  async #refresh(tx: Executor, org: OrgId, items: ItemRow[], now: number): Promise<void> {
-    for (const item of items) {
-      if (item.ttl_minutes === null) continue;
-      await tx
-        .updateTable("store_items")
-        .set({ expires_at: Math.round(now + item.ttl_minutes * MINUTE_MS) })
-        .where(itemKey(org, item.namespace, item.key))
-        .execute();
-    }
   }
 
   /** One select; a refreshing read adds the TTL update, in one transaction with the read. */
@@ -172,16 +163,15 @@ export class SqlStore extends SqlRepo implements StoreRepo {
         .where("i.org_id", "=", org)
         .where("i.namespace", "=", namespace.join("."))
         .where("i.key", "=", key)
-        .where((eb) => live(eb, opts.now))
-        .executeTakeFirst();
+        .where((eb) => live(eb, opts.now));
     if (!opts.refreshTtl) {
-      const row = await read(this.database.db);
+      const row = await read(this.database.db).executeTakeFirst();
       return row ? toItem(row) : null;
     }
-    return this.database.transaction(async (tx) => {
-      const row = await read(tx);
+    return this.database.transaction(function* (tx) {
+      const row = yield* first(read(tx));
       if (!row) return null;
-      await this.#refresh(tx, org, [row], opts.now);
+      yield* refresh(tx, org, [row], opts.now);
       return toItem(row);
     });
   }
@@ -217,14 +207,13 @@ export class SqlStore extends SqlRepo implements StoreRepo {
         .orderBy("i.namespace")
         .orderBy("i.key")
         .limit(q.limit)
-        .offset(q.offset)
-        .execute();
+        .offset(q.offset);
     const hit = (r: ItemRow): StoreSearchHit =>
       ranked ? { ...toItem(r), score: r.score ?? null } : toItem(r);
-    if (!q.refreshTtl) return (await read(this.database.db)).map(hit);
-    return this.database.transaction(async (tx) => {
-      const rows = await read(tx);
-      await this.#refresh(tx, org, rows, now);
+    if (!q.refreshTtl) return (await read(this.database.db).execute()).map(hit);
+    return this.database.transaction(function* (tx) {
+      const rows = yield* all(read(tx));
+      yield* refresh(tx, org, rows, now);
       return rows.map(hit);
     });
   }

@@ -1,34 +1,35 @@
 /**
  * Thread-row operations other repositories run inside their own transactions (runs end, assistants
- * are deleted with their threads, TTLs expire): each takes the caller's executor.
+ * are deleted with their threads, TTLs expire): each a part of the caller's transaction (`yield*`).
  */
 import type { ThreadStatus } from "../statuses.js";
 import { deleteThreadCheckpoints } from "./checkpoint-rows.js";
-import type { Executor } from "./database.js";
+import { changed, type Executor, first, type TxSteps } from "./database.js";
 
 /** Deletes threads with their runs and checkpoints. */
-export async function deleteThreads(ex: Executor, threadIds: string[]): Promise<void> {
+export function* deleteThreads(tx: Executor, threadIds: string[]): TxSteps<void> {
   if (!threadIds.length) return;
-  await ex.deleteFrom("runs").where("thread_id", "in", threadIds).execute();
-  await deleteThreadCheckpoints(ex, threadIds);
-  await ex.deleteFrom("threads").where("thread_id", "in", threadIds).execute();
+  yield* changed(tx.deleteFrom("runs").where("thread_id", "in", threadIds));
+  yield* deleteThreadCheckpoints(tx, threadIds);
+  yield* changed(tx.deleteFrom("threads").where("thread_id", "in", threadIds));
 }
 
 /** The status a thread settles to when no run is executing it. */
-export async function settledStatus(
-  ex: Executor,
+export function* settledStatus(
+  tx: Executor,
   threadId: string,
   hasNext: boolean,
   failed: boolean,
-): Promise<ThreadStatus> {
+): TxSteps<ThreadStatus> {
   if (failed) return "error";
   if (hasNext) return "interrupted";
-  const inFlight = await ex
-    .selectFrom("runs")
-    .select("run_id")
-    .where("thread_id", "=", threadId)
-    .where("status", "in", ["pending", "running"])
-    .limit(1)
-    .executeTakeFirst();
+  const inFlight = yield* first(
+    tx
+      .selectFrom("runs")
+      .select("run_id")
+      .where("thread_id", "=", threadId)
+      .where("status", "in", ["pending", "running"])
+      .limit(1),
+  );
   return inFlight ? "busy" : "idle";
 }

@@ -17,7 +17,7 @@ import type {
 } from "../ports.js";
 import type { ThreadStatus } from "../statuses.js";
 import { copyThreadCheckpoints, keepLatestCheckpoints } from "./checkpoint-rows.js";
-import type { Executor, SqlDatabase } from "./database.js";
+import { all, changed, type Executor, first, type SqlDatabase } from "./database.js";
 import type { Dialect } from "./dialect.js";
 import { sql } from "./kysely.js";
 import type { Tables, ThreadsTable } from "./tables.js";
@@ -64,7 +64,7 @@ const ttlColumns = (ttl: ThreadTtl | undefined) => ({
   ttl_swept_at: null,
 });
 
-/** A new thread's row (for `insertThread`), as `fields` leave it from idle, empty and created `now`. */
+/** A new thread's row (for `threadInsert`), as `fields` leave it from idle, empty and created `now`. */
 export const newThreadRow = (
   org: OrgId,
   threadId: string,
@@ -106,23 +106,23 @@ export const toThread = (r: ThreadRow): Thread => {
 };
 
 /**
- * Reads the thread row (`threadId`: the id, or a subquery giving it; of `org` if given) and with `lock`,
- * on Postgres, locks it for the rest of the caller's transaction: the lock every transaction that
- * changes a thread's runs takes first (runs.ts's header says why).
+ * The query of the thread row (`threadId`: the id, or a subquery giving it; of `org` if given); with
+ * `lock`, on Postgres, it locks the row for the rest of the caller's transaction: the lock every
+ * transaction that changes a thread's runs takes first (runs.ts's header says why).
  */
-export function readThread(
+export function threadRow(
   ex: Executor,
   d: Dialect,
   threadId: string | SelectQueryBuilder<Tables, "runs", { thread_id: string }>,
   lock: boolean,
   org?: OrgId,
-): Promise<ThreadRow | undefined> {
+) {
   const qb = ex
     .selectFrom("threads")
     .select(THREAD_COLUMNS)
     .where("thread_id", "=", threadId)
     .$if(org !== undefined, (q) => q.where("org_id", "=", org!));
-  return (lock ? d.lock(qb) : qb).executeTakeFirst();
+  return lock ? d.lock(qb) : qb;
 }
 
 /** The thread's runs in flight, to select from. */
@@ -144,17 +144,14 @@ export const hasRuns = (
   );
 
 /**
- * Inserts the thread unless its id exists; returns whether it was inserted. On Postgres, a concurrent
- * insert of the same id waits on the first one's unique key and then does nothing.
+ * The insert of the thread unless its id exists (it inserts one row or none). On Postgres, a
+ * concurrent insert of the same id waits on the first one's unique key and then does nothing.
  */
-export async function insertThread(ex: Executor, dialect: Dialect, row: ThreadRow): Promise<boolean> {
-  const result = await ex
+export const threadInsert = (ex: Executor, dialect: Dialect, row: ThreadRow) =>
+  ex
     .insertInto("threads")
     .values({ ...row, temporary: dialect.bool(Boolean(row.temporary)) })
-    .onConflict((oc) => oc.column("thread_id").doNothing())
-    .executeTakeFirst();
-  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
-}
+    .onConflict((oc) => oc.column("thread_id").doNothing());
 
 /**
  * `settledStatus` (thread-rows.ts) as an expression of the thread's UPDATE, so settling a thread after
@@ -183,10 +180,6 @@ export class SqlThreads implements ThreadsRepo {
     this.#database = database;
   }
 
-  #get(ex: Executor, org: OrgId, threadId: string, lock = false): Promise<ThreadRow | undefined> {
-    return readThread(ex, this.#database.dialect, threadId, lock, org);
-  }
-
   async create(
     org: OrgId,
     input: { thread_id: string; metadata: JsonObject; ttl?: ThreadTtl },
@@ -198,40 +191,49 @@ export class SqlThreads implements ThreadsRepo {
       metadata: JSON.stringify(input.metadata),
     });
     // One statement when the id is new; the existing row is read only when it was not.
-    if (await insertThread(db, dialect, row)) return toThread(row);
-    const existing = await readThread(db, dialect, input.thread_id, false);
+    const { numInsertedOrUpdatedRows } = await threadInsert(db, dialect, row).executeTakeFirst();
+    if (numInsertedOrUpdatedRows) return toThread(row);
+    const existing = await threadRow(db, dialect, input.thread_id, false).executeTakeFirst();
     if (existing && ifExists === "do_nothing" && existing.org_id === org) return toThread(existing);
     throw conflict(`Thread ${input.thread_id} already exists`);
   }
 
   async get(org: OrgId, threadId: string): Promise<Thread | null> {
-    const row = await this.#get(this.#database.db, org, threadId);
+    const row = await threadRow(
+      this.#database.db,
+      this.#database.dialect,
+      threadId,
+      false,
+      org,
+    ).executeTakeFirst();
     return row ? toThread(row) : null;
   }
 
   async patch(org: OrgId, threadId: string, metadata: JsonObject, ttl?: ThreadTtl): Promise<Thread | null> {
     const updatedAt = new Date().toISOString();
-    return this.#database.transaction(async (tx) => {
+    const d = this.#database.dialect;
+    return this.#database.transaction(function* (tx) {
       // The merge is computed here from the locked row: SQLite has no shallow JSON merge (`||` is
       // Postgres' only), and the row lock keeps concurrent patches from losing each other's keys.
-      const row = await this.#get(tx, org, threadId, true);
+      const row = yield* first(threadRow(tx, d, threadId, true, org));
       if (!row) return null;
       const set = {
         metadata: JSON.stringify({ ...JSON.parse(row.metadata), ...metadata }),
         updated_at: updatedAt,
         ...(ttl && ttlColumns(ttl)),
       };
-      await tx.updateTable("threads").set(set).where("thread_id", "=", threadId).execute();
+      yield* changed(tx.updateTable("threads").set(set).where("thread_id", "=", threadId));
       return toThread({ ...row, ...set });
     });
   }
 
   async delete(org: OrgId, threadId: string): Promise<ThreadDeletion> {
-    return this.#database.transaction(async (tx) => {
-      if (!(await this.#get(tx, org, threadId, true)))
+    const d = this.#database.dialect;
+    return this.#database.transaction(function* (tx) {
+      if (!(yield* first(threadRow(tx, d, threadId, true, org))))
         return { deleted: false, runningRunIds: [], pendingRunIds: [] };
-      const inFlight = await runsInFlight(tx, threadId).select(["run_id", "status"]).execute();
-      await deleteThreads(tx, [threadId]);
+      const inFlight = yield* all(runsInFlight(tx, threadId).select(["run_id", "status"]));
+      yield* deleteThreads(tx, [threadId]);
       return {
         deleted: true,
         runningRunIds: inFlight.filter((r) => r.status === "running").map((r) => r.run_id),
@@ -279,8 +281,9 @@ export class SqlThreads implements ThreadsRepo {
 
   async copy(org: OrgId, threadId: string, newThreadId: string): Promise<Thread | null> {
     const now = new Date().toISOString();
-    return this.#database.transaction(async (tx) => {
-      const source = await this.#get(tx, org, threadId);
+    const d = this.#database.dialect;
+    return this.#database.transaction(function* (tx) {
+      const source = yield* first(threadRow(tx, d, threadId, false, org));
       if (!source) return null;
       const row: ThreadRow = {
         ...source,
@@ -291,9 +294,8 @@ export class SqlThreads implements ThreadsRepo {
         updated_at: now,
         ttl_swept_at: null,
       };
-      if (!(await insertThread(tx, this.#database.dialect, row)))
-        throw conflict(`Thread ${newThreadId} already exists`);
-      await copyThreadCheckpoints(tx, threadId, newThreadId);
+      if (!(yield* changed(threadInsert(tx, d, row)))) throw conflict(`Thread ${newThreadId} already exists`);
+      yield* copyThreadCheckpoints(tx, threadId, newThreadId);
       return toThread(row);
     });
   }
@@ -306,34 +308,32 @@ export class SqlThreads implements ThreadsRepo {
     const values = JSON.stringify(state.values ?? null);
     const interrupts = JSON.stringify(state.interrupts);
     const now = new Date().toISOString();
-    await this.#database.transaction(async (tx) => {
-      if (!(await this.#get(tx, org, threadId, true))) return;
-      await tx
-        .updateTable("threads")
-        .set({
-          values,
-          interrupts,
-          status: await settledStatus(tx, threadId, state.hasNext, false),
-          error: null,
-          updated_at: now,
-          state_updated_at: now,
-        })
-        .where("thread_id", "=", threadId)
-        .execute();
+    const d = this.#database.dialect;
+    await this.#database.transaction(function* (tx) {
+      if (!(yield* first(threadRow(tx, d, threadId, true, org)))) return;
+      const status = yield* settledStatus(tx, threadId, state.hasNext, false);
+      yield* changed(
+        tx
+          .updateTable("threads")
+          .set({ values, interrupts, status, error: null, updated_at: now, state_updated_at: now })
+          .where("thread_id", "=", threadId),
+      );
     });
   }
 
   async bindGraph(org: OrgId, threadId: string, graphId: string, assistantId: string): Promise<void> {
     const updatedAt = new Date().toISOString();
-    await this.#database.transaction(async (tx) => {
-      const row = await this.#get(tx, org, threadId, true);
+    const d = this.#database.dialect;
+    await this.#database.transaction(function* (tx) {
+      const row = yield* first(threadRow(tx, d, threadId, true, org));
       if (!row) return;
       const metadata = { ...JSON.parse(row.metadata), graph_id: graphId, assistant_id: assistantId };
-      await tx
-        .updateTable("threads")
-        .set({ metadata: JSON.stringify(metadata), updated_at: updatedAt })
-        .where("thread_id", "=", threadId)
-        .execute();
+      yield* changed(
+        tx
+          .updateTable("threads")
+          .set({ metadata: JSON.stringify(metadata), updated_at: updatedAt })
+          .where("thread_id", "=", threadId),
+      );
     });
   }
 
@@ -345,9 +345,9 @@ export class SqlThreads implements ThreadsRepo {
    */
   async sweepExpired(now: number, limit: number): Promise<ThreadSweep> {
     const d = this.#database.dialect;
-    return this.#database.transaction(async (tx) => {
-      const expired = await d
-        .lock(
+    return this.#database.transaction(function* (tx) {
+      const expired = yield* all(
+        d.lock(
           tx
             .selectFrom("threads")
             .select(["thread_id", "ttl_strategy"])
@@ -367,18 +367,19 @@ export class SqlThreads implements ThreadsRepo {
             .orderBy(d.insertionOrder("threads"))
             .limit(limit),
           { skipLocked: true },
-        )
-        .execute();
+        ),
+      );
       const deleted = expired.filter((r) => r.ttl_strategy !== "keep_latest").map((r) => r.thread_id);
       const pruned = expired.filter((r) => r.ttl_strategy === "keep_latest").map((r) => r.thread_id);
-      await deleteThreads(tx, deleted);
-      for (const threadId of pruned) await keepLatestCheckpoints(tx, threadId);
+      yield* deleteThreads(tx, deleted);
+      for (const threadId of pruned) yield* keepLatestCheckpoints(tx, threadId);
       if (pruned.length)
-        await tx
-          .updateTable("threads")
-          .set((eb) => ({ ttl_swept_at: eb.ref("updated_at") }))
-          .where("thread_id", "in", pruned)
-          .execute();
+        yield* changed(
+          tx
+            .updateTable("threads")
+            .set((eb) => ({ ttl_swept_at: eb.ref("updated_at") }))
+            .where("thread_id", "in", pruned),
+        );
       return { deleted, pruned };
     });
   }
