@@ -112,6 +112,11 @@ export class Prepared<R, K extends string = string> {
     return (yield this.#bind(values)).rows;
   }
 
+  /** In a transaction: its first row. */
+  *first(values: Record<K, unknown> | unknown[]): TxSteps<R | undefined> {
+    return (yield this.#bind(values)).rows[0];
+  }
+
   /** In a transaction: how many rows the write changed. */
   *changed(values: Record<K, unknown> | unknown[]): TxSteps<number> {
     return Number((yield this.#bind(values)).numAffectedRows ?? 0n);
@@ -130,6 +135,7 @@ export class SqlDatabase {
   /** SQLite: runs a query on the connection synchronously. */
   readonly #runSync?: RunSync;
   readonly #close: () => Promise<void>;
+  readonly #prepared = new Map<string, Prepared<any>>();
   /** The migrations applied when this connection opened the database (migrations.ts). */
   migrated: string[] = [];
 
@@ -143,6 +149,19 @@ export class SqlDatabase {
     this.#builder = compileOnly(engine.kysely);
     this.#runSync = engine.runSync;
     this.#close = close;
+  }
+
+  /**
+   * The query `build` makes (with `slot` placeholders), compiled once for this database under `key`
+   * (`<repository>.<query>`; a key of its own for each shape of a query that varies).
+   */
+  prepared<R>(key: string, build: (db: Kysely<Tables>) => Compilable<R>): Prepared<R> {
+    let query = this.#prepared.get(key);
+    if (!query) {
+      query = new Prepared(build(this.db));
+      this.#prepared.set(key, query);
+    }
+    return query;
   }
 
   /** Runs `body` in one transaction: COMMIT when it returns, ROLLBACK when it throws. */

@@ -144,7 +144,8 @@ function float32Blob(values: ArrayLike<number>): Buffer {
 export const sqliteDialect: Dialect = {
   name: "sqlite",
   lock: (qb) => qb,
-  nowMs: () => sql<number>`${Date.now()}`,
+  // The same clock as the process's (one host), read by SQLite: no parameter, so queries using it compile once.
+  nowMs: () => sql<number>`CAST(unixepoch('subsec') * 1000 AS INTEGER)`,
   jsonContains: (column, filter) => and(sqliteContains(column, filter)),
   jsonBytesKeyEquals: (column, key, value) =>
     sql<SqlBool>`(CAST(${sql.ref(column)} AS TEXT) -> ${`$.${JSON.stringify(key)}`}) = json(${JSON.stringify(value)})`,

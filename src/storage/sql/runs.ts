@@ -42,7 +42,16 @@ import { DEFAULT_LEASE } from "../ports.js";
 import type { MultitaskStrategy, RunStatus } from "../statuses.js";
 import { THREAD_BUSY_MESSAGE } from "../statuses.js";
 import { deleteRunCheckpoints } from "./checkpoint-rows.js";
-import { all, changed, type Executor, first, type SqlDatabase, type TxSteps } from "./database.js";
+import {
+  all,
+  changed,
+  type Executor,
+  first,
+  type SqlDatabase,
+  slot,
+  slots,
+  type TxSteps,
+} from "./database.js";
 import type { Dialect } from "./dialect.js";
 import { sql } from "./kysely.js";
 import type { RunsTable, Tables } from "./tables.js";
@@ -50,13 +59,14 @@ import { deleteThreads } from "./thread-rows.js";
 import {
   hasRuns,
   IN_FLIGHT,
+  insertThread,
+  lockThread,
   newThreadRow,
   PENDING,
   RUNNING,
   runsInFlight,
   settledStatusExpression,
   type ThreadRow,
-  threadInsert,
   threadRow,
 } from "./threads.js";
 
@@ -127,9 +137,15 @@ export class SqlRuns implements RunsRepo {
    * Takes the thread of `runId` (see the top of this file) in one statement and returns it, as it is
    * under the lock; undefined when the run is gone.
    */
-  *#lockThreadOfRun(tx: Executor, runId: string): TxSteps<ThreadRow | undefined> {
-    const threadId = tx.selectFrom("runs").select("runs.thread_id").where("runs.run_id", "=", runId);
-    return yield* first(threadRow(tx, this.#dialect, threadId, true));
+  *#lockThreadOfRun(_tx: Executor, runId: string): TxSteps<ThreadRow | undefined> {
+    const query = this.#database.prepared("runs.lockThreadOfRun", (db) => {
+      const threadId = db
+        .selectFrom("runs")
+        .select("runs.thread_id")
+        .where("runs.run_id", "=", slot("run_id"));
+      return threadRow(db, this.#dialect, threadId, true);
+    });
+    return yield* query.first({ run_id: runId });
   }
 
   #run(ex: Executor, runId: string) {
@@ -160,19 +176,27 @@ export class SqlRuns implements RunsRepo {
       return;
     }
     const hasNext = s.hasNext ?? Object.keys(JSON.parse(s.interrupts ?? thread.interrupts)).length > 0;
-    const now = new Date().toISOString();
-    yield* changed(
-      tx
+    const failed = s.error !== undefined;
+    const [interrupts, values] = [s.interrupts !== undefined, s.values !== undefined];
+    const query = this.#database.prepared(`runs.settle:${hasNext}:${failed}:${interrupts}:${values}`, (db) =>
+      db
         .updateTable("threads")
         .set((eb) => ({
-          status: settledStatusExpression(thread.thread_id, hasNext, s.error !== undefined)(eb),
-          error: s.error ?? null,
-          updated_at: now,
-          ...(s.interrupts !== undefined && { interrupts: s.interrupts }),
-          ...(s.values !== undefined && { values: s.values, state_updated_at: now }),
+          status: settledStatusExpression(slot("thread_id"), hasNext, failed)(eb),
+          error: slot("error"),
+          updated_at: slot("now"),
+          ...(interrupts && { interrupts: slot("interrupts") }),
+          ...(values && { values: slot("values"), state_updated_at: slot("now") }),
         }))
-        .where("thread_id", "=", thread.thread_id),
+        .where("thread_id", "=", slot("thread_id")),
     );
+    yield* query.changed({
+      thread_id: thread.thread_id,
+      error: s.error ?? null,
+      now: new Date().toISOString(),
+      interrupts: s.interrupts,
+      values: s.values,
+    });
   }
 
   /**
@@ -215,7 +239,6 @@ export class SqlRuns implements RunsRepo {
    * rollback: the runs in flight, and what settles them], the run's insert, [the thread's update].
    */
   async admit(org: OrgId, a: RunAdmission): Promise<AdmissionResult> {
-    const d = this.#dialect;
     const graphMetadata = { graph_id: a.assistant.graph_id, assistant_id: a.assistant.assistant_id };
     const runMetadata = JSON.stringify(a.metadata);
     const kwargs = JSON.stringify(a.kwargs);
@@ -226,7 +249,7 @@ export class SqlRuns implements RunsRepo {
     return this.#transaction(function* (tx): TxSteps<AdmissionResult> {
       // The thread row lock is what makes admission atomic per thread on Postgres: a concurrent
       // admission on the same thread waits here until this one commits, then sees its run.
-      let thread = yield* first(threadRow(tx, d, a.thread_id, true));
+      let thread = yield* lockThread(this.#database, a.thread_id);
       // Timestamps are taken under the lock, so the queue order of one thread's runs (not_before, then
       // seq) is their admission order: concurrent admissions may have computed `not_before` in another
       // order than they got the lock. A delayed run keeps its time.
@@ -245,15 +268,19 @@ export class SqlRuns implements RunsRepo {
         });
         // Two admissions creating the same thread at once (Postgres): the second one's insert waits on
         // the first's unique key, does nothing, and the lock below then waits for and sees its row.
-        created = (yield* changed(threadInsert(tx, d, row))) > 0;
-        thread = created ? row : yield* first(threadRow(tx, d, a.thread_id, true));
+        created = yield* insertThread(this.#database, row);
+        thread = created ? row : yield* lockThread(this.#database, a.thread_id);
         if (!thread) throw notFound(`Thread with ID ${a.thread_id} not found`); // deleted in between
       }
       if (thread.org_id !== org) throw notFound(`Thread with ID ${a.thread_id} not found`);
 
       // A thread this admission created has no runs yet.
       if (!created && a.multitask_strategy === "reject") {
-        const busy = yield* first(runsInFlight(tx, a.thread_id).select("run_id").limit(sql.lit(1)));
+        const busy = yield* this.#database
+          .prepared("runs.anyInFlight", (db) =>
+            runsInFlight(db, slot("thread_id")).select("run_id").limit(sql.lit(1)),
+          )
+          .first({ thread_id: a.thread_id });
         if (busy) throw conflict(THREAD_BUSY_MESSAGE);
       }
       const runningToStop: Run[] = [];
@@ -290,19 +317,29 @@ export class SqlRuns implements RunsRepo {
         lease_expires_at: null,
         stop_requested: null,
       };
-      yield* changed(tx.insertInto("runs").values(run));
-      if (!created)
-        yield* changed(
-          tx
+      yield* this.#database
+        .prepared("runs.insert", (db) => db.insertInto("runs").values(slots(Object.keys(run))))
+        .changed(run);
+      if (!created) {
+        const config = threadConfig !== undefined;
+        const update = this.#database.prepared(`runs.admitted:${config}`, (db) =>
+          db
             .updateTable("threads")
             .set({
-              status: "busy",
-              metadata: JSON.stringify({ ...JSON.parse(thread.metadata), ...graphMetadata }),
-              updated_at: nowIso,
-              ...(threadConfig !== undefined && { config: threadConfig }),
+              status: sql.lit("busy"),
+              metadata: slot("metadata"),
+              updated_at: slot("now"),
+              ...(config && { config: slot("config") }),
             })
-            .where("thread_id", "=", a.thread_id),
+            .where("thread_id", "=", slot("thread_id")),
         );
+        yield* update.changed({
+          thread_id: a.thread_id,
+          metadata: JSON.stringify({ ...JSON.parse(thread.metadata), ...graphMetadata }),
+          now: nowIso,
+          config: threadConfig,
+        });
+      }
       return { run: toRun({ ...run, seq: 0 }), runningToStop, pendingSettled };
     });
   }
@@ -363,8 +400,10 @@ export class SqlRuns implements RunsRepo {
 
   /**
    * Claims the oldest due pending run whose thread is not executing another run: `#pickThread` takes
-   * its thread, `#claimOn` marks the run running, the thread's update returns its metadata. Three
-   * statements when a run is claimed, one when none is.
+   * its thread, `#claimOn` marks the run running, the thread's update returns its metadata: three
+   * statements in a transaction. Most claims find nothing due (a worker asks again whenever it may
+   * have room): the pick runs once outside a transaction first and answers those alone, without the
+   * write transaction, which on SQLite holds the database's write lock.
    *
    * Why the thread row lock on Postgres (and not only SKIP LOCKED on the run): two workers may each pick
    * a different pending run of the same idle thread. Locking the run rows does not stop that: the rows
@@ -376,6 +415,11 @@ export class SqlRuns implements RunsRepo {
    * the first thread picked always has its run.
    */
   async claimNext(lease: Lease = DEFAULT_LEASE): Promise<ClaimResult> {
+    const [look] = await this.#database
+      .prepared("runs.look", (db) => this.#pickQuery(db, slot("now"), [], false))
+      .execute(this.#database.db, { now: Date.now() });
+    if (look.thread_id === null && !look.due)
+      return { run: null, nextDueAt: look.next_due === null ? null : new Date(Number(look.next_due)) };
     return this.#transaction(function* (tx): TxSteps<ClaimResult> {
       const now = Date.now();
       const nowIso = new Date(now).toISOString();
@@ -388,19 +432,29 @@ export class SqlRuns implements RunsRepo {
           if (pick.due || tried.length) t = Math.min(t ?? Number.POSITIVE_INFINITY, now + CONTENDED_RETRY_MS);
           return { run: null, nextDueAt: t === null ? null : new Date(t) };
         }
-        const row = yield* first(this.#claimOn(tx, pick.thread_id, now, nowIso, lease));
+        const row = yield* this.#database
+          .prepared("runs.claimOn", (db) => this.#claimOn(db))
+          .first({
+            thread_id: pick.thread_id,
+            now,
+            now_iso: nowIso,
+            worker_id: lease.workerId,
+            lease_ms: lease.ms,
+          });
         if (!row) {
           // Claimed by another process between the pick's snapshot and its lock (Postgres).
           tried.push(pick.thread_id);
           continue;
         }
-        const thread = yield* first(
-          tx
-            .updateTable("threads")
-            .set({ status: "busy", updated_at: nowIso })
-            .where("thread_id", "=", row.thread_id)
-            .returning("metadata"),
-        );
+        const thread = yield* this.#database
+          .prepared("runs.claimed", (db) =>
+            db
+              .updateTable("threads")
+              .set({ status: sql.lit("busy"), updated_at: slot("now_iso") })
+              .where("thread_id", "=", slot("thread_id"))
+              .returning("metadata"),
+          )
+          .first({ thread_id: row.thread_id, now_iso: nowIso });
         return {
           run: toRun(row),
           org: row.org_id,
@@ -416,10 +470,22 @@ export class SqlRuns implements RunsRepo {
    * One statement: the thread of the oldest due run whose thread executes none (index runs_pending_due),
    * locked with SKIP LOCKED on Postgres; whether any such run was due (none picked although some were
    * due = contended); the next due time of a delayed run. The first `CLAIM_CANDIDATES` due runs are the
-   * candidates, threads already `tried` left out.
+   * candidates, threads already `tried` left out. Compiled once for the usual case, none tried.
    */
   *#pickThread(tx: Executor, now: number, tried: string[]) {
-    const query = tx
+    const row = tried.length
+      ? yield* first(this.#pickQuery(tx, now, tried))
+      : yield* this.#pick.first({ now });
+    return { thread_id: row!.thread_id as string | null, due: Boolean(row!.due), next_due: row!.next_due };
+  }
+
+  get #pick() {
+    return this.#database.prepared("runs.pick", (db) => this.#pickQuery(db, slot("now"), []));
+  }
+
+  /** `lock`: the picked thread locked (Postgres), for a transaction; without, a look at the queue. */
+  #pickQuery(ex: Executor, now: number, tried: string[], lock = true) {
+    return ex
       .with("due", (db) =>
         db
           .selectFrom("runs as r")
@@ -432,55 +498,52 @@ export class SqlRuns implements RunsRepo {
           .orderBy("r.seq")
           .limit(sql.lit(CLAIM_CANDIDATES)),
       )
-      .selectNoFrom((eb) => [
-        this.#dialect
-          .lock(
-            eb
-              .selectFrom("threads as t")
-              .innerJoin("due", "due.thread_id", "t.thread_id")
-              .select("t.thread_id")
-              .orderBy("due.not_before")
-              .orderBy("due.seq")
-              .limit(sql.lit(1)),
-            { of: "t", skipLocked: true },
-          )
-          .as("thread_id"),
-        eb.exists(eb.selectFrom("due").select(sql.lit(1).as("one"))).as("due"),
-        eb
-          .selectFrom("runs")
-          .select((s) => s.fn.min("not_before").as("t"))
-          .where("status", "=", PENDING)
-          .where("not_before", ">", now)
-          .as("next_due"),
-      ]);
-    const row = (yield* first(query))!;
-    return { thread_id: row.thread_id as string | null, due: Boolean(row.due), next_due: row.next_due };
+      .selectNoFrom((eb) => {
+        const thread = eb
+          .selectFrom("threads as t")
+          .innerJoin("due", "due.thread_id", "t.thread_id")
+          .select("t.thread_id")
+          .orderBy("due.not_before")
+          .orderBy("due.seq")
+          .limit(sql.lit(1));
+        return [
+          (lock ? this.#dialect.lock(thread, { of: "t", skipLocked: true }) : thread).as("thread_id"),
+          eb.exists(eb.selectFrom("due").select(sql.lit(1).as("one"))).as("due"),
+          eb
+            .selectFrom("runs")
+            .select((s) => s.fn.min("not_before").as("t"))
+            .where("status", "=", PENDING)
+            .where("not_before", ">", now)
+            .as("next_due"),
+        ];
+      });
   }
 
   /**
    * Marks the thread's oldest due pending run running (attempt + 1, this worker's lease) and returns
    * it; undefined when the thread has none due or executes one already. The run is chosen in this
    * statement's own snapshot, taken under the thread's lock. `status = 'pending'` is checked again on
-   * the row itself, as it is when the UPDATE gets to it.
+   * the row itself, as it is when the UPDATE gets to it. Slots: thread_id, now, now_iso, worker_id,
+   * lease_ms.
    */
-  #claimOn(tx: Executor, threadId: string, now: number, nowIso: string, lease: Lease) {
-    return tx
+  #claimOn(db: Executor) {
+    return db
       .updateTable("runs")
       .set((eb) => ({
-        status: "running",
-        attempt: eb("attempt", "+", 1),
-        updated_at: nowIso,
-        worker_id: lease.workerId,
-        lease_expires_at: sql<number>`${this.#dialect.nowMs()} + ${lease.ms}`,
+        status: RUNNING,
+        attempt: eb("attempt", "+", sql.lit(1)),
+        updated_at: slot("now_iso"),
+        worker_id: slot("worker_id"),
+        lease_expires_at: sql<number>`${this.#dialect.nowMs()} + ${slot("lease_ms")}`,
       }))
       .where("status", "=", PENDING)
       .where("run_id", "=", (eb) =>
         eb
           .selectFrom("runs as r")
           .select("r.run_id")
-          .where("r.thread_id", "=", threadId)
+          .where("r.thread_id", "=", slot("thread_id"))
           .where("r.status", "=", PENDING)
-          .where("r.not_before", "<=", now)
+          .where("r.not_before", "<=", slot("now"))
           .where(threadNotRunning)
           .orderBy("r.not_before")
           .orderBy("r.seq")
@@ -556,15 +619,18 @@ export class SqlRuns implements RunsRepo {
       const thread = yield* this.#lockThreadOfRun(tx, c.run_id);
       if (!thread) return null;
       const now = new Date().toISOString();
-      const row = yield* first(
-        tx
-          .updateTable("runs")
-          .set({ status: c.status, updated_at: now })
-          .where("run_id", "=", c.run_id)
-          .where("status", "=", RUNNING) // not deleted or settled meanwhile
-          .$if(c.attempt !== undefined, (qb) => qb.where("attempt", "=", c.attempt!)) // not another worker's attempt now
-          .returningAll(),
-      );
+      const ofAttempt = c.attempt !== undefined;
+      const row = yield* this.#database
+        .prepared(`runs.complete:${ofAttempt}`, (db) =>
+          db
+            .updateTable("runs")
+            .set({ status: slot("status"), updated_at: slot("now") })
+            .where("run_id", "=", slot("run_id"))
+            .where("status", "=", RUNNING) // not deleted or settled meanwhile
+            .$if(ofAttempt, (qb) => qb.where("attempt", "=", slot("attempt"))) // not another worker's attempt now
+            .returningAll(),
+        )
+        .first({ run_id: c.run_id, status: c.status, now, attempt: c.attempt });
       if (!row) return null;
       yield* this.#settleThread(tx, thread, settlement);
       return toRun(row);

@@ -17,7 +17,16 @@ import type {
 } from "../ports.js";
 import type { ThreadStatus } from "../statuses.js";
 import { copyThreadCheckpoints, keepLatestCheckpoints } from "./checkpoint-rows.js";
-import { all, changed, type Executor, first, type SqlDatabase } from "./database.js";
+import {
+  all,
+  changed,
+  type Executor,
+  first,
+  type SqlDatabase,
+  slot,
+  slots,
+  type TxSteps,
+} from "./database.js";
 import type { Dialect } from "./dialect.js";
 import { sql } from "./kysely.js";
 import type { Tables, ThreadsTable } from "./tables.js";
@@ -143,15 +152,25 @@ export const hasRuns = (
       .where("x.status", Array.isArray(status) ? "in" : "=", status),
   );
 
+/** `threadRow(id, locked)`, compiled once: what an admission takes first. */
+export const lockThread = (database: SqlDatabase, threadId: string) =>
+  database
+    .prepared("threads.lock", (db) => threadRow(db, database.dialect, slot("thread_id"), true))
+    .first({ thread_id: threadId });
+
 /**
- * The insert of the thread unless its id exists (it inserts one row or none). On Postgres, a
- * concurrent insert of the same id waits on the first one's unique key and then does nothing.
+ * Inserts the thread unless its id exists; returns whether it did. On Postgres, a concurrent insert of
+ * the same id waits on the first one's unique key and then does nothing.
  */
-export const threadInsert = (ex: Executor, dialect: Dialect, row: ThreadRow) =>
-  ex
-    .insertInto("threads")
-    .values({ ...row, temporary: dialect.bool(Boolean(row.temporary)) })
-    .onConflict((oc) => oc.column("thread_id").doNothing());
+export function* insertThread(database: SqlDatabase, row: ThreadRow): TxSteps<boolean> {
+  const query = database.prepared("threads.insert", (db) =>
+    db
+      .insertInto("threads")
+      .values(slots(THREAD_COLUMNS))
+      .onConflict((oc) => oc.column("thread_id").doNothing()),
+  );
+  return (yield* query.changed({ ...row, temporary: database.dialect.bool(Boolean(row.temporary)) })) > 0;
+}
 
 /**
  * `settledStatus` (thread-rows.ts) as an expression of the thread's UPDATE, so settling a thread after
@@ -161,14 +180,14 @@ export const threadInsert = (ex: Executor, dialect: Dialect, row: ThreadRow) =>
 export function settledStatusExpression(threadId: string, hasNext: boolean, failed: boolean) {
   return (eb: ExpressionBuilder<Tables, "threads">) =>
     failed
-      ? eb.val<ThreadStatus>("error")
+      ? sql.lit<ThreadStatus>("error")
       : hasNext
-        ? eb.val<ThreadStatus>("interrupted")
+        ? sql.lit<ThreadStatus>("interrupted")
         : eb
             .case()
             .when(hasRuns(eb, eb.val(threadId), IN_FLIGHT))
-            .then(eb.val<ThreadStatus>("busy"))
-            .else(eb.val<ThreadStatus>("idle"))
+            .then(sql.lit<ThreadStatus>("busy"))
+            .else(sql.lit<ThreadStatus>("idle"))
             .end();
 }
 
@@ -186,16 +205,17 @@ export class SqlThreads implements ThreadsRepo {
     ifExists: "raise" | "do_nothing",
   ): Promise<Thread> {
     const now = new Date().toISOString();
-    const { db, dialect } = this.#database;
+    const database = this.#database;
     const row = newThreadRow(org, input.thread_id, now, input.ttl, {
       metadata: JSON.stringify(input.metadata),
     });
-    // One statement when the id is new; the existing row is read only when it was not.
-    const { numInsertedOrUpdatedRows } = await threadInsert(db, dialect, row).executeTakeFirst();
-    if (numInsertedOrUpdatedRows) return toThread(row);
-    const existing = await threadRow(db, dialect, input.thread_id, false).executeTakeFirst();
-    if (existing && ifExists === "do_nothing" && existing.org_id === org) return toThread(existing);
-    throw conflict(`Thread ${input.thread_id} already exists`);
+    return database.transaction(function* (tx) {
+      // One statement when the id is new; the existing row is read only when it was not.
+      if (yield* insertThread(database, row)) return toThread(row);
+      const existing = yield* first(threadRow(tx, database.dialect, input.thread_id, false));
+      if (existing && ifExists === "do_nothing" && existing.org_id === org) return toThread(existing);
+      throw conflict(`Thread ${input.thread_id} already exists`);
+    });
   }
 
   async get(org: OrgId, threadId: string): Promise<Thread | null> {
@@ -281,9 +301,9 @@ export class SqlThreads implements ThreadsRepo {
 
   async copy(org: OrgId, threadId: string, newThreadId: string): Promise<Thread | null> {
     const now = new Date().toISOString();
-    const d = this.#database.dialect;
-    return this.#database.transaction(function* (tx) {
-      const source = yield* first(threadRow(tx, d, threadId, false, org));
+    const database = this.#database;
+    return database.transaction(function* (tx) {
+      const source = yield* first(threadRow(tx, database.dialect, threadId, false, org));
       if (!source) return null;
       const row: ThreadRow = {
         ...source,
@@ -294,7 +314,7 @@ export class SqlThreads implements ThreadsRepo {
         updated_at: now,
         ttl_swept_at: null,
       };
-      if (!(yield* changed(threadInsert(tx, d, row)))) throw conflict(`Thread ${newThreadId} already exists`);
+      if (!(yield* insertThread(database, row))) throw conflict(`Thread ${newThreadId} already exists`);
       yield* copyThreadCheckpoints(tx, threadId, newThreadId);
       return toThread(row);
     });
