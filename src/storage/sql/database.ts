@@ -168,18 +168,20 @@ export class SqlDatabase {
   async transaction<T>(body: (tx: Executor) => TxSteps<T>): Promise<T> {
     const runSync = this.#runSync;
     if (runSync) {
-      // Holding Kysely's connection keeps its other queries on this connection out of the transaction.
-      return this.db.connection().execute(async () => {
-        runSync(BEGIN);
+      // Nothing else can run on the connection inside this call. Kysely's own queries on it are single
+      // statements, each run in one synchronous call too (its transactions serve only the migrations,
+      // which are done before the database is handed out).
+      runSync(BEGIN);
+      try {
+        const result = drive(body(this.#builder), runSync);
+        runSync(COMMIT);
+        return result;
+      } catch (err) {
         try {
-          const result = drive(body(this.#builder), runSync);
-          runSync(COMMIT);
-          return result;
-        } catch (err) {
           runSync(ROLLBACK);
-          throw err;
-        }
-      });
+        } catch {} // SQLite rolled it back itself (some errors do): the body's error is the one to throw
+        throw err;
+      }
     }
     for (let attempt = 1; ; attempt++) {
       try {

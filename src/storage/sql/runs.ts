@@ -415,6 +415,7 @@ export class SqlRuns implements RunsRepo {
    * the first thread picked always has its run.
    */
   async claimNext(lease: Lease = DEFAULT_LEASE): Promise<ClaimResult> {
+    if (this.#dialect.name === "sqlite") return this.#claimSerialized(lease);
     const [look] = await this.#database
       .prepared("runs.look", (db) => this.#pickQuery(db, slot("now"), [], false))
       .execute(this.#database.db, { now: Date.now() });
@@ -446,24 +447,89 @@ export class SqlRuns implements RunsRepo {
           tried.push(pick.thread_id);
           continue;
         }
-        const thread = yield* this.#database
-          .prepared("runs.claimed", (db) =>
-            db
-              .updateTable("threads")
-              .set({ status: sql.lit("busy"), updated_at: slot("now_iso") })
-              .where("thread_id", "=", slot("thread_id"))
-              .returning("metadata"),
-          )
-          .first({ thread_id: row.thread_id, now_iso: nowIso });
-        return {
-          run: toRun(row),
-          org: row.org_id,
-          threadMetadata: thread ? JSON.parse(thread.metadata) : {},
-          nextDueAt: null,
-          stopRequested: (row.stop_requested as StopAction | null) ?? undefined,
-        };
+        return yield* this.#claimed(row, nowIso);
       }
     });
+  }
+
+  /**
+   * claimNext on SQLite: a transaction holds the database's write lock from its first statement, so the
+   * oldest due run it reads is the one it claims, with no other writer in between: one SELECT and two
+   * UPDATEs by key, about half of what the Postgres strategy's statements cost (they make its pick safe
+   * among concurrent claimers). An empty claim is two reads inside the transaction: held for so short a
+   * time, the lock costs less than a look outside it would cost every successful claim.
+   */
+  async #claimSerialized(lease: Lease): Promise<ClaimResult> {
+    const oldestDue = this.#database.prepared("runs.oldestDue", (db) =>
+      db
+        .selectFrom("runs as r")
+        .selectAll()
+        .where("r.status", "=", PENDING)
+        .where("r.not_before", "<=", slot("now"))
+        .where(threadNotRunning)
+        .orderBy("r.not_before")
+        .orderBy("r.seq")
+        .limit(sql.lit(1)),
+    );
+    const nextDue = this.#database.prepared("runs.nextDue", (db) =>
+      db
+        .selectFrom("runs")
+        .select((s) => s.fn.min("not_before").as("t"))
+        .where("status", "=", PENDING)
+        .where("not_before", ">", slot("now")),
+    );
+    const none = (next?: { t: number | null }): ClaimResult => ({
+      run: null,
+      nextDueAt: next?.t == null ? null : new Date(Number(next.t)),
+    });
+    return this.#transaction(function* (): TxSteps<ClaimResult> {
+      const now = Date.now();
+      const row = yield* oldestDue.first({ now });
+      if (!row) return none(yield* nextDue.first({ now }));
+      const nowIso = new Date(now).toISOString();
+      const claim = this.#database.prepared("runs.claimById", (db) =>
+        db
+          .updateTable("runs")
+          .set((eb) => ({
+            status: RUNNING,
+            attempt: eb("attempt", "+", sql.lit(1)),
+            updated_at: slot("now_iso"),
+            worker_id: slot("worker_id"),
+            lease_expires_at: sql<number>`${this.#dialect.nowMs()} + ${slot("lease_ms")}`,
+          }))
+          .where("run_id", "=", slot("run_id")),
+      );
+      yield* claim.changed({
+        run_id: row.run_id,
+        now_iso: nowIso,
+        worker_id: lease.workerId,
+        lease_ms: lease.ms,
+      });
+      return yield* this.#claimed(
+        { ...row, status: "running", attempt: row.attempt + 1, updated_at: nowIso },
+        nowIso,
+      );
+    });
+  }
+
+  /** The claim's last statement, on the claimed run's thread (now busy), and its result. */
+  *#claimed(row: RunRow, nowIso: string): TxSteps<ClaimResult> {
+    const thread = yield* this.#database
+      .prepared("runs.claimed", (db) =>
+        db
+          .updateTable("threads")
+          .set({ status: sql.lit("busy"), updated_at: slot("now_iso") })
+          .where("thread_id", "=", slot("thread_id"))
+          .returning("metadata"),
+      )
+      .first({ thread_id: row.thread_id, now_iso: nowIso });
+    return {
+      run: toRun(row),
+      org: row.org_id,
+      threadMetadata: thread ? JSON.parse(thread.metadata) : {},
+      nextDueAt: null,
+      stopRequested: (row.stop_requested as StopAction | null) ?? undefined,
+    };
   }
 
   /**
