@@ -39,8 +39,8 @@ import {
   Kysely,
   PostgresDialect,
   SqliteAdapter,
-  SqliteDialect,
-  SqliteDriver,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
   sql,
 } from "./kysely.js";
 import { migrate } from "./migrations.js";
@@ -353,10 +353,40 @@ const RETRYABLE = new Set(["40P01", "40001"]);
 
 // ── SQLite ─────────────────────────────────────────────────────────────────────────────────────────
 
-/** Every transaction begins IMMEDIATE (see above); nested ones are savepoints, as Kysely makes them. */
-class ImmediateSqliteDriver extends SqliteDriver {
-  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw("begin immediate"));
+/**
+ * Kysely's driver for SQLite: each query is one synchronous call to `runSync`, so there is nothing to
+ * wait for and no connection mutex (Kysely's own driver has one). Its transactions (the migrations',
+ * run before the database is handed out) begin IMMEDIATE too.
+ */
+class SyncSqliteDriver implements Driver {
+  readonly #connection: DatabaseConnection;
+  constructor(
+    readonly runSync: RunSync,
+    readonly close: () => void,
+  ) {
+    this.#connection = {
+      executeQuery: async (query) => runSync(query),
+      streamQuery: () => {
+        throw new Error("Not supported");
+      },
+    };
+  }
+  async init() {}
+  async acquireConnection() {
+    return this.#connection;
+  }
+  async beginTransaction() {
+    this.runSync(BEGIN);
+  }
+  async commitTransaction() {
+    this.runSync(COMMIT);
+  }
+  async rollbackTransaction() {
+    this.runSync(ROLLBACK);
+  }
+  async releaseConnection() {}
+  async destroy() {
+    this.close();
   }
 }
 
@@ -364,20 +394,6 @@ class ImmediateSqliteDriver extends SqliteDriver {
 class TransactionalSqliteAdapter extends SqliteAdapter {
   override get supportsTransactionalDdl(): boolean {
     return true;
-  }
-}
-
-class HangarSqliteDialect extends SqliteDialect {
-  readonly #database: ConstructorParameters<typeof SqliteDialect>[0]["database"];
-  constructor(database: ConstructorParameters<typeof SqliteDialect>[0]["database"]) {
-    super({ database });
-    this.#database = database;
-  }
-  override createDriver() {
-    return new ImmediateSqliteDriver({ database: this.#database });
-  }
-  override createAdapter() {
-    return new TransactionalSqliteAdapter();
   }
 }
 
@@ -389,7 +405,6 @@ class HangarSqliteDialect extends SqliteDialect {
 function withStatementCache(raw: Database.Database) {
   const cache = new Map<string, Database.Statement>();
   return {
-    close: () => raw.close(),
     prepare(sqlText: string) {
       let stmt = cache.get(sqlText);
       if (!stmt) {
@@ -439,14 +454,18 @@ export async function openSqlite(opts: {
     cosineOfBlobs(a as Buffer | null, b as Buffer | null),
   );
   const statements = withStatementCache(raw);
-  const kysely = new HangarSqliteDialect(statements);
-  const db = new Kysely<Tables>({ dialect: kysely });
-  // What Kysely's SQLite connection does with a query, synchronously.
   const runSync: RunSync = ({ sql: text, parameters }) => {
     const stmt = statements.prepare(text);
     if (stmt.reader) return { rows: stmt.all(parameters as unknown[]) };
     return { rows: [], numAffectedRows: BigInt(stmt.run(parameters as unknown[]).changes) };
   };
+  const kysely: KyselyDialect = {
+    createAdapter: () => new TransactionalSqliteAdapter(),
+    createDriver: () => new SyncSqliteDriver(runSync, () => raw.close()),
+    createIntrospector: (db) => new SqliteIntrospector(db),
+    createQueryCompiler: () => new SqliteQueryCompiler(),
+  };
+  const db = new Kysely<Tables>({ dialect: kysely });
   return migrated(
     new SqlDatabase(db, { dialect: sqliteDialect, kysely, runSync }, async () => {
       // Fold the WAL back into the main file so the data dir is one self-contained file at rest.

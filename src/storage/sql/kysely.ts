@@ -9,7 +9,14 @@ import type * as K from "kysely";
 
 const kysely = createRequire(import.meta.url)("kysely") as typeof K;
 
-export const { sql, CompiledQuery, Kysely, PostgresDialect, SqliteAdapter, SqliteDialect, SqliteDriver } =
-  kysely;
+export const {
+  sql,
+  CompiledQuery,
+  Kysely,
+  PostgresDialect,
+  SqliteAdapter,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+} = kysely;
 export type Kysely<DB> = K.Kysely<DB>;
 export type CompiledQuery<R = unknown> = K.CompiledQuery<R>;
