@@ -401,9 +401,9 @@ export class SqlRuns implements RunsRepo {
   /**
    * Claims the oldest due pending run whose thread is not executing another run: `#pickThread` takes
    * its thread, `#claimOn` marks the run running, the thread's update returns its metadata: three
-   * statements in a transaction. Most claims find nothing due (a worker asks again whenever it may
-   * have room): the pick runs once outside a transaction first and answers those alone, without the
-   * write transaction, which on SQLite holds the database's write lock.
+   * statements in a transaction (Postgres; SQLite: `#claimSerialized`). Most claims find nothing due (a
+   * worker asks again whenever it may have room): the pick runs once outside a transaction first and
+   * answers those alone, without a transaction's round trips.
    *
    * Why the thread row lock on Postgres (and not only SKIP LOCKED on the run): two workers may each pick
    * a different pending run of the same idle thread. Locking the run rows does not stop that: the rows
@@ -411,8 +411,7 @@ export class SqlRuns implements RunsRepo {
    * other worker's uncommitted claim. So a claim first locks the candidate's THREAD with
    * `FOR UPDATE SKIP LOCKED` (a thread another process is admitting or claiming on is skipped, not
    * waited for), then picks the thread's run in a new statement, whose snapshot is taken after the lock
-   * was granted and so sees any claim committed before it. On SQLite nothing runs in between (IMMEDIATE):
-   * the first thread picked always has its run.
+   * was granted and so sees any claim committed before it. SQLite needs none of this: `#claimSerialized`.
    */
   async claimNext(lease: Lease = DEFAULT_LEASE): Promise<ClaimResult> {
     if (this.#dialect.name === "sqlite") return this.#claimSerialized(lease);
