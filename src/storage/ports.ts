@@ -9,14 +9,12 @@ import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import type { AuthFilter } from "../auth/filter.js";
 import type { AuthRepo } from "./auth-ports.js";
 import type { CronsRepo } from "./cron-ports.js";
-import type { SandboxBoxesRepo } from "./sandbox-box-ports.js";
-import type { SandboxesRepo } from "./sandbox-ports.js";
+import type { SandboxBoxesRepo, SandboxesRepo } from "./sandbox-ports.js";
 import type { MultitaskStrategy, RunStatus, ThreadStatus } from "./statuses.js";
 import type { StoreRepo } from "./store-ports.js";
 
 export type * from "./auth-ports.js";
 export type * from "./cron-ports.js";
-export type * from "./sandbox-box-ports.js";
 export type * from "./sandbox-ports.js";
 export type * from "./store-ports.js";
 
@@ -384,7 +382,7 @@ export interface Storage {
   readonly checkpointer: CheckpointStore;
   /** The sandbox area: volumes, templates, organizations' storage quotas (sandbox-ports.ts). */
   readonly sandboxes: SandboxesRepo;
-  /** Running sandboxes ("boxes") and pools of warm ones (sandbox-box-ports.ts). */
+  /** Running sandboxes ("boxes") and pools of warm ones (sandbox-ports.ts). */
   readonly sandboxBoxes: SandboxBoxesRepo;
   /** API keys and organizations (auth-ports.ts). */
   readonly auth: AuthRepo;

@@ -15,8 +15,7 @@ import type { Generated } from "kysely";
 import type { ApiKeyRecord } from "../auth-ports.js";
 import type { Cron } from "../cron-ports.js";
 import type { Assistant } from "../ports.js";
-import type { BoxRecord, PoolRecord } from "../sandbox-box-ports.js";
-import type { TemplateRecord, VolumeRecord } from "../sandbox-ports.js";
+import type { BoxRecord, PoolRecord, TemplateRecord, VolumeRecord } from "../sandbox-ports.js";
 
 /** JSON text (see above). */
 export type Json = string;
