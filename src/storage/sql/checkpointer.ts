@@ -231,10 +231,8 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     while (remaining > 0) {
       const pageSize = Math.min(LIST_PAGE, remaining);
       const rows = await page.limit(pageSize).execute();
-      for (const row of rows) {
-        remaining -= 1;
-        yield await this.#toTuple(row);
-      }
+      for (const row of rows) yield await this.#toTuple(row);
+      remaining -= rows.length;
       if (rows.length < pageSize) return;
       const { checkpoint_id: id, thread_id, checkpoint_ns } = rows[rows.length - 1];
       page = query

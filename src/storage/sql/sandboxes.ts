@@ -45,7 +45,6 @@ import {
   orgNamed,
   page,
   pageQuery,
-  type SqlDatabase,
   SqlRepo,
   type TxSteps,
   toPage,
@@ -64,23 +63,22 @@ import type {
 /** The advisory-lock space of the sandbox area's organization locks. */
 const ORG_LOCK_SPACE = 726855;
 
-/**
- * Runs `body` in one transaction that first takes the organization's lock, so the sandbox area's
- * check-then-write transactions of one organization run one after the other: SQLite's IMMEDIATE
- * transaction already holds the write lock; Postgres takes an advisory lock.
- */
-function inOrg<T>(
-  database: SqlDatabase,
-  org: string,
-  body: (tx: Executor, dialect: Dialect) => TxSteps<T>,
-): Promise<T> {
-  const { dialect } = database;
-  return database.transaction(function* (tx) {
-    const lock = dialect.advisoryLock(ORG_LOCK_SPACE, org);
-    // A raw statement is not `Compilable` without a builder: compiled with the transaction's.
-    if (lock) yield lock.compile(tx);
-    return yield* body(tx, dialect);
-  });
+/** The sandbox area's repositories. */
+abstract class SandboxRepo extends SqlRepo {
+  /**
+   * Runs `body` in one transaction that first takes the organization's lock, so the sandbox area's
+   * check-then-write transactions of one organization run one after the other: SQLite's IMMEDIATE
+   * transaction already holds the write lock; Postgres takes an advisory lock.
+   */
+  protected inOrg<T>(org: string, body: (tx: Executor, dialect: Dialect) => TxSteps<T>): Promise<T> {
+    const { dialect } = this;
+    return this.database.transaction(function* (tx) {
+      const lock = dialect.advisoryLock(ORG_LOCK_SPACE, org);
+      // A raw statement is not `Compilable` without a builder: compiled with the transaction's.
+      if (lock) yield lock.compile(tx);
+      return yield* body(tx, dialect);
+    });
+  }
 }
 
 /** One mount of the volume (`volume_id`) or of the template (`template_id`), if there is one. */
@@ -139,7 +137,7 @@ function* withMounts(tx: Executor, row: TemplateRow): TxSteps<TemplateRecord> {
   return toTemplate(row, yield* all(mounts(tx, [row.id])));
 }
 
-export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
+export class SqlSandboxes extends SandboxRepo implements SandboxesRepo {
   #billing(org: string, quotaBytes: number) {
     return this.database.db
       .insertInto("org_usage_billing")
@@ -167,7 +165,7 @@ export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
   async createVolume(org: string, input: VolumeInput): Promise<CreateVolumeResult> {
     const now = new Date().toISOString();
     const record: VolumeRecord = { ...input, org_id: org, created_at: now, updated_at: now };
-    return inOrg(this.database, org, function* (tx, dialect): TxSteps<CreateVolumeResult> {
+    return this.inOrg(org, function* (tx, dialect): TxSteps<CreateVolumeResult> {
       if (yield* first(volume(tx, org, input.name))) return { status: "name_taken" };
       const used = toUsage((yield* first(usage(tx, org)))!);
       if (used.usage_bytes + input.size_bytes > used.quota_bytes) {
@@ -192,7 +190,7 @@ export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
 
   async updateVolume(org: string, name: string, patch: VolumePatch): Promise<UpdateVolumeResult> {
     const updatedAt = new Date().toISOString();
-    return inOrg(this.database, org, function* (tx, dialect): TxSteps<UpdateVolumeResult> {
+    return this.inOrg(org, function* (tx, dialect): TxSteps<UpdateVolumeResult> {
       const row = yield* first(volume(tx, org, name));
       if (!row) return { status: "not_found" };
       const previous = toVolume(row);
@@ -229,7 +227,7 @@ export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
   }
 
   async deleteVolume(org: string, name: string): Promise<DeleteVolumeResult> {
-    return inOrg(this.database, org, function* (tx): TxSteps<DeleteVolumeResult> {
+    return this.inOrg(org, function* (tx): TxSteps<DeleteVolumeResult> {
       const row = yield* first(volume(tx, org, name));
       if (!row) return { status: "not_found" };
       const users = yield* all(
@@ -248,7 +246,7 @@ export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
   }
 
   async forgetVolume(org: string, id: string): Promise<boolean> {
-    return inOrg(this.database, org, function* (tx) {
+    return this.inOrg(org, function* (tx) {
       if (yield* first(mounted(tx, "volume_id", id))) return false;
       return (
         (yield* changed(tx.deleteFrom("sandbox_volumes").where("org_id", "=", org).where("id", "=", id))) > 0
@@ -261,7 +259,7 @@ export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
     const { volume_mounts, resources, ...fields } = input;
     const { cpu, memory, storage = null } = resources;
     const row = { ...fields, org_id: org, cpu, memory, storage, created_at: now, updated_at: now };
-    return inOrg(this.database, org, function* (tx, dialect): TxSteps<CreateTemplateResult> {
+    return this.inOrg(org, function* (tx, dialect): TxSteps<CreateTemplateResult> {
       if (yield* first(templateRow(tx, org, input.name))) return { status: "name_taken" };
       const volumeIds: string[] = [];
       const missing: string[] = [];
@@ -306,7 +304,7 @@ export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
 
   async renameTemplate(org: string, name: string, newName: string): Promise<RenameTemplateResult> {
     const updatedAt = new Date().toISOString();
-    return inOrg(this.database, org, function* (tx, dialect): TxSteps<RenameTemplateResult> {
+    return this.inOrg(org, function* (tx, dialect): TxSteps<RenameTemplateResult> {
       const row = yield* first(templateRow(tx, org, name));
       if (!row) return { status: "not_found" };
       if (newName === row.name) return { status: "updated", template: yield* withMounts(tx, row) };
@@ -320,7 +318,7 @@ export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
   }
 
   async deleteTemplate(org: string, name: string): Promise<DeleteTemplateResult> {
-    return inOrg(this.database, org, function* (tx): TxSteps<DeleteTemplateResult> {
+    return this.inOrg(org, function* (tx): TxSteps<DeleteTemplateResult> {
       const row = yield* first(templateRow(tx, org, name));
       if (!row) return { status: "not_found" };
       // Warm pool members count as their pool.
@@ -404,11 +402,11 @@ function* nameTaken(tx: Executor, org: string, name: string, exceptId = ""): TxS
   return row !== undefined;
 }
 
-export class SqlSandboxBoxes extends SqlRepo implements SandboxBoxesRepo {
+export class SqlSandboxBoxes extends SandboxRepo implements SandboxBoxesRepo {
   async createBox(org: string, input: BoxInput): Promise<CreateBoxResult> {
     const now = new Date().toISOString();
     const { template_name, pool_id = null, ...fields } = input;
-    return inOrg(this.database, org, function* (tx, dialect): TxSteps<CreateBoxResult> {
+    return this.inOrg(org, function* (tx, dialect): TxSteps<CreateBoxResult> {
       const template_id = yield* templateId(tx, org, template_name);
       if (!template_id) return { status: "template_not_found" };
       if (yield* nameTaken(tx, org, input.name)) return { status: "name_taken" };
@@ -422,7 +420,7 @@ export class SqlSandboxBoxes extends SqlRepo implements SandboxBoxesRepo {
   }
 
   async claimWarmBox(org: string, templateName: string, patch: BoxClaim): Promise<ClaimBoxResult> {
-    return inOrg(this.database, org, function* (tx, dialect): TxSteps<ClaimBoxResult> {
+    return this.inOrg(org, function* (tx, dialect): TxSteps<ClaimBoxResult> {
       // Each warm box goes to one create: a box another transaction is claiming (or deleting) is skipped.
       const warm = yield* first(
         dialect.lock(
@@ -471,7 +469,7 @@ export class SqlSandboxBoxes extends SqlRepo implements SandboxBoxesRepo {
 
   async updateBox(org: string, name: string, patch: BoxPatch): Promise<UpdateBoxResult> {
     const updatedAt = new Date().toISOString();
-    return inOrg(this.database, org, function* (tx): TxSteps<UpdateBoxResult> {
+    return this.inOrg(org, function* (tx): TxSteps<UpdateBoxResult> {
       const box = yield* first(unpooled(tx, org, name));
       if (!box) return { status: "not_found" };
       const taken = patch.name !== undefined && (yield* nameTaken(tx, org, patch.name, box.id));
@@ -509,7 +507,7 @@ export class SqlSandboxBoxes extends SqlRepo implements SandboxBoxesRepo {
 
   async createPool(org: string, input: PoolInput): Promise<CreatePoolResult> {
     const now = new Date().toISOString();
-    return inOrg(this.database, org, function* (tx, dialect): TxSteps<CreatePoolResult> {
+    return this.inOrg(org, function* (tx, dialect): TxSteps<CreatePoolResult> {
       const template = yield* templateId(tx, org, input.template_name);
       if (!template) return { status: "template_not_found" };
       if (yield* first(mounted(tx, "template_id", template))) return { status: "template_has_volumes" };
@@ -544,7 +542,7 @@ export class SqlSandboxBoxes extends SqlRepo implements SandboxBoxesRepo {
 
   async updatePool(org: string, name: string, patch: PoolPatch): Promise<UpdatePoolResult> {
     const updated_at = new Date().toISOString();
-    return inOrg(this.database, org, function* (tx): TxSteps<UpdatePoolResult> {
+    return this.inOrg(org, function* (tx): TxSteps<UpdatePoolResult> {
       const pool = yield* first(poolNamed(tx, org, name));
       if (!pool) return { status: "not_found" };
       const renamed = patch.name !== undefined && patch.name !== pool.name;
@@ -556,7 +554,7 @@ export class SqlSandboxBoxes extends SqlRepo implements SandboxBoxesRepo {
   }
 
   async deletePool(org: string, name: string): Promise<{ pool: PoolRecord; boxes: BoxRecord[] } | null> {
-    return inOrg(this.database, org, function* (tx) {
+    return this.inOrg(org, function* (tx) {
       const row = yield* first(poolNamed(tx, org, name));
       if (!row) return null;
       const members = yield* all(boxes(tx).where("b.pool_id", "=", row.id).orderBy("b.seq"));

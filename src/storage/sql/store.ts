@@ -25,6 +25,7 @@ import type { StoreItemsTable } from "./tables.js";
 
 type ItemRow = StoreItemsTable & { score?: number | null };
 type Eb = ExpressionBuilder<{ i: StoreItemsTable }, "i">;
+type Read<R> = (ex: Executor) => SelectQueryBuilder<any, any, R>;
 
 const MINUTE_MS = 60_000;
 
@@ -162,7 +163,7 @@ export class SqlStore extends SqlRepo implements StoreRepo {
   }
 
   async get(org: OrgId, namespace: string[], key: string, opts: StoreRead): Promise<StoreItemRecord | null> {
-    const [row] = await this.#read(org, opts.now, opts.refreshTtl, (ex) =>
+    const [row] = await this.#read(org, opts, (ex) =>
       liveItems(ex, org, opts.now)
         .selectAll("i")
         .where("i.namespace", "=", namespace.join("."))
@@ -202,16 +203,11 @@ export class SqlStore extends SqlRepo implements StoreRepo {
         .offset(q.offset);
     const hit = (r: ItemRow): StoreSearchHit =>
       ranked ? { ...toItem(r), score: r.score ?? null } : toItem(r);
-    return (await this.#read(org, now, q.refreshTtl, read)).map(hit);
+    return (await this.#read(org, { refreshTtl: q.refreshTtl, now }, read)).map(hit);
   }
 
   /** The rows `read` selects; with `refreshTtl`, their TTLs restart, in one transaction with the read. */
-  async #read<R extends ItemRow>(
-    org: OrgId,
-    now: number,
-    refreshTtl: boolean,
-    read: (ex: Executor) => SelectQueryBuilder<any, any, R>,
-  ): Promise<R[]> {
+  async #read<R extends ItemRow>(org: OrgId, { refreshTtl, now }: StoreRead, read: Read<R>): Promise<R[]> {
     if (!refreshTtl) return read(this.database.db).execute();
     return this.database.transaction(function* (tx) {
       const rows = yield* all(read(tx));
