@@ -7,10 +7,7 @@
  * `claimTick`, a compare-and-set. That is what makes a tick fire once when several Hangar processes
  * share the database: each may see the cron due, only one moves `next_run_at` on from the value it saw.
  */
-
-type OrgId = string;
-type JsonObject = Record<string, unknown>;
-type AuthFilter = import("../auth/filter.js").AuthFilter;
+import type { JsonObject, OrgId, SearchQuery } from "./ports.js";
 
 /** A cron as the API shows it (the official server's Cron, plus `timezone` and `on_run_completed`). */
 export interface Cron {
@@ -44,15 +41,11 @@ export type CronInput = Omit<Cron, "next_run_date" | "created_at" | "updated_at"
 /** Fields to replace (payload and metadata are whole new values, merged by the caller). */
 export type CronPatch = Partial<Omit<CronInput, "cron_id" | "assistant_id" | "thread_id" | "user_id">>;
 
-export interface CronQuery {
+export interface CronQuery extends SearchQuery {
   assistant_id?: string;
   thread_id?: string;
   enabled?: boolean;
   metadata?: JsonObject;
-  /** An authorization handler's filter on `metadata` (src/auth/filter.ts): other rows do not exist. */
-  auth?: AuthFilter;
-  limit: number;
-  offset: number;
   sort_by:
     | "cron_id"
     | "assistant_id"
@@ -61,8 +54,9 @@ export interface CronQuery {
     | "end_time"
     | "created_at"
     | "updated_at";
-  sort_order: "asc" | "desc";
 }
+
+export type CronFilter = Pick<CronQuery, "assistant_id" | "thread_id" | "enabled" | "metadata" | "auth">;
 
 /** A cron whose next firing time has come, with what the scheduler needs to fire it. */
 export interface DueCron {
@@ -80,10 +74,7 @@ export interface CronsRepo {
   update(org: OrgId, cronId: string, patch: CronPatch): Promise<Cron | null>;
   delete(org: OrgId, cronId: string): Promise<boolean>;
   search(org: OrgId, query: CronQuery): Promise<{ items: Cron[]; total: number }>;
-  count(
-    org: OrgId,
-    query: Pick<CronQuery, "assistant_id" | "thread_id" | "enabled" | "metadata" | "auth">,
-  ): Promise<number>;
+  count(org: OrgId, query: CronFilter): Promise<number>;
   /** Enabled crons of every organization due at `now`, earliest first, at most `limit`. */
   listDue(now: number, limit: number): Promise<DueCron[]>;
   /**

@@ -7,21 +7,20 @@
  */
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import type { AuthFilter } from "../auth/filter.js";
-import type { AuthRepo } from "./auth-ports.js";
 import type { CronsRepo } from "./cron-ports.js";
-import type { SandboxBoxesRepo } from "./sandbox-box-ports.js";
-import type { SandboxesRepo } from "./sandbox-ports.js";
+import type { SandboxBoxesRepo, SandboxesRepo } from "./sandbox-ports.js";
 import type { MultitaskStrategy, RunStatus, ThreadStatus } from "./statuses.js";
 import type { StoreRepo } from "./store-ports.js";
 
-export type * from "./auth-ports.js";
 export type * from "./cron-ports.js";
-export type * from "./sandbox-box-ports.js";
 export type * from "./sandbox-ports.js";
 export type * from "./store-ports.js";
 
 export type JsonObject = Record<string, unknown>;
 export type SortOrder = "asc" | "desc";
+
+/** A search's page and order, and the auth handler's filter (src/auth/filter.ts): other rows do not exist. */
+export type SearchQuery = { auth?: AuthFilter; limit: number; offset: number; sort_order: SortOrder };
 
 /** Every row belongs to an organization (DESIGN.md decision 6); system assistants belong to all. */
 export type OrgId = string;
@@ -47,17 +46,16 @@ export type AssistantInput = Omit<Assistant, "version" | "created_at" | "updated
 /** The fields to change; `metadata` is shallow-merged into the current metadata. */
 export type AssistantPatch = Partial<Omit<AssistantInput, "assistant_id">>;
 
-export interface AssistantQuery {
+export interface AssistantQuery extends SearchQuery {
   graph_id?: string;
   name?: string;
   metadata?: JsonObject;
-  /** An authorization handler's filter on `metadata` (src/auth/filter.ts): other rows do not exist. */
-  auth?: AuthFilter;
-  limit: number;
-  offset: number;
   sort_by: "assistant_id" | "graph_id" | "name" | "created_at" | "updated_at";
-  sort_order: SortOrder;
 }
+
+export type AssistantFilter = Pick<AssistantQuery, "graph_id" | "name" | "metadata" | "auth">;
+
+export type VersionQuery = { metadata?: JsonObject; limit: number; offset: number };
 
 export interface Interrupt {
   id?: string;
@@ -83,13 +81,17 @@ export interface Thread {
 /**
  * A thread's time-to-live (langgraph.json `checkpointer.ttl`, or the `ttl` of a thread create/update):
  * `minutes` after its last update (`updated_at`), with no run in flight, the sweeper applies `strategy`:
- * `delete` removes the thread with its runs and checkpoints, `keep_latest` removes all but the latest
- * checkpoint of each namespace and keeps the thread.
+ * `delete` removes the thread with its runs, crons and checkpoints, `keep_latest` removes all but the
+ * latest checkpoint of each namespace (once per update of the thread) and keeps the thread.
  */
 export interface ThreadTtl {
   strategy: "delete" | "keep_latest";
   minutes: number;
 }
+
+export type ThreadInput = Pick<Thread, "thread_id" | "metadata"> & { ttl?: ThreadTtl };
+
+export type ThreadState = { values: unknown; interrupts: Record<string, Interrupt[]>; hasNext: boolean };
 
 /** What one sweep did: thread ids deleted, and thread ids whose older checkpoints were pruned. */
 export interface ThreadSweep {
@@ -103,17 +105,12 @@ export interface ThreadDeletion {
   pendingRunIds: string[];
 }
 
-export interface ThreadQuery {
+export interface ThreadQuery extends SearchQuery {
   ids?: string[];
   metadata?: JsonObject;
   values?: JsonObject;
   status?: ThreadStatus;
-  /** An authorization handler's filter on `metadata` (src/auth/filter.ts): other rows do not exist. */
-  auth?: AuthFilter;
-  limit: number;
-  offset: number;
   sort_by: "thread_id" | "status" | "created_at" | "updated_at" | "state_updated_at";
-  sort_order: SortOrder;
 }
 
 /** What the run needs to execute, stored with it (`kwargs` on the wire). */
@@ -133,6 +130,8 @@ export interface RunKwargs {
   [k: string]: unknown;
 }
 
+export type RunListQuery = { limit: number; offset: number; status?: RunStatus; metadata?: JsonObject };
+
 export interface Run {
   run_id: string;
   thread_id: string;
@@ -147,14 +146,10 @@ export interface Run {
   attempt: number;
 }
 
-export interface RunAdmission {
-  run_id: string;
-  thread_id: string;
+/** A run to admit; its `metadata` is stored on the run (the request's `metadata`). */
+export interface RunAdmission
+  extends Pick<Run, "run_id" | "thread_id" | "metadata" | "kwargs" | "multitask_strategy"> {
   assistant: Assistant;
-  /** Run metadata as stored on the run: the request's `metadata`. */
-  metadata: JsonObject;
-  kwargs: RunKwargs;
-  multitask_strategy: MultitaskStrategy;
   if_not_exists: "create" | "reject";
   /** When the run may start; later than now for `after_seconds`. */
   not_before: Date;
@@ -270,21 +265,13 @@ export interface AssistantsRepo {
    */
   delete(org: OrgId, assistantId: string, opts: { deleteThreads: boolean }): Promise<AssistantDeletion>;
   search(org: OrgId, query: AssistantQuery): Promise<{ items: Assistant[]; total: number }>;
-  count(org: OrgId, query: Pick<AssistantQuery, "graph_id" | "name" | "metadata" | "auth">): Promise<number>;
-  versions(
-    org: OrgId,
-    assistantId: string,
-    query: { metadata?: JsonObject; limit: number; offset: number },
-  ): Promise<AssistantVersion[]>;
+  count(org: OrgId, query: AssistantFilter): Promise<number>;
+  versions(org: OrgId, assistantId: string, query: VersionQuery): Promise<AssistantVersion[]>;
   setLatest(org: OrgId, assistantId: string, version: number): Promise<Assistant | null>;
 }
 
 export interface ThreadsRepo {
-  create(
-    org: OrgId,
-    input: { thread_id: string; metadata: JsonObject; ttl?: ThreadTtl },
-    ifExists: "raise" | "do_nothing",
-  ): Promise<Thread>;
+  create(org: OrgId, input: ThreadInput, ifExists: "raise" | "do_nothing"): Promise<Thread>;
   get(org: OrgId, threadId: string): Promise<Thread | null>;
   /** Shallow-merges metadata and, when given, replaces the thread's TTL; null if absent. */
   patch(org: OrgId, threadId: string, metadata: JsonObject, ttl?: ThreadTtl): Promise<Thread | null>;
@@ -295,18 +282,12 @@ export interface ThreadsRepo {
   /** Copies the thread with all its checkpoints under a new id; null if the source is absent. */
   copy(org: OrgId, threadId: string, newThreadId: string): Promise<Thread | null>;
   /** Records the state after a direct state update (values, interrupts); status follows `hasNext`. */
-  recordState(
-    org: OrgId,
-    threadId: string,
-    state: { values: unknown; interrupts: Record<string, Interrupt[]>; hasNext: boolean },
-  ): Promise<void>;
+  recordState(org: OrgId, threadId: string, state: ThreadState): Promise<void>;
   /** Sets graph_id/assistant_id metadata and config on a thread before its first state update. */
   bindGraph(org: OrgId, threadId: string, graphId: string, assistantId: string): Promise<void>;
   /**
-   * Applies expired TTLs (every organization): threads whose TTL ran out by `now` (epoch ms) and that have
-   * no pending or running run, at most `limit`, oldest first. `delete`: the thread, its runs, crons and
-   * checkpoints go; `keep_latest`: all but each namespace's latest checkpoint go, once per update of the
-   * thread. Each thread is swept by one caller only, however many sweep at once.
+   * Applies the TTLs that ran out by `now` (epoch ms), every organization's, to at most `limit` threads,
+   * oldest first. Each thread is swept by one caller only, however many sweep at once.
    */
   sweepExpired(now: number, limit: number): Promise<ThreadSweep>;
 }
@@ -320,11 +301,7 @@ export interface RunsRepo {
    */
   admit(org: OrgId, admission: RunAdmission): Promise<AdmissionResult>;
   get(org: OrgId, threadId: string | null, runId: string): Promise<Run | null>;
-  list(
-    org: OrgId,
-    threadId: string,
-    query: { limit: number; offset: number; status?: RunStatus; metadata?: JsonObject },
-  ): Promise<Run[]>;
+  list(org: OrgId, threadId: string, query: RunListQuery): Promise<Run[]>;
   /** Deletes a run that is not executing, and its checkpoints. */
   delete(org: OrgId, threadId: string, runId: string): Promise<"deleted" | "absent" | "running">;
   /** Cancels a pending run (interrupt → status interrupted; rollback → deleted). Null if not pending. */
@@ -372,6 +349,34 @@ export interface CheckpointStore extends BaseCheckpointSaver {
   fenceRun(runId: string): void;
 }
 
+/** An API key, of one organization. Only its hash is stored: the database never holds a usable key. */
+export interface ApiKeyRecord {
+  id: string;
+  org_id: OrgId;
+  /** The first characters of the key, shown in listings so a person can tell keys apart. */
+  prefix: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface OrganizationRecord {
+  org_id: OrgId;
+  active_keys: number;
+  sandbox_storage_quota_bytes: number | null;
+}
+
+export interface AuthRepo {
+  createKey(org: OrgId, keyHash: string, prefix: string): Promise<ApiKeyRecord>;
+  /** The organization of an unrevoked key with this hash, or null. Runs on every authenticated request. */
+  findActiveKey(keyHash: string): Promise<{ id: string; org_id: OrgId } | null>;
+  countActiveKeys(): Promise<number>;
+  listKeys(): Promise<ApiKeyRecord[]>;
+  /** Revokes by id or by unique prefix; returns the revoked key, or null if nothing matched. */
+  revokeKey(idOrPrefix: string): Promise<ApiKeyRecord | null>;
+  /** Organizations known from keys or from billing settings. */
+  listOrgs(): Promise<OrganizationRecord[]>;
+}
+
 export interface Storage {
   /**
    * True when one process owns this storage (embedded SQLite): runs it finds `running` at start are
@@ -382,15 +387,10 @@ export interface Storage {
   readonly threads: ThreadsRepo;
   readonly runs: RunsRepo;
   readonly checkpointer: CheckpointStore;
-  /** The sandbox area: volumes, templates, organizations' storage quotas (sandbox-ports.ts). */
   readonly sandboxes: SandboxesRepo;
-  /** Running sandboxes ("boxes") and pools of warm ones (sandbox-box-ports.ts). */
   readonly sandboxBoxes: SandboxBoxesRepo;
-  /** API keys and organizations (auth-ports.ts). */
   readonly auth: AuthRepo;
-  /** Crons and the scheduler's claims (cron-ports.ts). */
   readonly crons: CronsRepo;
-  /** The long-term memory store's items and vectors (store-ports.ts). */
   readonly store: StoreRepo;
   close(): Promise<void>;
 }

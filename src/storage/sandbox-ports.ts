@@ -1,14 +1,16 @@
 /**
- * The storage port of the sandbox area (`/v2/sandboxes`): volumes, templates and the organizations'
- * usage-billing configuration (their sandbox storage quota). Re-exported by `ports.ts`.
+ * The storage port of the sandbox area (`/v2/sandboxes`): volumes, templates, organizations' storage
+ * quotas, running sandboxes ("boxes") and pools of warm ones. Re-exported by `ports.ts`.
  *
- * The operations that enforce a rule are domain-sized and atomic: `createVolume` / `updateVolume`
- * check the name, the size and the quota and write in one transaction, so concurrent renames to one
- * name or concurrent grows against one quota can never both win. They report a refused change as a
- * result value rather than an error, so the wording of the API's errors stays in `src/sandboxes/`.
+ * Operations that enforce a rule are domain-sized and atomic: concurrent renames to one name or grows
+ * against one quota never both win, a warm box is claimed once. A refusal is a result value, not an
+ * error, so the wording of the API's errors stays in `src/sandboxes/`. Boxes and pools point at their
+ * template by id: they follow its renames, and it cannot be deleted while either uses it.
  */
-
 type OrgId = string;
+
+/** One `{ status }` member per refusal, so that callers narrow on each. */
+export type Refusal<S extends string> = S extends string ? { status: S } : never;
 
 export interface VolumeRecord {
   id: string;
@@ -22,6 +24,8 @@ export interface VolumeRecord {
   created_at: string;
   updated_at: string;
 }
+
+export type VolumeInput = Omit<VolumeRecord, "org_id" | "created_at" | "updated_at">;
 
 export interface TemplateResources {
   cpu: string;
@@ -74,7 +78,7 @@ export interface QuotaRefusal extends StorageUsage {
 
 export type CreateVolumeResult =
   | { status: "created"; volume: VolumeRecord }
-  | { status: "name_taken" }
+  | Refusal<"name_taken">
   | QuotaRefusal;
 
 export interface VolumePatch {
@@ -89,41 +93,33 @@ export interface VolumePatch {
  */
 export type UpdateVolumeResult =
   | { status: "updated"; volume: VolumeRecord; previous: VolumeRecord }
-  | { status: "not_found" }
   | { status: "shrink"; volume: VolumeRecord }
   | QuotaRefusal
-  | { status: "name_taken" };
+  | Refusal<"not_found" | "name_taken">;
 
 export type DeleteVolumeResult =
   | { status: "deleted"; volume: VolumeRecord }
-  | { status: "not_found" }
+  | Refusal<"not_found">
   /** Names of the templates that mount it, sorted. */
   | { status: "in_use"; templates: string[] };
 
-export interface TemplateInput {
-  id: string;
-  name: string;
-  image: string;
-  resources: TemplateResources;
-  volume_mounts: VolumeMount[];
-}
+export type TemplateInput = Pick<TemplateRecord, "id" | "name" | "image" | "resources" | "volume_mounts">;
 
 export type CreateTemplateResult =
   | { status: "created"; template: TemplateRecord }
-  | { status: "name_taken" }
+  | Refusal<"name_taken">
   /** Mounted volume names that no volume of the organization has, in request order. */
   | { status: "missing_volumes"; names: string[] };
 
 export type DeleteTemplateResult =
   | { status: "deleted" }
-  | { status: "not_found" }
+  | Refusal<"not_found">
   /** Names of the sandboxes and pools made from it, sorted. */
   | { status: "in_use"; sandboxes: string[]; pools: string[] };
 
 export type RenameTemplateResult =
   | { status: "updated"; template: TemplateRecord }
-  | { status: "not_found" }
-  | { status: "name_taken" };
+  | Refusal<"not_found" | "name_taken">;
 
 export interface SandboxesRepo {
   /** Sets an organization's sandbox storage quota (its usage-billing configuration), creating the row. */
@@ -133,10 +129,7 @@ export interface SandboxesRepo {
   /** Quota and usage; an organization without a billing configuration has a quota of 0. */
   storageUsage(org: OrgId): Promise<StorageUsage>;
 
-  createVolume(
-    org: OrgId,
-    input: { id: string; name: string; size: string; size_bytes: number; storage_class: string },
-  ): Promise<CreateVolumeResult>;
+  createVolume(org: OrgId, input: VolumeInput): Promise<CreateVolumeResult>;
   getVolume(org: OrgId, name: string): Promise<VolumeRecord | null>;
   listVolumes(org: OrgId, query: SandboxListQuery): Promise<SandboxPage<VolumeRecord>>;
   updateVolume(org: OrgId, name: string, patch: VolumePatch): Promise<UpdateVolumeResult>;
@@ -154,4 +147,99 @@ export interface SandboxesRepo {
   renameTemplate(org: OrgId, name: string, newName: string): Promise<RenameTemplateResult>;
   /** Refused (`in_use`) while a sandbox or a pool is made from it. */
   deleteTemplate(org: OrgId, name: string): Promise<DeleteTemplateResult>;
+}
+
+export type BoxStatus = "provisioning" | "ready" | "failed" | "stopped";
+
+export interface BoxRecord {
+  id: string;
+  org_id: OrgId;
+  name: string;
+  template_id: string;
+  /** The template's current name (boxes follow renames). */
+  template_name: string;
+  /** Set while the box is a warm member of a pool; null once claimed (or never pooled). */
+  pool_id: string | null;
+  status: BoxStatus;
+  status_message: string | null;
+  /** 0 = no limit. */
+  ttl_seconds: number;
+  /** 0 = no limit. */
+  idle_ttl_seconds: number;
+  /** When the box is deleted for its TTLs (ISO), or null when neither TTL is set. */
+  expires_at: string | null;
+  /** The last data-plane call (ISO); where the idle TTL counts from. */
+  last_active_at: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface PoolRecord {
+  id: string;
+  org_id: OrgId;
+  name: string;
+  template_id: string;
+  template_name: string;
+  replicas: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export type BoxPatch = Partial<Pick<BoxRecord, "name" | "ttl_seconds" | "idle_ttl_seconds" | "expires_at">>;
+
+export type BoxInput = Required<BoxPatch> &
+  Pick<BoxRecord, "id" | "template_name"> & { pool_id?: string | null };
+
+export type CreateBoxResult =
+  | { status: "created"; box: BoxRecord }
+  | Refusal<"name_taken" | "template_not_found">;
+
+/** The claimed box keeps its id and files; it gets the caller's name and TTLs. */
+export type ClaimBoxResult = { status: "claimed"; box: BoxRecord } | Refusal<"none" | "name_taken">;
+
+/** What claiming a warm box sets: its TTLs, its name when given, and `now` as its last activity. */
+export type BoxClaim = Required<Omit<BoxPatch, "name">> & { name?: string; now: string };
+
+export type UpdateBoxResult = { status: "updated"; box: BoxRecord } | Refusal<"not_found" | "name_taken">;
+
+export type PoolInput = Pick<PoolRecord, "id" | "name" | "template_name" | "replicas">;
+
+export type CreatePoolResult =
+  | { status: "created"; pool: PoolRecord }
+  /** `template_has_volumes`: pools only hold stateless templates. */
+  | Refusal<"name_taken" | "template_not_found" | "template_has_volumes">;
+
+export type PoolPatch = Partial<Pick<PoolInput, "name" | "replicas">>;
+
+export type UpdatePoolResult = { status: "updated"; pool: PoolRecord } | Refusal<"not_found" | "name_taken">;
+
+export interface SandboxBoxesRepo {
+  createBox(org: OrgId, input: BoxInput): Promise<CreateBoxResult>;
+  /**
+   * Atomically takes one `ready` warm box of a pool of this template out of its pool, renaming it
+   * (when `name` is given) and setting its TTLs. `none` when no warm box is ready.
+   */
+  claimWarmBox(org: OrgId, templateName: string, patch: BoxClaim): Promise<ClaimBoxResult>;
+  getBox(org: OrgId, name: string): Promise<BoxRecord | null>;
+  getBoxById(id: string): Promise<BoxRecord | null>;
+  /** The organization's boxes that are not warm pool members, in creation order. */
+  listBoxes(org: OrgId, query: SandboxListQuery): Promise<SandboxPage<BoxRecord>>;
+  /** Every box of every organization (pool members included): for start-up and the TTL sweeper. */
+  listAllBoxes(): Promise<BoxRecord[]>;
+  updateBox(org: OrgId, name: string, patch: BoxPatch): Promise<UpdateBoxResult>;
+  setBoxStatus(id: string, status: BoxStatus, message: string | null): Promise<BoxRecord | null>;
+  /** Records data-plane activity (and the resulting expiry). */
+  touchBox(id: string, lastActiveAt: string, expiresAt: string | null): Promise<void>;
+  /** Removes the row; returns it, or null when it was already gone. */
+  deleteBox(id: string): Promise<BoxRecord | null>;
+
+  createPool(org: OrgId, input: PoolInput): Promise<CreatePoolResult>;
+  getPool(org: OrgId, name: string): Promise<PoolRecord | null>;
+  listPools(org: OrgId, query: SandboxListQuery): Promise<SandboxPage<PoolRecord>>;
+  listAllPools(): Promise<PoolRecord[]>;
+  updatePool(org: OrgId, name: string, patch: PoolPatch): Promise<UpdatePoolResult>;
+  /** Removes the pool; its warm boxes are returned (still recorded) for the caller to tear down. */
+  deletePool(org: OrgId, name: string): Promise<{ pool: PoolRecord; boxes: BoxRecord[] } | null>;
+  /** The warm boxes of a pool, oldest first. */
+  poolBoxes(poolId: string): Promise<BoxRecord[]>;
 }

@@ -16,8 +16,7 @@ export type ThreadStatus = (typeof THREAD_STATUSES)[number];
 export const MULTITASK_STRATEGIES = ["reject", "rollback", "interrupt", "enqueue"] as const;
 export type MultitaskStrategy = (typeof MULTITASK_STRATEGIES)[number];
 
-export const isInFlight = (s: RunStatus) => s === "pending" || s === "running";
-export const isFinal = (s: RunStatus) => !isInFlight(s);
+export const isFinal = (s: RunStatus) => s !== "pending" && s !== "running";
 
 /** The conflict a `reject` double text meets (the official servers' wording). */
 export const THREAD_BUSY_MESSAGE =

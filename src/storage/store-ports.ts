@@ -81,15 +81,13 @@ export interface NamespaceQuery {
   offset: number;
 }
 
+/** `now` is epoch ms; `refreshTtl` restarts the TTL of the item read. */
+export type StoreRead = { refreshTtl: boolean; now: number };
+
 export interface StoreRepo {
   /** Applies the writes in order, atomically: values, TTL deadlines and vectors. */
   write(org: OrgId, writes: StoreWrite[], now: number): Promise<void>;
-  get(
-    org: OrgId,
-    namespace: string[],
-    key: string,
-    opts: { refreshTtl: boolean; now: number },
-  ): Promise<StoreItemRecord | null>;
+  get(org: OrgId, namespace: string[], key: string, opts: StoreRead): Promise<StoreItemRecord | null>;
   search(org: OrgId, query: StoreSearchQuery, now: number): Promise<StoreSearchHit[]>;
   /** Distinct namespaces of live items, sorted label by label. */
   listNamespaces(org: OrgId, query: NamespaceQuery, now: number): Promise<string[][]>;

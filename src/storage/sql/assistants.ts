@@ -7,14 +7,15 @@ import { conflict } from "../../errors.js";
 import {
   type Assistant,
   type AssistantDeletion,
+  type AssistantFilter,
   type AssistantInput,
   type AssistantPatch,
   type AssistantQuery,
   type AssistantsRepo,
   type AssistantVersion,
   DEFAULT_ORG,
-  type JsonObject,
   type OrgId,
+  type VersionQuery,
 } from "../ports.js";
 import {
   all,
@@ -36,7 +37,6 @@ const SYSTEM = "";
 
 type AssistantRow = Selectable<AssistantsTable>;
 type VersionRow = Selectable<AssistantVersionsTable>;
-type Filter = Pick<AssistantQuery, "graph_id" | "name" | "metadata" | "auth">;
 
 const toVersion = (r: VersionRow): AssistantVersion => ({
   assistant_id: r.assistant_id,
@@ -52,20 +52,6 @@ const toVersion = (r: VersionRow): AssistantVersion => ({
 
 const toAssistant = (r: AssistantRow): Assistant => ({ ...toVersion(r), updated_at: r.updated_at });
 
-/**
- * System assistants are shared by every organization, so only the default organization (the operator's;
- * everyone's when auth is off) may change them. Others get a conflict that says what to do instead.
- */
-function assertMayChange(row: AssistantRow, org: OrgId): void {
-  if (row.org_id === SYSTEM && org !== DEFAULT_ORG) {
-    throw conflict(
-      `Assistant ${row.assistant_id} is a default assistant shared by every organization and cannot be changed; ` +
-        `create an assistant of your own for graph "${row.graph_id}" instead`,
-    );
-  }
-}
-
-/** The assistant if the organization sees it (its own, or a system one). */
 const visible = (ex: Executor, org: OrgId, assistantId: string) =>
   ex
     .selectFrom("assistants")
@@ -73,24 +59,24 @@ const visible = (ex: Executor, org: OrgId, assistantId: string) =>
     .where("assistant_id", "=", assistantId)
     .where("org_id", "in", [org, SYSTEM]);
 
-/** In a transaction: the assistant the organization sees, locked (FOR UPDATE), if it may change it. */
+/**
+ * In a transaction: the assistant the organization sees, locked (FOR UPDATE). System assistants are
+ * shared by every organization, so only the default organization (the operator's; everyone's when auth
+ * is off) may change them; others get a conflict that says what to do instead.
+ */
 function* toChange(tx: Executor, d: Dialect, org: OrgId, id: string): TxSteps<AssistantRow | undefined> {
   const row = yield* first(d.lock(visible(tx, org, id)));
-  if (row) assertMayChange(row, org);
+  if (row?.org_id === SYSTEM && org !== DEFAULT_ORG) {
+    throw conflict(
+      `Assistant ${row.assistant_id} is a default assistant shared by every organization and cannot be changed; ` +
+        `create an assistant of your own for graph "${row.graph_id}" instead`,
+    );
+  }
   return row;
 }
 
-/** Sort keys of the API → columns (the route schema validates them; this map keeps them columns). */
-const SORT_COLUMN = {
-  assistant_id: "assistant_id",
-  graph_id: "graph_id",
-  name: "name",
-  created_at: "created_at",
-  updated_at: "updated_at",
-} as const satisfies Record<AssistantQuery["sort_by"], keyof AssistantsTable>;
-
 export class SqlAssistants extends SqlRepo implements AssistantsRepo {
-  #create(org: string, input: AssistantInput, ifExists: "raise" | "do_nothing"): Promise<Assistant> {
+  create(org: OrgId, input: AssistantInput, ifExists: "raise" | "do_nothing"): Promise<Assistant> {
     const now = new Date().toISOString();
     const version = {
       assistant_id: input.assistant_id,
@@ -127,12 +113,8 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
     });
   }
 
-  create(org: OrgId, input: AssistantInput, ifExists: "raise" | "do_nothing"): Promise<Assistant> {
-    return this.#create(org, input, ifExists);
-  }
-
   ensureSystem(input: AssistantInput): Promise<Assistant> {
-    return this.#create(SYSTEM, input, "do_nothing");
+    return this.create(SYSTEM, input, "do_nothing");
   }
 
   async get(org: OrgId, assistantId: string): Promise<Assistant | null> {
@@ -240,8 +222,7 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
     });
   }
 
-  /** The organization's assistants (and the system ones) that pass the filter. */
-  #filtered(org: OrgId, q: Filter) {
+  #filtered(org: OrgId, q: AssistantFilter) {
     return this.database.db.selectFrom("assistants").where((eb) => {
       const clauses: Expression<SqlBool>[] = [eb("org_id", "in", [org, SYSTEM])];
       if (q.graph_id !== undefined) clauses.push(eb("graph_id", "=", q.graph_id));
@@ -257,24 +238,17 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
     return searchPage(
       this.#filtered(org, q),
       (qb) =>
-        qb
-          .selectAll()
-          .orderBy(SORT_COLUMN[q.sort_by], q.sort_order)
-          .orderBy(this.dialect.insertionOrder(), q.sort_order),
+        qb.selectAll().orderBy(q.sort_by, q.sort_order).orderBy(this.dialect.insertionOrder(), q.sort_order),
       toAssistant,
       q,
     );
   }
 
-  count(org: OrgId, q: Filter): Promise<number> {
+  count(org: OrgId, q: AssistantFilter): Promise<number> {
     return countOf(this.#filtered(org, q));
   }
 
-  async versions(
-    org: OrgId,
-    assistantId: string,
-    q: { metadata?: JsonObject; limit: number; offset: number },
-  ): Promise<AssistantVersion[]> {
+  async versions(org: OrgId, assistantId: string, q: VersionQuery): Promise<AssistantVersion[]> {
     const db = this.database.db;
     if (!(await visible(db, org, assistantId).executeTakeFirst())) return [];
     const rows = await db

@@ -1,10 +1,7 @@
-/**
- * API keys and organizations (auth-ports.ts). Only a SHA-256 hash of each key is stored; an
- * organization is known from its keys or from its billing settings (`org_usage_billing`).
- */
+/** API keys and organizations (ports.ts' `AuthRepo`). */
 import { randomUUID } from "node:crypto";
 import { conflict } from "../../errors.js";
-import type { ApiKeyRecord, AuthRepo, OrganizationRecord } from "../auth-ports.js";
+import type { ApiKeyRecord, AuthRepo, OrganizationRecord } from "../ports.js";
 import { all, changed, countOf, SqlRepo } from "./database.js";
 
 const KEY_COLUMNS = ["id", "org_id", "prefix", "created_at", "revoked_at"] as const;

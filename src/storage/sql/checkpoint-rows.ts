@@ -1,27 +1,15 @@
 /**
- * Operations on the checkpoint tables (owned by checkpointer.ts) that other repositories run inside
- * their own transactions: a thread's deletion, a run's rollback, a thread's copy, a TTL's pruning.
- * Each is a part of the caller's transaction (`yield*`), so it commits or rolls back with the rows it
- * belongs to.
+ * Operations on the checkpoint tables (owned by checkpointer.ts) that other repositories run as a
+ * part of their own transactions (`yield*`): a thread's deletion, a run's rollback, a thread's copy,
+ * a TTL's pruning.
  */
 import { all, changed, type Executor, type TxSteps } from "./database.js";
-import type { CheckpointWritesTable } from "./tables.js";
 
-/** A pending write's columns, in the order `putWrites` binds them (`thread_id` first: the copy swaps it). */
-export const WRITE_COLUMNS = [
-  "thread_id",
-  "checkpoint_ns",
-  "checkpoint_id",
-  "task_id",
-  "idx",
-  "channel",
-  "type",
-  "value",
-  "task_path",
-  "run_id",
-] as const satisfies readonly (keyof CheckpointWritesTable)[];
+/** A pending write's columns, key first, as `putWrites` binds them (`thread_id` first: the copy swaps it). */
+export const WRITE_KEY = ["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"] as const;
+export const WRITE_VALUES = ["channel", "type", "value", "task_path", "run_id"] as const;
+export const WRITE_COLUMNS = [...WRITE_KEY, ...WRITE_VALUES] as const;
 
-/** Deletes the checkpoints and pending writes of these threads. */
 export function* deleteThreadCheckpoints(tx: Executor, threadIds: string[]): TxSteps<void> {
   if (!threadIds.length) return;
   yield* changed(tx.deleteFrom("checkpoint_writes").where("thread_id", "in", threadIds));

@@ -1,19 +1,18 @@
 /**
- * LangGraph's checkpoint saver over the SQL database, either engine (tables `checkpoints` and
- * `checkpoint_writes`, migrations.ts). Beyond the minimal LangGraph shape:
+ * LangGraph's checkpoint saver over the SQL database, either engine. Beyond the minimal LangGraph shape:
  * - `checkpoints.run_id` is copied from the stored metadata, so one run's checkpoints can be deleted;
  * - `checkpoint_writes.task_path`: `putWrites` receives it and the base contract wants pending writes
  *   returned in `(task_path, task_id, idx)` order (`writesSortKey`);
  * - `checkpoint_writes.run_id`: the run that wrote the row. A resumed run writes its RESUME value and
  *   task writes onto the previous run's last checkpoint; rolling the resumed run back removes them too.
  *
- * The fence (`fenceRun`) is in process memory: it stops a graph still executing in THIS
- * process from writing back checkpoints of a run that was rolled back. With workers in several
- * processes the rollback signal must reach the executing worker, which fences there.
+ * The fence (`fenceRun`) is in process memory: it stops a graph still executing in THIS process from
+ * writing back checkpoints of a run that was rolled back (with workers in several processes, the
+ * rollback signal must reach the executing worker, which fences there).
  *
- * Hot path: every LangGraph step calls `put` and `putWrites`; `getTuple` and `list` run at a run's start
- * and for state reads. The queries whose shape never changes are compiled by Kysely once (`Prepared`);
- * `put` is one statement, `putWrites` one statement for the whole batch, `getTuple` two.
+ * Hot path: every LangGraph step calls `put` (one statement) and `putWrites` (one for the whole batch);
+ * `getTuple` (two) and `list` run at a run's start and for state reads. Fixed-shape queries are
+ * compiled once (`Prepared`).
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
@@ -32,16 +31,18 @@ import {
   TASKS,
   WRITES_IDX_MAP,
 } from "@langchain/langgraph-checkpoint";
-import type { ExpressionBuilder, Selectable } from "kysely";
+import type { Selectable } from "kysely";
 import type { CheckpointStore } from "../ports.js";
 import {
   copyThreadCheckpoints,
   deleteRunCheckpoints,
   deleteThreadCheckpoints,
   WRITE_COLUMNS,
+  WRITE_KEY,
+  WRITE_VALUES,
 } from "./checkpoint-rows.js";
 import { type Executor, Prepared, type SqlDatabase, slot, slots } from "./database.js";
-import { sql } from "./kysely.js";
+import { fromExcluded, sql } from "./kysely.js";
 import type { CheckpointsTable, CheckpointWritesTable } from "./tables.js";
 
 /** Rows fetched per query while `list` pages through history. */
@@ -53,20 +54,13 @@ const LIST_PAGE = 100;
  */
 const WRITES_PER_STATEMENT = 500;
 
-const CHECKPOINT_COLUMNS = [
-  "thread_id",
-  "checkpoint_ns",
-  "checkpoint_id",
-  "parent_checkpoint_id",
-  "type",
-  "checkpoint",
-  "metadata",
-] as const;
+const KEY = ["thread_id", "checkpoint_ns", "checkpoint_id"] as const;
+const CHECKPOINT_COLUMNS = [...KEY, "parent_checkpoint_id", "type", "checkpoint", "metadata"] as const;
 
 type CheckpointRow = Pick<Selectable<CheckpointsTable>, (typeof CHECKPOINT_COLUMNS)[number]>;
 type WriteRow = Pick<Selectable<CheckpointWritesTable>, "task_id" | "channel" | "type" | "value">;
 
-/** Config/configurable keys that describe the call site, not the run: never copied into checkpoint metadata. */
+/** Config keys that describe the call site, not the run: never copied into checkpoint metadata. */
 const NON_METADATA_KEYS = new Set([
   "checkpoint_id",
   "checkpoint_ns",
@@ -110,15 +104,8 @@ function checkpointMetadata(config: RunnableConfig, metadata: CheckpointMetadata
   return merged;
 }
 
-// ── Queries compiled once ──────────────────────────────────────────────────────────────────────────
-
-/** An upsert's `SET column = excluded.column`, for each of `columns`. */
-const fromExcluded = (columns: readonly string[]) => (eb: ExpressionBuilder<any, any>) =>
-  Object.fromEntries(columns.map((c) => [c, eb.ref(`excluded.${c}`)]));
-
 type Thread = "thread_id" | "checkpoint_ns";
 type Key = Thread | "checkpoint_id";
-const KEY = ["thread_id", "checkpoint_ns", "checkpoint_id"] as const;
 const UPSERTED = ["parent_checkpoint_id", "run_id", "type", "checkpoint", "metadata"] as const;
 
 function compileQueries(db: Executor) {
@@ -161,10 +148,7 @@ function compileQueries(db: Executor) {
   };
 }
 
-/**
- * `rows` writes in one INSERT. Special channels (negative index) replace an earlier value; regular
- * writes never overwrite: the upsert's WHERE leaves a conflicting regular write as it was.
- */
+/** `rows` writes in one INSERT, whose WHERE leaves a conflicting regular write (idx ≥ 0) as it was. */
 function compileWritesInsert(db: Executor, rows: number): Prepared<never> {
   const values = Array.from({ length: rows }, (_, i) => slots(WRITE_COLUMNS, `${i}.`));
   const insert = new Prepared<never>(
@@ -172,10 +156,7 @@ function compileWritesInsert(db: Executor, rows: number): Prepared<never> {
       .insertInto("checkpoint_writes")
       .values(values)
       .onConflict((oc) =>
-        oc
-          .columns(["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"])
-          .doUpdateSet(fromExcluded(["channel", "type", "value", "task_path", "run_id"]))
-          .where("excluded.idx", "<", sql.lit(0)),
+        oc.columns(WRITE_KEY).doUpdateSet(fromExcluded(WRITE_VALUES)).where("excluded.idx", "<", sql.lit(0)),
       ),
   );
   // `putWrites` binds the rows flattened: row by row, each in WRITE_COLUMNS order.
@@ -185,32 +166,20 @@ function compileWritesInsert(db: Executor, rows: number): Prepared<never> {
   return insert;
 }
 
-// ───────────────────────────────────────────────────────────────────────────────────────────────────
-
-export interface SqlCheckpointerOptions {
-  serde?: SerializerProtocol;
-  /** How many fenced run ids are remembered (oldest forgotten first). Default 10,000. */
-  fenceCapacity?: number;
-}
-
 export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointStore {
   readonly #database: SqlDatabase;
-  /** Fenced run ids, oldest first (see `fenceRun`). */
   readonly #fenced = new Set<string>();
   readonly #fenceCapacity: number;
   readonly #q: ReturnType<typeof compileQueries>;
   /** The INSERT of n writes, by n (1..WRITES_PER_STATEMENT; tasks write a handful). */
   readonly #writesInserts = new Map<number, Prepared<never>>();
 
-  constructor(database: SqlDatabase, options: SqlCheckpointerOptions = {}) {
+  constructor(database: SqlDatabase, options: { serde?: SerializerProtocol; fenceCapacity?: number } = {}) {
     super(options.serde);
     this.#database = database;
     this.#fenceCapacity = Math.max(1, options.fenceCapacity ?? 10_000);
     this.#q = compileQueries(database.db);
   }
-
-  // ---------------------------------------------------------------------------------------------
-  // BaseCheckpointSaver
 
   /**
    * With `checkpoint_id` (or legacy `thread_ts`) in `config.configurable`: that exact checkpoint, or
@@ -262,10 +231,8 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     while (remaining > 0) {
       const pageSize = Math.min(LIST_PAGE, remaining);
       const rows = await page.limit(pageSize).execute();
-      for (const row of rows) {
-        remaining -= 1;
-        yield await this.#toTuple(row);
-      }
+      for (const row of rows) yield await this.#toTuple(row);
+      remaining -= rows.length;
       if (rows.length < pageSize) return;
       const { checkpoint_id: id, thread_id, checkpoint_ns } = rows[rows.length - 1];
       page = query
@@ -367,7 +334,6 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     await this.#database.transaction((tx) => deleteThreadCheckpoints(tx, [threadId]));
   }
 
-  // ---------------------------------------------------------------------------------------------
   // Server operations. Other repositories run these row operations inside their own transactions with
   // checkpoint-rows.ts (and call `fenceRun` themselves); these forms run in a transaction of their own.
 
@@ -387,7 +353,7 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
 
   /**
    * From now on, checkpoints (`put`) and writes (`putWrites`) whose run metadata carries `runId` are
-   * dropped. Remembers the most recent `fenceCapacity` ids.
+   * dropped. Remembers the most recent `fenceCapacity` ids (default 10,000), oldest forgotten first.
    */
   fenceRun(runId: string): void {
     this.#fenced.delete(runId);
@@ -400,9 +366,6 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     return runId !== null && this.#fenced.has(runId);
   }
 
-  // ---------------------------------------------------------------------------------------------
-
-  /** The INSERT of `n` pending writes, compiled once for each `n`. */
   #writesInsert(n: number) {
     if (!this.#writesInserts.has(n)) this.#writesInserts.set(n, compileWritesInsert(this.#database.db, n));
     return this.#writesInserts.get(n)!;
@@ -441,17 +404,13 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
       checkpoint.channel_versions[TASKS] =
         versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
     }
-    const tuple: CheckpointTuple = {
+    const parent = { thread_id, checkpoint_ns, checkpoint_id: parent_checkpoint_id };
+    return {
       config: { configurable: { thread_id, checkpoint_ns, checkpoint_id } },
       checkpoint,
       metadata,
       pendingWrites,
+      ...(parent_checkpoint_id ? { parentConfig: { configurable: parent } } : {}),
     };
-    if (parent_checkpoint_id) {
-      tuple.parentConfig = {
-        configurable: { thread_id, checkpoint_ns, checkpoint_id: parent_checkpoint_id },
-      };
-    }
-    return tuple;
   }
 }

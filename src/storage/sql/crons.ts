@@ -1,16 +1,12 @@
-/**
- * Crons (table `crons`). A thread cron's row references its thread and every cron its assistant, both
- * ON DELETE CASCADE: deleting the thread or the assistant deletes its crons. The scheduler moves
- * `next_run_at` forward only through `claimTick`, a compare-and-set (cron-ports.ts).
- */
+/** Crons (table `crons`): deleting a cron's thread or assistant deletes it (ON DELETE CASCADE). */
 import type { Expression, Selectable, SqlBool } from "kysely";
 import { notFound } from "../../errors.js";
-import type { Cron, CronInput, CronPatch, CronQuery, CronsRepo, DueCron, OrgId } from "../ports.js";
-import { changed, countOf, first, SqlRepo, searchPage } from "./database.js";
+import type { Cron, CronFilter, CronInput, CronPatch, CronQuery, CronsRepo, DueCron } from "../cron-ports.js";
+import type { OrgId } from "../ports.js";
+import { changed, countOf, type Executor, first, SqlRepo, searchPage } from "./database.js";
 import type { CronsTable } from "./tables.js";
 
 type CronRow = Selectable<CronsTable>;
-type Filter = Pick<CronQuery, "assistant_id" | "thread_id" | "enabled" | "metadata" | "auth">;
 
 const toCron = (r: CronRow): Cron => ({
   cron_id: r.cron_id,
@@ -29,16 +25,8 @@ const toCron = (r: CronRow): Cron => ({
   updated_at: r.updated_at,
 });
 
-/** Sort keys of the API → columns (`next_run_date` is stored as epoch ms). */
-const SORT_COLUMN = {
-  cron_id: "cron_id",
-  assistant_id: "assistant_id",
-  thread_id: "thread_id",
-  next_run_date: "next_run_at",
-  end_time: "end_time",
-  created_at: "created_at",
-  updated_at: "updated_at",
-} as const satisfies Record<CronQuery["sort_by"], keyof CronsTable>;
+const own = (ex: Executor, org: OrgId, cronId: string) =>
+  ex.selectFrom("crons").selectAll().where("cron_id", "=", cronId).where("org_id", "=", org);
 
 export class SqlCrons extends SqlRepo implements CronsRepo {
   create(org: OrgId, input: CronInput): Promise<Cron> {
@@ -57,17 +45,9 @@ export class SqlCrons extends SqlRepo implements CronsRepo {
       const share = { share: true };
       if (input.thread_id !== null) {
         // FOR SHARE: the thread cannot be deleted between this check and the insert.
-        const thread = yield* first(
-          dialect.lock(
-            tx
-              .selectFrom("threads")
-              .select("thread_id")
-              .where("thread_id", "=", input.thread_id)
-              .where("org_id", "=", org),
-            share,
-          ),
-        );
-        if (!thread) throw notFound(`Thread with ID ${input.thread_id} not found`);
+        const thread = tx.selectFrom("threads").select("thread_id").where("thread_id", "=", input.thread_id);
+        if (!(yield* first(dialect.lock(thread.where("org_id", "=", org), share))))
+          throw notFound(`Thread with ID ${input.thread_id} not found`);
       }
       // The assistant too (locked against a concurrent delete, which would take the cron with it); one
       // deleted since the caller resolved it is reported as absent, not as a foreign-key error.
@@ -84,12 +64,7 @@ export class SqlCrons extends SqlRepo implements CronsRepo {
   }
 
   async get(org: OrgId, cronId: string): Promise<Cron | null> {
-    const row = await this.database.db
-      .selectFrom("crons")
-      .selectAll()
-      .where("cron_id", "=", cronId)
-      .where("org_id", "=", org)
-      .executeTakeFirst();
+    const row = await own(this.database.db, org, cronId).executeTakeFirst();
     return row ? toCron(row) : null;
   }
 
@@ -108,11 +83,7 @@ export class SqlCrons extends SqlRepo implements CronsRepo {
     };
     const { dialect } = this;
     return this.database.transaction(function* (tx) {
-      const row = yield* first(
-        dialect.lock(
-          tx.selectFrom("crons").selectAll().where("cron_id", "=", cronId).where("org_id", "=", org),
-        ),
-      );
+      const row = yield* first(dialect.lock(own(tx, org, cronId)));
       if (!row) return null;
       yield* changed(tx.updateTable("crons").set(changes).where("cron_id", "=", cronId));
       return toCron({ ...row, ...changes });
@@ -128,8 +99,7 @@ export class SqlCrons extends SqlRepo implements CronsRepo {
     return numDeletedRows > 0n;
   }
 
-  /** The organization's crons that pass the filter. */
-  #filtered(org: OrgId, q: Filter) {
+  #filtered(org: OrgId, q: CronFilter) {
     return this.database.db.selectFrom("crons").where((eb) => {
       const clauses: Expression<SqlBool>[] = [eb("org_id", "=", org)];
       if (q.assistant_id !== undefined) clauses.push(eb("assistant_id", "=", q.assistant_id));
@@ -144,6 +114,7 @@ export class SqlCrons extends SqlRepo implements CronsRepo {
 
   search(org: OrgId, q: CronQuery): Promise<{ items: Cron[]; total: number }> {
     const order = q.sort_order === "asc" ? "asc" : "desc";
+    const column = q.sort_by === "next_run_date" ? "next_run_at" : q.sort_by;
     // NULLs (no thread, no end, not firing) sort last either way; the insertion order keeps ties in
     // creation order.
     return searchPage(
@@ -151,14 +122,14 @@ export class SqlCrons extends SqlRepo implements CronsRepo {
       (qb) =>
         qb
           .selectAll()
-          .orderBy(SORT_COLUMN[q.sort_by], (ob) => ob[order]().nullsLast())
+          .orderBy(column, (ob) => ob[order]().nullsLast())
           .orderBy(this.dialect.insertionOrder(), order),
       toCron,
       q,
     );
   }
 
-  count(org: OrgId, q: Filter): Promise<number> {
+  count(org: OrgId, q: CronFilter): Promise<number> {
     return countOf(this.#filtered(org, q));
   }
 

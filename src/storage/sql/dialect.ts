@@ -1,19 +1,14 @@
 /**
- * What truly differs between SQLite and Postgres, in one place. Repositories are written once against
- * Kysely and ask this module only for: row locks, the database clock, JSON containment, JSON key
- * equality (checkpoint metadata) and authorization filters, booleans, vectors, the insertion-order
- * column, and the errors worth recognising. Everything else (upserts, RETURNING, JSON text,
- * timestamps) is the same SQL on both.
- *
- * Locks: SQLite transactions begin IMMEDIATE (database.ts): the first statement holds the database's
- * write lock until COMMIT, which is what `FOR UPDATE` gives per row on Postgres, so on SQLite the lock
- * helpers add nothing. `SKIP LOCKED` likewise has nothing to skip there.
+ * What truly differs between SQLite and Postgres, in one place; everything else (upserts, RETURNING,
+ * JSON text, timestamps) is the same SQL on both, written once against Kysely. Locks: SQLite's
+ * transactions begin IMMEDIATE (database.ts) and hold the database's write lock until COMMIT, what
+ * `FOR UPDATE` gives per row on Postgres, so on SQLite the lock helpers add nothing.
  */
 import type { Expression, Kysely, RawBuilder, SqlBool } from "kysely";
 import { type AuthFilter, type AuthScalar, conditionOf } from "../../auth/filter.js";
 import { sql } from "./kysely.js";
 
-export type EngineName = "sqlite" | "postgres";
+type Comparison = ">" | ">=" | "<" | "<=";
 
 /** A select builder that can take a row lock (Kysely's SelectQueryBuilder and its subtypes). */
 interface Lockable<QB> {
@@ -23,7 +18,7 @@ interface Lockable<QB> {
 }
 
 export interface Dialect {
-  readonly name: EngineName;
+  readonly name: "sqlite" | "postgres";
   /**
    * `SELECT … FOR UPDATE [OF table] [SKIP LOCKED]` on Postgres; the query as it is on SQLite. `skipLocked`:
    * rows another transaction holds are left out instead of waited for (each claim happens once).
@@ -61,8 +56,7 @@ export interface Dialect {
   isUniqueViolation(err: unknown): boolean;
   /**
    * Runs `fn` (the migrations) while no other process migrates the same database: a session advisory
-   * lock keyed by the schema on Postgres (`db` is one connection); SQLite's IMMEDIATE transactions
-   * already serialise the writers, so there it just runs `fn`.
+   * lock keyed by the schema on Postgres (`db` is one connection); just `fn` on SQLite.
    */
   lockMigrations(db: Kysely<any>, schema: string, fn: () => Promise<void>): Promise<void>;
   /**
@@ -71,17 +65,11 @@ export interface Dialect {
    * holds. Numbers compare numerically, strings byte by byte (SQLite's BINARY collation, Postgres'
    * `COLLATE "C"`). The store's `$gt`, `$gte`, `$lt`, `$lte` filters.
    */
-  jsonCompare(
-    column: string,
-    field: string,
-    op: ">" | ">=" | "<" | "<=",
-    value: number | string,
-  ): Expression<SqlBool>;
+  jsonCompare(column: string, field: string, op: Comparison, value: number | string): Expression<SqlBool>;
   /**
-   * Serialises the transactions that take the same (`space`, `key`) until they end: Postgres'
-   * transaction-scoped advisory lock, for check-then-write rules over rows that may not exist yet
-   * (unique names, quotas). Nothing on SQLite, whose IMMEDIATE transactions already hold the
-   * database's write lock: null there. A statement to run in a transaction.
+   * A statement that serialises the transactions that run it with the same (`space`, `key`) until they
+   * end, for check-then-write rules over rows that may not exist yet (unique names, quotas): Postgres'
+   * transaction-scoped advisory lock; null on SQLite.
    */
   advisoryLock(space: number, key: string): RawBuilder<unknown> | null;
   /**
@@ -92,7 +80,7 @@ export interface Dialect {
 }
 
 const TRUE = sql<SqlBool>`1 = 1`;
-const and = (clauses: RawBuilder<SqlBool>[]): Expression<SqlBool> =>
+const and = (clauses: Expression<SqlBool>[]): Expression<SqlBool> =>
   clauses.length ? sql<SqlBool>`(${sql.join(clauses, sql` AND `)})` : TRUE;
 
 // ── SQLite ─────────────────────────────────────────────────────────────────────────────────────────
@@ -111,29 +99,20 @@ function sqliteContains(
   column: string,
   filter: Record<string, unknown>,
   prefix = "$",
-): RawBuilder<SqlBool>[] {
+): Expression<SqlBool>[] {
   const col = sql.ref(column);
-  const clauses: RawBuilder<SqlBool>[] = [];
-  for (const [key, value] of Object.entries(filter)) {
+  return Object.entries(filter).map(([key, value]) => {
     const p = `${prefix}.${pathKey(key)}`;
-    if (value !== null && typeof value === "object" && !Array.isArray(value)) {
-      const nested = sqliteContains(column, value as Record<string, unknown>, p);
-      clauses.push(
-        nested.length
-          ? sql<SqlBool>`(${sql.join(nested, sql` AND `)})`
-          : sql`json_type(${col}, ${p}) = 'object'`,
-      );
-    } else if (value === null) {
-      clauses.push(sql`json_type(${col}, ${p}) = 'null'`);
-    } else if (typeof value === "boolean") {
-      clauses.push(sql`json_type(${col}, ${p}) = ${value ? "true" : "false"}`);
-    } else if (typeof value === "string" || typeof value === "number") {
-      clauses.push(sql`json_extract(${col}, ${p}) = ${value}`);
-    } else {
-      clauses.push(sql`json(json_extract(${col}, ${p})) = json(${JSON.stringify(value)})`);
-    }
-  }
-  return clauses;
+    if (value === null) return sql<SqlBool>`json_type(${col}, ${p}) = 'null'`;
+    if (typeof value === "boolean")
+      return sql<SqlBool>`json_type(${col}, ${p}) = ${value ? "true" : "false"}`;
+    if (typeof value === "string" || typeof value === "number")
+      return sql<SqlBool>`json_extract(${col}, ${p}) = ${value}`;
+    if (typeof value !== "object" || Array.isArray(value))
+      return sql<SqlBool>`json(json_extract(${col}, ${p})) = json(${JSON.stringify(value)})`;
+    const nested = sqliteContains(column, value as Record<string, unknown>, p);
+    return nested.length ? and(nested) : sql<SqlBool>`json_type(${col}, ${p}) = 'object'`;
+  });
 }
 
 function float32Blob(values: ArrayLike<number>): Buffer {

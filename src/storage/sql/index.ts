@@ -5,8 +5,7 @@ import { SqlCheckpointer } from "./checkpointer.js";
 import { SqlCrons } from "./crons.js";
 import { openPostgres, openSqlite, type SqlDatabase } from "./database.js";
 import { SqlRuns } from "./runs.js";
-import { SqlSandboxBoxes } from "./sandbox-boxes.js";
-import { SqlSandboxes } from "./sandboxes.js";
+import { SqlSandboxBoxes, SqlSandboxes } from "./sandboxes.js";
 import { SqlStore } from "./store.js";
 import { SqlThreads } from "./threads.js";
 
@@ -14,7 +13,6 @@ import { SqlThreads } from "./threads.js";
 function storageOver(database: SqlDatabase): Storage {
   const checkpointer = new SqlCheckpointer(database);
   return {
-    // Embedded SQLite is one process's file: runs it finds `running` at start are orphans.
     exclusive: database.dialect.name === "sqlite",
     assistants: new SqlAssistants(database),
     threads: new SqlThreads(database),
@@ -29,18 +27,12 @@ function storageOver(database: SqlDatabase): Storage {
   };
 }
 
-/**
- * Embedded storage: one SQLite file (`<dataDir>/hangar.sqlite`) holding everything, checkpoints included.
- * `secondary`: another connection of the process that owns the file (an executor thread).
- */
+/** Embedded storage (database.ts' `openSqlite`): everything, checkpoints included, in one SQLite file. */
 export async function openSqliteStorage(opts: Parameters<typeof openSqlite>[0]): Promise<Storage> {
   return storageOver(await openSqlite(opts));
 }
 
-/**
- * Scale-out storage: everything, checkpoints and the store included, in one Postgres schema
- * (`public` unless `schema` is given). Migrations run on open, once across processes starting at once.
- */
+/** Scale-out storage (database.ts' `openPostgres`): everything in one Postgres schema. */
 export async function openPostgresStorage(opts: Parameters<typeof openPostgres>[0]): Promise<Storage> {
   return storageOver(await openPostgres(opts));
 }

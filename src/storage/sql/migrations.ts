@@ -1,18 +1,11 @@
 /**
- * The schema's versions, one list for both engines, applied in order and recorded in
- * `hangar_migration` (see `migrate`). Each migration is SQL written once, with the column types that differ per engine
- * taken from `ColumnTypes`. Never edit a released migration: append a new one.
- *
- * One rule on both engines: a database whose schema is newer than this code (it has migrations this
- * list lacks) is refused with a message, never used.
- *
- * Deliberate differences between the engines' tables:
+ * The schema's versions, one list for both engines, applied in order by `migrate`: SQL written once,
+ * with the column types that differ per engine from `COLUMN_TYPES`. Never edit a released migration:
+ * append a new one. Deliberate differences between the engines' tables:
  * - Postgres' JSON columns are `jsonb` (metadata filters are `@>` containment, GIN-indexed); SQLite's
  *   are text. Both travel as text (tables.ts).
  * - Identifier and ordering columns are `COLLATE "C"` on Postgres: byte order, like SQLite's BINARY
  *   collation, whatever the database's locale.
- * - Tables ordered by insertion without a `seq` primary key get one on Postgres (`seq bigserial`);
- *   SQLite has its `rowid` (`dialect.insertionOrder`).
  */
 import type { Kysely } from "kysely";
 import type { SqlDatabase } from "./database.js";
@@ -22,7 +15,7 @@ import { sql } from "./kysely.js";
 /** The column types that differ per engine. */
 const COLUMN_TYPES = {
   sqlite: {
-    /** Identifiers and columns searches sort by: byte-ordered text. */
+    /** Identifiers and columns searches sort by. */
     id: "TEXT",
     json: "TEXT",
     bool: "INTEGER",
@@ -30,7 +23,6 @@ const COLUMN_TYPES = {
     double: "REAL",
     bytes: "BLOB",
     vector: "BLOB",
-    /** An auto-incrementing primary key. */
     serialKey: "INTEGER PRIMARY KEY AUTOINCREMENT",
     /** Postgres' insertion-order column for tables without a `seq` key (`, seq bigserial`); none on SQLite. */
     seqColumn: "",
@@ -52,7 +44,6 @@ type ColumnTypes = (typeof COLUMN_TYPES)["sqlite"];
 
 interface HangarMigration {
   name: string;
-  /** The migration's statements. */
   up(t: ColumnTypes, engine: Dialect["name"]): string[];
   /**
    * Runs before `up` in the same transaction; true when the database already has what `up` makes
@@ -73,10 +64,8 @@ async function adoptLegacy(db: Kysely<any>, engine: Dialect["name"]): Promise<bo
     const { rows } = await sql<{ user_version: number }>`PRAGMA user_version`.execute(db);
     legacy = rows[0]?.user_version ?? 0;
   } else {
-    const { rows } = await sql<{
-      present: string | null;
-    }>`SELECT to_regclass('hangar_migrations') AS present`.execute(db);
-    if (!rows[0]?.present) return false;
+    const found = await sql<{ t: string | null }>`SELECT to_regclass('hangar_migrations') AS t`.execute(db);
+    if (!found.rows[0]?.t) return false;
     const max = await sql<{ v: number | null }>`SELECT MAX(version) AS v FROM hangar_migrations`.execute(db);
     legacy = max.rows[0]?.v ?? 0;
   }
@@ -396,13 +385,10 @@ export async function migrate(database: SqlDatabase, opts: { schema?: string } =
 async function refuseNewerSchema(db: Kysely<any>): Promise<void> {
   const rows = await db.selectFrom(MIGRATION_TABLE).select("name").execute();
   const known = new Set(MIGRATIONS.map((m) => m.name));
-  const unknown = rows
-    .map((r) => r.name as string)
-    .filter((name) => !known.has(name))
-    .sort();
+  const unknown = rows.map((r): string => r.name).filter((name) => !known.has(name));
   if (unknown.length) {
     throw new Error(
-      `The database's schema is newer than this Hangar: it has migration ${unknown.at(-1)}, and this Hangar knows up to ${MIGRATIONS.at(-1)?.name}; upgrade Hangar`,
+      `The database's schema is newer than this Hangar: it has migration ${unknown.sort().at(-1)}, and this Hangar knows up to ${MIGRATIONS.at(-1)?.name}; upgrade Hangar`,
     );
   }
 }

@@ -1,27 +1,38 @@
 /**
- * The sandbox area (volumes, templates and their mounts, organizations' storage quota), one
- * implementation for both engines.
- *
- * Every rule that must hold under concurrency (unique names, grow-only sizes, the storage quota, no
- * deleting a mounted volume) is checked and written in one transaction that first takes the
- * organization's lock (`inOrg`): on SQLite the IMMEDIATE transaction's write lock already serialises
- * it; on Postgres a transaction-scoped advisory lock on the organization makes concurrent renames or
- * grows of one organization run one after the other. UNIQUE (org_id, name) is the backstop.
+ * The sandbox area (volumes, templates and their mounts, organizations' storage quota, boxes and pools),
+ * one implementation for both engines. Every rule that must hold under concurrency (unique names,
+ * grow-only sizes, the storage quota, no deleting a mounted volume, a warm box claimed once) is checked
+ * and written in one `inOrg` transaction; UNIQUE (org_id, name) is the backstop.
  */
-import type { Selectable } from "kysely";
+import type { ExpressionBuilder, Selectable, Updateable } from "kysely";
 import type {
+  BoxClaim,
+  BoxInput,
+  BoxPatch,
+  BoxRecord,
+  BoxStatus,
+  ClaimBoxResult,
+  CreateBoxResult,
+  CreatePoolResult,
   CreateTemplateResult,
   CreateVolumeResult,
   DeleteTemplateResult,
   DeleteVolumeResult,
+  PoolInput,
+  PoolPatch,
+  PoolRecord,
   RenameTemplateResult,
+  SandboxBoxesRepo,
   SandboxesRepo,
   SandboxListQuery,
   SandboxPage,
   StorageUsage,
   TemplateInput,
   TemplateRecord,
+  UpdateBoxResult,
+  UpdatePoolResult,
   UpdateVolumeResult,
+  VolumeInput,
   VolumeMount,
   VolumePatch,
   VolumeRecord,
@@ -34,64 +45,57 @@ import {
   orgNamed,
   page,
   pageQuery,
-  type SqlDatabase,
   SqlRepo,
   type TxSteps,
   toPage,
   unlessDuplicate,
 } from "./database.js";
 import type { Dialect } from "./dialect.js";
-import { sql } from "./kysely.js";
-import type { SandboxTemplatesTable, SandboxVolumesTable } from "./tables.js";
+import { fromExcluded, sql } from "./kysely.js";
+import type {
+  SandboxBoxesTable,
+  SandboxPoolsTable,
+  SandboxTemplatesTable,
+  SandboxVolumesTable,
+  Tables,
+} from "./tables.js";
 
-/** The advisory-lock space of the sandbox area's organization locks (sandbox-boxes.ts takes them too). */
+/** The advisory-lock space of the sandbox area's organization locks. */
 const ORG_LOCK_SPACE = 726855;
 
-/**
- * Runs `body` (given the engine's dialect too) in one transaction that first takes the organization's
- * lock: the sandbox area's check-then-write transactions of one organization run one after the other.
- */
-export function inOrg<T>(
-  database: SqlDatabase,
-  org: string,
-  body: (tx: Executor, dialect: Dialect) => TxSteps<T>,
-): Promise<T> {
-  const { dialect } = database;
-  return database.transaction(function* (tx) {
-    const lock = dialect.advisoryLock(ORG_LOCK_SPACE, org);
-    // A raw statement is not `Compilable` without a builder: compiled with the transaction's.
-    if (lock) yield lock.compile(tx);
-    return yield* body(tx, dialect);
-  });
+/** The sandbox area's repositories. */
+abstract class SandboxRepo extends SqlRepo {
+  /**
+   * Runs `body` in one transaction that first takes the organization's lock, so the sandbox area's
+   * check-then-write transactions of one organization run one after the other: SQLite's IMMEDIATE
+   * transaction already holds the write lock; Postgres takes an advisory lock.
+   */
+  protected inOrg<T>(org: string, body: (tx: Executor, dialect: Dialect) => TxSteps<T>): Promise<T> {
+    const { dialect } = this;
+    return this.database.transaction(function* (tx) {
+      const lock = dialect.advisoryLock(ORG_LOCK_SPACE, org);
+      // A raw statement is not `Compilable` without a builder: compiled with the transaction's.
+      if (lock) yield lock.compile(tx);
+      return yield* body(tx, dialect);
+    });
+  }
 }
 
 /** One mount of the volume (`volume_id`) or of the template (`template_id`), if there is one. */
-export const mounted = (ex: Executor, column: "volume_id" | "template_id", id: string) =>
+const mounted = (ex: Executor, column: "volume_id" | "template_id", id: string) =>
   ex.selectFrom("sandbox_template_mounts").select(sql.lit(1).as("one")).where(column, "=", id).limit(1);
 
 type VolumeRow = Selectable<SandboxVolumesTable>;
-type TemplateRow = Omit<Selectable<SandboxTemplatesTable>, "seq">;
+type TemplateRow = Omit<Selectable<SandboxTemplatesTable>, "seq"> & { seq?: number };
 
 const toVolume = ({ seq: _, ...volume }: VolumeRow): VolumeRecord => volume;
 
-function toTemplate(row: TemplateRow, mounts: VolumeMount[]): TemplateRecord {
-  return {
-    id: row.id,
-    org_id: row.org_id,
-    name: row.name,
-    image: row.image,
-    resources: {
-      cpu: row.cpu,
-      memory: row.memory,
-      ...(row.storage !== null ? { storage: row.storage } : {}),
-    },
-    volume_mounts: mounts.map((m) => ({ volume_name: m.volume_name, mount_path: m.mount_path })),
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-  };
-}
+const toTemplate = ({ seq: _, cpu, memory, storage, ...row }: TemplateRow, mounts: VolumeMount[]) => ({
+  ...row,
+  resources: { cpu, memory, ...(storage !== null ? { storage } : {}) },
+  volume_mounts: mounts.map(({ volume_name, mount_path }) => ({ volume_name, mount_path })),
+});
 
-/** Quota and usage in one statement (one row, for `toUsage`). */
 const usage = (ex: Executor, org: string) =>
   ex.selectNoFrom((eb) => [
     eb
@@ -120,7 +124,6 @@ const volume = (ex: Executor, org: string, name: string) =>
 const templateRow = (ex: Executor, org: string, name: string) =>
   ex.selectFrom("sandbox_templates").selectAll().where(orgNamed(org, name));
 
-/** The mounts of these templates (one statement), by template, in mount order. */
 const mounts = (ex: Executor, templateIds: string[]) =>
   ex
     .selectFrom("sandbox_template_mounts as m")
@@ -130,31 +133,27 @@ const mounts = (ex: Executor, templateIds: string[]) =>
     .orderBy("m.template_id")
     .orderBy("m.position");
 
-/** In a transaction: the template with its mounts. */
 function* withMounts(tx: Executor, row: TemplateRow): TxSteps<TemplateRecord> {
   return toTemplate(row, yield* all(mounts(tx, [row.id])));
 }
 
-export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
-  // ---- organizations' usage billing ------------------------------------------------------------
+export class SqlSandboxes extends SandboxRepo implements SandboxesRepo {
+  #billing(org: string, quotaBytes: number) {
+    return this.database.db
+      .insertInto("org_usage_billing")
+      .values({ org_id: org, sandbox_storage_quota_bytes: quotaBytes, updated_at: new Date().toISOString() });
+  }
 
   async setStorageQuota(org: string, quotaBytes: number): Promise<void> {
-    await this.database.db
-      .insertInto("org_usage_billing")
-      .values({ org_id: org, sandbox_storage_quota_bytes: quotaBytes, updated_at: new Date().toISOString() })
+    await this.#billing(org, quotaBytes)
       .onConflict((oc) =>
-        oc.column("org_id").doUpdateSet((eb) => ({
-          sandbox_storage_quota_bytes: eb.ref("excluded.sandbox_storage_quota_bytes"),
-          updated_at: eb.ref("excluded.updated_at"),
-        })),
+        oc.column("org_id").doUpdateSet(fromExcluded(["sandbox_storage_quota_bytes", "updated_at"])),
       )
       .execute();
   }
 
   async ensureStorageQuota(org: string, quotaBytes: number): Promise<void> {
-    await this.database.db
-      .insertInto("org_usage_billing")
-      .values({ org_id: org, sandbox_storage_quota_bytes: quotaBytes, updated_at: new Date().toISOString() })
+    await this.#billing(org, quotaBytes)
       .onConflict((oc) => oc.column("org_id").doNothing())
       .execute();
   }
@@ -163,24 +162,10 @@ export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
     return toUsage(await usage(this.database.db, org).executeTakeFirstOrThrow());
   }
 
-  // ---- volumes -----------------------------------------------------------------------------------
-
-  async createVolume(
-    org: string,
-    input: { id: string; name: string; size: string; size_bytes: number; storage_class: string },
-  ): Promise<CreateVolumeResult> {
+  async createVolume(org: string, input: VolumeInput): Promise<CreateVolumeResult> {
     const now = new Date().toISOString();
-    const record: VolumeRecord = {
-      id: input.id,
-      org_id: org,
-      name: input.name,
-      size: input.size,
-      size_bytes: input.size_bytes,
-      storage_class: input.storage_class,
-      created_at: now,
-      updated_at: now,
-    };
-    return inOrg(this.database, org, function* (tx, dialect): TxSteps<CreateVolumeResult> {
+    const record: VolumeRecord = { ...input, org_id: org, created_at: now, updated_at: now };
+    return this.inOrg(org, function* (tx, dialect): TxSteps<CreateVolumeResult> {
       if (yield* first(volume(tx, org, input.name))) return { status: "name_taken" };
       const used = toUsage((yield* first(usage(tx, org)))!);
       if (used.usage_bytes + input.size_bytes > used.quota_bytes) {
@@ -205,7 +190,7 @@ export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
 
   async updateVolume(org: string, name: string, patch: VolumePatch): Promise<UpdateVolumeResult> {
     const updatedAt = new Date().toISOString();
-    return inOrg(this.database, org, function* (tx, dialect): TxSteps<UpdateVolumeResult> {
+    return this.inOrg(org, function* (tx, dialect): TxSteps<UpdateVolumeResult> {
       const row = yield* first(volume(tx, org, name));
       if (!row) return { status: "not_found" };
       const previous = toVolume(row);
@@ -230,9 +215,8 @@ export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
         next.name === previous.name &&
         next.size === previous.size &&
         next.size_bytes === previous.size_bytes
-      ) {
+      )
         return { status: "updated", volume: previous, previous };
-      }
       next.updated_at = updatedAt;
       const { id, name: newName, size, size_bytes } = next;
       const set = { name: newName, size, size_bytes, updated_at: updatedAt };
@@ -243,7 +227,7 @@ export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
   }
 
   async deleteVolume(org: string, name: string): Promise<DeleteVolumeResult> {
-    return inOrg(this.database, org, function* (tx): TxSteps<DeleteVolumeResult> {
+    return this.inOrg(org, function* (tx): TxSteps<DeleteVolumeResult> {
       const row = yield* first(volume(tx, org, name));
       if (!row) return { status: "not_found" };
       const users = yield* all(
@@ -262,7 +246,7 @@ export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
   }
 
   async forgetVolume(org: string, id: string): Promise<boolean> {
-    return inOrg(this.database, org, function* (tx) {
+    return this.inOrg(org, function* (tx) {
       if (yield* first(mounted(tx, "volume_id", id))) return false;
       return (
         (yield* changed(tx.deleteFrom("sandbox_volumes").where("org_id", "=", org).where("id", "=", id))) > 0
@@ -270,26 +254,16 @@ export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
     });
   }
 
-  // ---- templates ---------------------------------------------------------------------------------
-
   async createTemplate(org: string, input: TemplateInput): Promise<CreateTemplateResult> {
     const now = new Date().toISOString();
-    const row: TemplateRow = {
-      id: input.id,
-      org_id: org,
-      name: input.name,
-      image: input.image,
-      cpu: input.resources.cpu,
-      memory: input.resources.memory,
-      storage: input.resources.storage ?? null,
-      created_at: now,
-      updated_at: now,
-    };
-    return inOrg(this.database, org, function* (tx, dialect): TxSteps<CreateTemplateResult> {
+    const { volume_mounts, resources, ...fields } = input;
+    const { cpu, memory, storage = null } = resources;
+    const row = { ...fields, org_id: org, cpu, memory, storage, created_at: now, updated_at: now };
+    return this.inOrg(org, function* (tx, dialect): TxSteps<CreateTemplateResult> {
       if (yield* first(templateRow(tx, org, input.name))) return { status: "name_taken" };
       const volumeIds: string[] = [];
       const missing: string[] = [];
-      for (const mount of input.volume_mounts) {
+      for (const mount of volume_mounts) {
         const found = yield* first(volume(tx, org, mount.volume_name));
         if (found) volumeIds.push(found.id);
         else if (!missing.includes(mount.volume_name)) missing.push(mount.volume_name);
@@ -298,17 +272,14 @@ export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
       const insert = tx.insertInto("sandbox_templates").values(row);
       const inserted = yield* unlessDuplicate(dialect, changed(insert));
       if (inserted === undefined) return { status: "name_taken" };
-      if (input.volume_mounts.length) {
-        yield* changed(
-          tx.insertInto("sandbox_template_mounts").values(
-            input.volume_mounts.map((mount, i) => ({
-              template_id: input.id,
-              position: i,
-              volume_id: volumeIds[i],
-              mount_path: mount.mount_path,
-            })),
-          ),
-        );
+      if (volume_mounts.length) {
+        const mountRows = volume_mounts.map((mount, i) => ({
+          template_id: input.id,
+          position: i,
+          volume_id: volumeIds[i],
+          mount_path: mount.mount_path,
+        }));
+        yield* changed(tx.insertInto("sandbox_template_mounts").values(mountRows));
       }
       return { status: "created", template: yield* withMounts(tx, row) };
     });
@@ -324,18 +295,16 @@ export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
     return this.database.transaction(function* (tx) {
       const templates = tx.selectFrom("sandbox_templates").selectAll().where("org_id", "=", org);
       const { items, hasMore } = toPage(yield* all(pageQuery(templates, "sandbox_templates", query)), query);
-      const byTemplate = new Map<string, VolumeMount[]>(items.map((r) => [r.id, []]));
-      if (items.length) {
-        for (const m of yield* all(mounts(tx, [...byTemplate.keys()])))
-          byTemplate.get(m.template_id)?.push(m);
-      }
-      return { items: items.map((r) => toTemplate(r, byTemplate.get(r.id) ?? [])), hasMore };
+      const ids = items.map((r) => r.id);
+      const found = ids.length ? yield* all(mounts(tx, ids)) : [];
+      const mountsOf = (id: string) => found.filter((m) => m.template_id === id);
+      return { items: items.map((r) => toTemplate(r, mountsOf(r.id))), hasMore };
     });
   }
 
   async renameTemplate(org: string, name: string, newName: string): Promise<RenameTemplateResult> {
     const updatedAt = new Date().toISOString();
-    return inOrg(this.database, org, function* (tx, dialect): TxSteps<RenameTemplateResult> {
+    return this.inOrg(org, function* (tx, dialect): TxSteps<RenameTemplateResult> {
       const row = yield* first(templateRow(tx, org, name));
       if (!row) return { status: "not_found" };
       if (newName === row.name) return { status: "updated", template: yield* withMounts(tx, row) };
@@ -349,7 +318,7 @@ export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
   }
 
   async deleteTemplate(org: string, name: string): Promise<DeleteTemplateResult> {
-    return inOrg(this.database, org, function* (tx): TxSteps<DeleteTemplateResult> {
+    return this.inOrg(org, function* (tx): TxSteps<DeleteTemplateResult> {
       const row = yield* first(templateRow(tx, org, name));
       if (!row) return { status: "not_found" };
       // Warm pool members count as their pool.
@@ -371,5 +340,232 @@ export class SqlSandboxes extends SqlRepo implements SandboxesRepo {
       yield* changed(tx.deleteFrom("sandbox_templates").where("id", "=", row.id));
       return { status: "deleted" };
     });
+  }
+}
+
+type BoxRow = Selectable<SandboxBoxesTable> & { template_name: string | null };
+type PoolRow = Selectable<SandboxPoolsTable> & { template_name: string };
+
+const toBox = ({ seq: _, ...box }: BoxRow): BoxRecord => box as BoxRecord;
+const toPool = ({ seq: _, ...pool }: PoolRow): PoolRecord => pool;
+
+const boxes = (ex: Executor) =>
+  ex
+    .selectFrom("sandbox_boxes as b")
+    .innerJoin("sandbox_templates as t", "t.id", "b.template_id")
+    .selectAll("b")
+    .select("t.name as template_name");
+
+const pools = (ex: Executor) =>
+  ex
+    .selectFrom("sandbox_pools as p")
+    .innerJoin("sandbox_templates as t", "t.id", "p.template_id")
+    .selectAll("p")
+    .select("t.name as template_name");
+
+const unpooled = (ex: Executor, org: string, name: string) =>
+  boxes(ex)
+    .where(orgNamed(org, name, "b."))
+    .where("b.pool_id", "is", null);
+
+const poolNamed = (ex: Executor, org: string, name: string) => pools(ex).where(orgNamed(org, name, "p."));
+
+/** The template's name, for a box written with RETURNING (the template is always there: a foreign key). */
+const withTemplateName = (eb: ExpressionBuilder<Tables, "sandbox_boxes">) =>
+  eb
+    .selectFrom("sandbox_templates as t")
+    .select("t.name")
+    .whereRef("t.id", "=", "sandbox_boxes.template_id")
+    .as("template_name");
+
+/** The UPDATE of one box, returning it with its template's name. */
+const boxUpdate = (ex: Executor, id: string, set: Updateable<SandboxBoxesTable>) =>
+  ex.updateTable("sandbox_boxes").set(set).where("id", "=", id).returningAll().returning(withTemplateName);
+
+function* poolById(tx: Executor, id: string): TxSteps<PoolRecord | null> {
+  const row = yield* first(pools(tx).where("p.id", "=", id));
+  return row ? toPool(row) : null;
+}
+
+function* templateId(tx: Executor, org: string, name: string): TxSteps<string | undefined> {
+  return (yield* first(tx.selectFrom("sandbox_templates").select("id").where(orgNamed(org, name))))?.id;
+}
+
+function* nameTaken(tx: Executor, org: string, name: string, exceptId = ""): TxSteps<boolean> {
+  const row = yield* first(
+    tx
+      .selectFrom("sandbox_boxes")
+      .select(sql.lit(1).as("one"))
+      .where(orgNamed(org, name))
+      .where("id", "<>", exceptId),
+  );
+  return row !== undefined;
+}
+
+export class SqlSandboxBoxes extends SandboxRepo implements SandboxBoxesRepo {
+  async createBox(org: string, input: BoxInput): Promise<CreateBoxResult> {
+    const now = new Date().toISOString();
+    const { template_name, pool_id = null, ...fields } = input;
+    return this.inOrg(org, function* (tx, dialect): TxSteps<CreateBoxResult> {
+      const template_id = yield* templateId(tx, org, template_name);
+      if (!template_id) return { status: "template_not_found" };
+      if (yield* nameTaken(tx, org, input.name)) return { status: "name_taken" };
+      const box = { ...fields, org_id: org, template_id, pool_id, status_message: null, last_active_at: now };
+      const insert = tx
+        .insertInto("sandbox_boxes")
+        .values({ ...box, status: "provisioning", created_at: now, updated_at: now });
+      const row = yield* unlessDuplicate(dialect, first(insert.returningAll().returning(withTemplateName)));
+      return row ? { status: "created", box: toBox(row) } : { status: "name_taken" };
+    });
+  }
+
+  async claimWarmBox(org: string, templateName: string, patch: BoxClaim): Promise<ClaimBoxResult> {
+    return this.inOrg(org, function* (tx, dialect): TxSteps<ClaimBoxResult> {
+      // Each warm box goes to one create: a box another transaction is claiming (or deleting) is skipped.
+      const warm = yield* first(
+        dialect.lock(
+          tx
+            .selectFrom("sandbox_boxes as b")
+            .innerJoin("sandbox_templates as t", "t.id", "b.template_id")
+            .select(["b.id", "b.name"])
+            .where("b.org_id", "=", org)
+            .where("t.name", "=", templateName)
+            .where("b.pool_id", "is not", null)
+            .where("b.status", "=", "ready")
+            .orderBy("b.seq")
+            .limit(1),
+          { of: "b", skipLocked: true },
+        ),
+      );
+      if (!warm) return { status: "none" };
+      const name = patch.name ?? warm.name;
+      if (yield* nameTaken(tx, org, name, warm.id)) return { status: "name_taken" };
+      const { now, ...ttls } = patch;
+      const set = { ...ttls, pool_id: null, name, last_active_at: now, updated_at: now };
+      const row = yield* first(boxUpdate(tx, warm.id, set));
+      return { status: "claimed", box: toBox(row!) };
+    });
+  }
+
+  async getBox(org: string, name: string): Promise<BoxRecord | null> {
+    const row = await unpooled(this.database.db, org, name).executeTakeFirst();
+    return row ? toBox(row) : null;
+  }
+
+  async getBoxById(id: string): Promise<BoxRecord | null> {
+    const row = await boxes(this.database.db).where("b.id", "=", id).executeTakeFirst();
+    return row ? toBox(row) : null;
+  }
+
+  async listAllBoxes(): Promise<BoxRecord[]> {
+    return (await boxes(this.database.db).orderBy("b.seq").execute()).map(toBox);
+  }
+
+  async listBoxes(org: string, q: SandboxListQuery): Promise<SandboxPage<BoxRecord>> {
+    const unpooled = boxes(this.database.db).where("b.org_id", "=", org).where("b.pool_id", "is", null);
+    const { items, hasMore } = await page(unpooled, "b", q);
+    return { items: items.map(toBox), hasMore };
+  }
+
+  async updateBox(org: string, name: string, patch: BoxPatch): Promise<UpdateBoxResult> {
+    const updatedAt = new Date().toISOString();
+    return this.inOrg(org, function* (tx): TxSteps<UpdateBoxResult> {
+      const box = yield* first(unpooled(tx, org, name));
+      if (!box) return { status: "not_found" };
+      const taken = patch.name !== undefined && (yield* nameTaken(tx, org, patch.name, box.id));
+      if (taken) return { status: "name_taken" };
+      const { name: newName, ttl_seconds, idle_ttl_seconds, expires_at } = { ...box, ...patch };
+      const set = { name: newName, ttl_seconds, idle_ttl_seconds, expires_at, updated_at: updatedAt };
+      const row = yield* first(boxUpdate(tx, box.id, set));
+      // Deleted by another transaction since the read above: gone, as for a delete that came first.
+      return row ? { status: "updated", box: toBox(row) } : { status: "not_found" };
+    });
+  }
+
+  async setBoxStatus(id: string, status: BoxStatus, message: string | null): Promise<BoxRecord | null> {
+    const set = { status, status_message: message, updated_at: new Date().toISOString() };
+    const row = await boxUpdate(this.database.db, id, set).executeTakeFirst();
+    return row ? toBox(row) : null;
+  }
+
+  async touchBox(id: string, lastActiveAt: string, expiresAt: string | null): Promise<void> {
+    await this.database.db
+      .updateTable("sandbox_boxes")
+      .set({ last_active_at: lastActiveAt, expires_at: expiresAt })
+      .where("id", "=", id)
+      .execute();
+  }
+
+  async deleteBox(id: string): Promise<BoxRecord | null> {
+    return this.database.transaction(function* (tx) {
+      const row = yield* first(boxes(tx).where("b.id", "=", id));
+      if (!row) return null;
+      yield* changed(tx.deleteFrom("sandbox_boxes").where("id", "=", id));
+      return toBox(row);
+    });
+  }
+
+  async createPool(org: string, input: PoolInput): Promise<CreatePoolResult> {
+    const now = new Date().toISOString();
+    return this.inOrg(org, function* (tx, dialect): TxSteps<CreatePoolResult> {
+      const template = yield* templateId(tx, org, input.template_name);
+      if (!template) return { status: "template_not_found" };
+      if (yield* first(mounted(tx, "template_id", template))) return { status: "template_has_volumes" };
+      if (yield* first(poolNamed(tx, org, input.name))) return { status: "name_taken" };
+      const insert = tx.insertInto("sandbox_pools").values({
+        id: input.id,
+        org_id: org,
+        name: input.name,
+        template_id: template,
+        replicas: input.replicas,
+        created_at: now,
+        updated_at: now,
+      });
+      if ((yield* unlessDuplicate(dialect, changed(insert))) === undefined) return { status: "name_taken" };
+      return { status: "created", pool: (yield* poolById(tx, input.id))! };
+    });
+  }
+
+  async getPool(org: string, name: string): Promise<PoolRecord | null> {
+    const row = await poolNamed(this.database.db, org, name).executeTakeFirst();
+    return row ? toPool(row) : null;
+  }
+
+  async listPools(org: string, q: SandboxListQuery): Promise<SandboxPage<PoolRecord>> {
+    const { items, hasMore } = await page(pools(this.database.db).where("p.org_id", "=", org), "p", q);
+    return { items: items.map(toPool), hasMore };
+  }
+
+  async listAllPools(): Promise<PoolRecord[]> {
+    return (await pools(this.database.db).orderBy("p.seq").execute()).map(toPool);
+  }
+
+  async updatePool(org: string, name: string, patch: PoolPatch): Promise<UpdatePoolResult> {
+    const updated_at = new Date().toISOString();
+    return this.inOrg(org, function* (tx): TxSteps<UpdatePoolResult> {
+      const pool = yield* first(poolNamed(tx, org, name));
+      if (!pool) return { status: "not_found" };
+      const renamed = patch.name !== undefined && patch.name !== pool.name;
+      if (renamed && (yield* first(poolNamed(tx, org, patch.name!)))) return { status: "name_taken" };
+      const set = { name: patch.name ?? pool.name, replicas: patch.replicas ?? pool.replicas, updated_at };
+      yield* changed(tx.updateTable("sandbox_pools").set(set).where("id", "=", pool.id));
+      return { status: "updated", pool: (yield* poolById(tx, pool.id))! };
+    });
+  }
+
+  async deletePool(org: string, name: string): Promise<{ pool: PoolRecord; boxes: BoxRecord[] } | null> {
+    return this.inOrg(org, function* (tx) {
+      const row = yield* first(poolNamed(tx, org, name));
+      if (!row) return null;
+      const members = yield* all(boxes(tx).where("b.pool_id", "=", row.id).orderBy("b.seq"));
+      // The warm boxes stay recorded (pool_id cleared by the foreign key) until the caller removes them.
+      yield* changed(tx.deleteFrom("sandbox_pools").where("id", "=", row.id));
+      return { pool: toPool(row), boxes: members.map(toBox) };
+    });
+  }
+
+  async poolBoxes(poolId: string): Promise<BoxRecord[]> {
+    const members = boxes(this.database.db).where("b.pool_id", "=", poolId).orderBy("b.seq");
+    return (await members.execute()).map(toBox);
   }
 }

@@ -1,32 +1,31 @@
 /**
- * The long-term memory store (tables `store_items`, `store_vectors`), one implementation for both
- * engines.
- *
+ * The long-term memory store (tables `store_items`, `store_vectors`), one implementation for both engines.
  * A namespace is stored as its labels joined with `.`, which no label may contain (the runtime
  * validates that), so "every namespace under a.b" is the index range `['a.b.', 'a.b/')` plus `a.b`
  * itself ('/' sorts right after '.'; the column compares bytes on both engines, migrations.ts).
  * Vectors are ranked in SQL by `hangar_cosine` (registered on the SQLite connection, a SQL function
  * on Postgres), so ranking, filtering and pagination are one query.
  */
-import type { Expression, ExpressionBuilder, SqlBool } from "kysely";
+import type { Expression, ExpressionBuilder, SelectQueryBuilder, SqlBool } from "kysely";
 import type {
   NamespaceQuery,
   OrgId,
   StoreFilterCondition,
   StoreItemRecord,
+  StoreRead,
   StoreRepo,
   StoreSearchHit,
   StoreSearchQuery,
   StoreWrite,
 } from "../ports.js";
-import { literalPrefix, selectNamespaces } from "../store-namespaces.js";
-import { all, changed, type Executor, first, SqlRepo, type TxSteps } from "./database.js";
+import { all, changed, type Executor, SqlRepo } from "./database.js";
 import type { Dialect } from "./dialect.js";
-import { sql } from "./kysely.js";
+import { fromExcluded, sql } from "./kysely.js";
 import type { StoreItemsTable } from "./tables.js";
 
 type ItemRow = StoreItemsTable & { score?: number | null };
 type Eb = ExpressionBuilder<{ i: StoreItemsTable }, "i">;
+type Read<R> = (ex: Executor) => SelectQueryBuilder<any, any, R>;
 
 const MINUTE_MS = 60_000;
 
@@ -42,8 +41,12 @@ const toItem = (r: ItemRow): StoreItemRecord => ({
 const itemKey = (org: string, namespace: string, key: string) => (eb: ExpressionBuilder<any, any>) =>
   eb.and([eb("org_id", "=", org), eb("namespace", "=", namespace), eb("key", "=", key)]);
 
-/** Not expired at `now`: expired items are invisible to every read before the sweeper removes them. */
-const live = (eb: Eb, now: number) => eb.or([eb("i.expires_at", "is", null), eb("i.expires_at", ">", now)]);
+/** The organization's items not expired at `now` (expired items are invisible before they are swept). */
+const liveItems = (ex: Executor, org: OrgId, now: number) =>
+  ex
+    .selectFrom("store_items as i")
+    .where("i.org_id", "=", org)
+    .where((eb) => eb.or([eb("i.expires_at", "is", null), eb("i.expires_at", ">", now)]));
 
 /** `i.namespace` is `labels` joined or lies under it. */
 function underNamespace(eb: Eb, labels: string[]): Expression<SqlBool> {
@@ -57,45 +60,58 @@ function underNamespace(eb: Eb, labels: string[]): Expression<SqlBool> {
 
 const COMPARISON = { gt: ">", gte: ">=", lt: "<", lte: "<=" } as const;
 
-/** One filter condition on the item's value as SQL. */
 function condition(dialect: Dialect, c: StoreFilterCondition): Expression<SqlBool> {
   const eq = (value: unknown) => dialect.jsonContains("i.value", { [c.field]: value });
   const anyOf = (values: unknown[]): Expression<SqlBool> =>
     values.length === 0 ? sql<SqlBool>`1 = 0` : sql<SqlBool>`(${sql.join(values.map(eq), sql` OR `)})`;
   // Containment can be NULL for a missing field: `ne` and `nin` hold for it.
   const not = (e: Expression<SqlBool>) => sql<SqlBool>`NOT COALESCE(${e}, 1 = 0)`;
-  switch (c.op) {
-    case "eq":
-      return eq(c.value);
-    case "ne":
-      return not(eq(c.value));
-    case "in":
-      return anyOf(c.value as unknown[]);
-    case "nin":
-      return not(anyOf(c.value as unknown[]));
-    default:
-      return dialect.jsonCompare("i.value", c.field, COMPARISON[c.op], c.value as number | string);
-  }
+  if (c.op === "eq") return eq(c.value);
+  if (c.op === "ne") return not(eq(c.value));
+  if (c.op === "in") return anyOf(c.value as unknown[]);
+  if (c.op === "nin") return not(anyOf(c.value as unknown[]));
+  return dialect.jsonCompare("i.value", c.field, COMPARISON[c.op], c.value as number | string);
 }
 
-/** Restarts the TTL of the given live items that have one: one update per such item. */
-function* refresh(tx: Executor, org: OrgId, items: ItemRow[], now: number): TxSteps<void> {
-  for (const item of items) {
-    if (item.ttl_minutes === null) continue;
-    yield* changed(
-      tx
-        .updateTable("store_items")
-        .set({ expires_at: Math.round(now + item.ttl_minutes * MINUTE_MS) })
-        .where(itemKey(org, item.namespace, item.key)),
-    );
+/** The prefix's labels before its first `*` wildcard: what SQL can match directly. */
+function literalPrefix(prefix: string[] | undefined): string[] {
+  const literal: string[] = [];
+  for (const label of prefix ?? []) {
+    if (label === "*") break;
+    literal.push(label);
   }
+  return literal;
+}
+
+const matchesAt = (labels: string[], pattern: string[], start: number) =>
+  pattern.every((p, i) => p === "*" || labels[start + i] === p);
+
+function compareLabels(a: string[], b: string[]): number {
+  for (let i = 0; i < Math.min(a.length, b.length); i++) {
+    if (a[i] !== b[i]) return a[i] < b[i] ? -1 : 1;
+  }
+  return a.length - b.length;
+}
+
+/**
+ * The page of distinct namespaces that the query selects, sorted: SQL narrowed them to the literal leading
+ * labels of the prefix; wildcards, the suffix, max depth, order and paging are applied here.
+ */
+function selectNamespaces(rows: { namespace: string }[], q: NamespaceQuery): string[][] {
+  const found = new Map<string, string[]>();
+  const { prefix, suffix } = q;
+  for (const { namespace } of rows) {
+    let labels = namespace.split(".");
+    if (prefix && (labels.length < prefix.length || !matchesAt(labels, prefix, 0))) continue;
+    const tail = labels.length - (suffix?.length ?? 0);
+    if (suffix && (tail < 0 || !matchesAt(labels, suffix, tail))) continue;
+    if (q.maxDepth !== undefined) labels = labels.slice(0, q.maxDepth);
+    found.set(labels.join("."), labels);
+  }
+  return [...found.values()].sort(compareLabels).slice(q.offset, q.offset + q.limit);
 }
 
 export class SqlStore extends SqlRepo implements StoreRepo {
-  /**
-   * Per write: a delete (value null), or an upsert, the item's vectors deleted and its new ones inserted
-   * in one statement.
-   */
   async write(org: OrgId, writes: StoreWrite[], now: number): Promise<void> {
     const { dialect } = this;
     const nowIso = new Date(now).toISOString();
@@ -127,16 +143,13 @@ export class SqlStore extends SqlRepo implements StoreRepo {
             })
             .onConflict((oc) =>
               oc.columns(["org_id", "namespace", "key"]).doUpdateSet((eb) => ({
-                value: eb.ref("excluded.value"),
+                ...fromExcluded(["value", "updated_at", "ttl_minutes", "expires_at"])(eb),
                 created_at: eb
                   .case()
                   .when("store_items.expires_at", "<=", now)
                   .then(eb.ref("excluded.created_at"))
                   .else(eb.ref("store_items.created_at"))
                   .end(),
-                updated_at: eb.ref("excluded.updated_at"),
-                ttl_minutes: eb.ref("excluded.ttl_minutes"),
-                expires_at: eb.ref("excluded.expires_at"),
               })),
             ),
         );
@@ -149,31 +162,14 @@ export class SqlStore extends SqlRepo implements StoreRepo {
     });
   }
 
-  /** One select; a refreshing read adds the TTL update, in one transaction with the read. */
-  async get(
-    org: OrgId,
-    namespace: string[],
-    key: string,
-    opts: { refreshTtl: boolean; now: number },
-  ): Promise<StoreItemRecord | null> {
-    const read = (ex: Executor) =>
-      ex
-        .selectFrom("store_items as i")
+  async get(org: OrgId, namespace: string[], key: string, opts: StoreRead): Promise<StoreItemRecord | null> {
+    const [row] = await this.#read(org, opts, (ex) =>
+      liveItems(ex, org, opts.now)
         .selectAll("i")
-        .where("i.org_id", "=", org)
         .where("i.namespace", "=", namespace.join("."))
-        .where("i.key", "=", key)
-        .where((eb) => live(eb, opts.now));
-    if (!opts.refreshTtl) {
-      const row = await read(this.database.db).executeTakeFirst();
-      return row ? toItem(row) : null;
-    }
-    return this.database.transaction(function* (tx) {
-      const row = yield* first(read(tx));
-      if (!row) return null;
-      yield* refresh(tx, org, [row], opts.now);
-      return toItem(row);
-    });
+        .where("i.key", "=", key),
+    );
+    return row ? toItem(row) : null;
   }
 
   async search(org: OrgId, q: StoreSearchQuery, now: number): Promise<StoreSearchHit[]> {
@@ -182,11 +178,8 @@ export class SqlStore extends SqlRepo implements StoreRepo {
     const ranked = queryVector !== undefined;
     const score = ranked ? dialect.vectorParam(queryVector) : null;
     const read = (ex: Executor) =>
-      ex
-        .selectFrom("store_items as i")
+      liveItems(ex, org, now)
         .selectAll("i")
-        .where("i.org_id", "=", org)
-        .where((eb) => live(eb, now))
         .where((eb) => underNamespace(eb, q.namespacePrefix))
         .where((eb) => eb.and(q.filter.map((c) => condition(dialect, c))))
         // An item scores its best-matching vector; items without vectors (score NULL) come last.
@@ -210,29 +203,36 @@ export class SqlStore extends SqlRepo implements StoreRepo {
         .offset(q.offset);
     const hit = (r: ItemRow): StoreSearchHit =>
       ranked ? { ...toItem(r), score: r.score ?? null } : toItem(r);
-    if (!q.refreshTtl) return (await read(this.database.db).execute()).map(hit);
+    return (await this.#read(org, { refreshTtl: q.refreshTtl, now }, read)).map(hit);
+  }
+
+  /** The rows `read` selects; with `refreshTtl`, their TTLs restart, in one transaction with the read. */
+  async #read<R extends ItemRow>(org: OrgId, { refreshTtl, now }: StoreRead, read: Read<R>): Promise<R[]> {
+    if (!refreshTtl) return read(this.database.db).execute();
     return this.database.transaction(function* (tx) {
       const rows = yield* all(read(tx));
-      yield* refresh(tx, org, rows, now);
-      return rows.map(hit);
+      for (const { namespace, key, ttl_minutes } of rows) {
+        if (ttl_minutes === null) continue;
+        const set = { expires_at: Math.round(now + ttl_minutes * MINUTE_MS) };
+        yield* changed(
+          tx
+            .updateTable("store_items")
+            .set(set)
+            .where(itemKey(org, namespace, key)),
+        );
+      }
+      return rows;
     });
   }
 
   async listNamespaces(org: OrgId, q: NamespaceQuery, now: number): Promise<string[][]> {
-    // SQL narrows to the literal leading labels of the prefix; wildcards, suffix and depth are applied here.
     const literal = literalPrefix(q.prefix);
-    const rows = await this.database.db
-      .selectFrom("store_items as i")
+    const rows = await liveItems(this.database.db, org, now)
       .select("i.namespace")
       .distinct()
-      .where("i.org_id", "=", org)
-      .where((eb) => live(eb, now))
       .where((eb) => underNamespace(eb, literal))
       .execute();
-    return selectNamespaces(
-      rows.map((r) => r.namespace),
-      q,
-    );
+    return selectNamespaces(rows, q);
   }
 
   async sweepExpired(now: number): Promise<number> {

@@ -1,8 +1,6 @@
 /**
- * The tables as the repositories see them, for Kysely's typing; migrations.ts creates them and says what
- * their columns mean. A table that stores a port's record as it is derives its type from the record.
- *
- * How values travel, the same on both engines (database.ts sets the drivers up so):
+ * The tables as the repositories see them, for Kysely's typing (migrations.ts creates them); a table that
+ * stores a port's record as it is derives its type from the record. Values travel alike on both engines:
  * - JSON columns (`Json`) are read and written as JSON text: repositories `JSON.stringify` what they
  *   write and `JSON.parse` what they read (Postgres' `jsonb` comes back as text, not parsed by `pg`).
  * - Timestamps are ISO-8601 text (millisecond precision, `Z`); epoch-ms columns are numbers (`int8`
@@ -12,11 +10,9 @@
  * - Blobs are Buffers; a stored vector is whatever `dialect.vector()` made (float32 blob / `real[]`).
  */
 import type { Generated } from "kysely";
-import type { ApiKeyRecord } from "../auth-ports.js";
 import type { Cron } from "../cron-ports.js";
-import type { Assistant } from "../ports.js";
-import type { BoxRecord, PoolRecord } from "../sandbox-box-ports.js";
-import type { TemplateRecord, VolumeRecord } from "../sandbox-ports.js";
+import type { ApiKeyRecord, Assistant } from "../ports.js";
+import type { BoxRecord, PoolRecord, TemplateRecord, VolumeRecord } from "../sandbox-ports.js";
 
 /** JSON text (see above). */
 export type Json = string;
@@ -24,12 +20,9 @@ export type Bool = number | boolean;
 /** The `seq` key of the tables listed in creation order. */
 type Seq = { seq: Generated<number> };
 
-export type AssistantsTable = Omit<Assistant, "config" | "context" | "metadata"> & {
-  org_id: string;
-  config: Json;
-  context: Json;
-  metadata: Json;
-};
+type AssistantJson = "config" | "context" | "metadata";
+export type AssistantsTable = Omit<Assistant, AssistantJson> &
+  Record<AssistantJson, Json> & { org_id: string };
 
 export type AssistantVersionsTable = Omit<AssistantsTable, "org_id" | "updated_at">;
 
@@ -90,9 +83,7 @@ export interface CheckpointWritesTable {
   channel: string;
   type: string | null;
   value: Buffer | null;
-  /** `putWrites` receives it; pending writes are returned in `(task_path, task_id, idx)` order. */
   task_path: Generated<string>;
-  /** The run that wrote the row (rolling a resumed run back removes its writes on the prior checkpoint). */
   run_id: string | null;
 }
 
@@ -135,13 +126,10 @@ export interface StoreItemsTable {
   expires_at: number | null;
 }
 
-export interface StoreVectorsTable {
-  org_id: string;
-  namespace: string;
-  key: string;
+export type StoreVectorsTable = Pick<StoreItemsTable, "org_id" | "namespace" | "key"> & {
   field: string;
   embedding: unknown;
-}
+};
 
 export type SandboxPoolsTable = Omit<PoolRecord, "template_name"> & Seq;
 

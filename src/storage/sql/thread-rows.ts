@@ -1,7 +1,4 @@
-/**
- * Thread-row operations other repositories run inside their own transactions (runs end, assistants
- * are deleted with their threads, TTLs expire): each a part of the caller's transaction (`yield*`).
- */
+/** Thread-row operations other repositories run as a part of their own transactions (`yield*`). */
 import type { ThreadStatus } from "../statuses.js";
 import { deleteThreadCheckpoints } from "./checkpoint-rows.js";
 import { changed, type Executor, first, type TxSteps } from "./database.js";
