@@ -30,7 +30,7 @@ import {
 } from "./database.js";
 import type { Dialect } from "./dialect.js";
 import type { AssistantsTable, AssistantVersionsTable } from "./tables.js";
-import { deleteThreads, settledStatus } from "./thread-rows.js";
+import { deleteThreads, settledStatusExpression } from "./threads.js";
 
 /** System (default) assistants have org_id '' and are visible to every organization. */
 const SYSTEM = "";
@@ -211,8 +211,13 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
         );
         if (thread?.status !== "busy") continue;
         const hasNext = Object.keys(JSON.parse(thread.interrupts) ?? {}).length > 0;
-        const status = yield* settledStatus(tx, threadId, hasNext, false);
-        yield* changed(tx.updateTable("threads").set({ status }).where("thread_id", "=", threadId));
+        const status = settledStatusExpression(threadId, hasNext, false);
+        yield* changed(
+          tx
+            .updateTable("threads")
+            .set((eb) => ({ status: status(eb) }))
+            .where("thread_id", "=", threadId),
+        );
       }
       return {
         deleted: true,

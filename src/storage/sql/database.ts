@@ -23,7 +23,6 @@ import Database from "better-sqlite3";
 import type {
   Compilable,
   DatabaseConnection,
-  Driver,
   Expression,
   ExpressionBuilder,
   Dialect as KyselyDialect,
@@ -36,6 +35,7 @@ import type { SandboxListQuery, SandboxPage } from "../sandbox-ports.js";
 import { type Dialect, postgresDialect, sqliteDialect } from "./dialect.js";
 import {
   CompiledQuery,
+  DummyDriver,
   Kysely,
   PostgresDialect,
   SqliteAdapter,
@@ -188,16 +188,11 @@ export class SqlDatabase {
         return await this.db.transaction().execute(async (trx) => {
           const steps = body(this.#builder);
           let step = steps.next();
-          while (!step.done) {
-            let result: QueryResult<any>;
-            try {
-              result = await trx.executeQuery(step.value);
-            } catch (err) {
-              step = steps.throw(err);
-              continue;
-            }
-            step = steps.next(result);
-          }
+          while (!step.done)
+            step = await trx.executeQuery(step.value).then(
+              (result) => steps.next(result),
+              (err) => steps.throw(err), // a failed query is thrown into the body
+            );
           return step.value;
         });
       } catch (err) {
@@ -233,18 +228,12 @@ function drive<T>(steps: TxSteps<T>, runSync: RunSync): T {
 }
 
 /** A driver that refuses to execute: a transaction's queries are yielded to the database, not run by its builder. */
-class CompileOnlyDriver implements Driver {
-  async init() {}
-  async acquireConnection(): Promise<DatabaseConnection> {
+class CompileOnlyDriver extends DummyDriver {
+  override async acquireConnection(): Promise<DatabaseConnection> {
     throw new Error(
       "A query built in a transaction body must be yielded (all, first, changed), not executed",
     );
   }
-  async beginTransaction() {}
-  async commitTransaction() {}
-  async rollbackTransaction() {}
-  async releaseConnection() {}
-  async destroy() {}
 }
 
 function compileOnly(dialect: KyselyDialect): Kysely<Tables> {
@@ -358,34 +347,31 @@ const RETRYABLE = new Set(["40P01", "40001"]);
  * wait for and no connection mutex (Kysely's own driver has one). Its transactions (the migrations',
  * run before the database is handed out) begin IMMEDIATE too.
  */
-class SyncSqliteDriver implements Driver {
-  readonly #connection: DatabaseConnection;
+class SyncSqliteDriver extends DummyDriver {
   constructor(
     readonly runSync: RunSync,
     readonly close: () => void,
   ) {
-    this.#connection = {
-      executeQuery: async (query) => runSync(query),
+    super();
+  }
+  override async acquireConnection(): Promise<DatabaseConnection> {
+    return {
+      executeQuery: async (query) => this.runSync(query),
       streamQuery: () => {
         throw new Error("Not supported");
       },
     };
   }
-  async init() {}
-  async acquireConnection() {
-    return this.#connection;
-  }
-  async beginTransaction() {
+  override async beginTransaction() {
     this.runSync(BEGIN);
   }
-  async commitTransaction() {
+  override async commitTransaction() {
     this.runSync(COMMIT);
   }
-  async rollbackTransaction() {
+  override async rollbackTransaction() {
     this.runSync(ROLLBACK);
   }
-  async releaseConnection() {}
-  async destroy() {
+  override async destroy() {
     this.close();
   }
 }

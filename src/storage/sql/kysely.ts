@@ -11,6 +11,7 @@ const kysely = createRequire(import.meta.url)("kysely") as typeof K;
 export const {
   sql,
   CompiledQuery,
+  DummyDriver,
   Kysely,
   PostgresDialect,
   SqliteAdapter,

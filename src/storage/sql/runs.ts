@@ -48,15 +48,15 @@ import {
   type Executor,
   first,
   type SqlDatabase,
+  SqlRepo,
   slot,
   slots,
   type TxSteps,
 } from "./database.js";
-import type { Dialect } from "./dialect.js";
 import { sql } from "./kysely.js";
 import type { RunsTable, Tables } from "./tables.js";
-import { deleteThreads } from "./thread-rows.js";
 import {
+  deleteThreads,
   hasRuns,
   IN_FLIGHT,
   insertThread,
@@ -117,20 +117,17 @@ type Recovery = "requeued" | "failed" | "interrupted" | "rolledBack";
 const threadNotRunning = (eb: ExpressionBuilder<any, any>): Expression<SqlBool> =>
   eb.not(hasRuns(eb, eb.ref("r.thread_id"), RUNNING));
 
-export class SqlRuns implements RunsRepo {
-  readonly #database: SqlDatabase;
-  readonly #dialect: Dialect;
-  readonly #checkpointer: CheckpointStore;
-
-  constructor(database: SqlDatabase, checkpointer: CheckpointStore) {
-    this.#database = database;
-    this.#dialect = database.dialect;
-    this.#checkpointer = checkpointer;
+export class SqlRuns extends SqlRepo implements RunsRepo {
+  constructor(
+    database: SqlDatabase,
+    private readonly checkpointer: CheckpointStore,
+  ) {
+    super(database);
   }
 
   /** `database.transaction`, with the body called on this repository. */
   #transaction<T>(body: (this: SqlRuns, tx: Executor) => TxSteps<T>): Promise<T> {
-    return this.#database.transaction((tx) => body.call(this, tx));
+    return this.database.transaction((tx) => body.call(this, tx));
   }
 
   /**
@@ -138,12 +135,12 @@ export class SqlRuns implements RunsRepo {
    * under the lock; undefined when the run is gone.
    */
   *#lockThreadOfRun(_tx: Executor, runId: string): TxSteps<ThreadRow | undefined> {
-    const query = this.#database.prepared("runs.lockThreadOfRun", (db) => {
+    const query = this.database.prepared("runs.lockThreadOfRun", (db) => {
       const threadId = db
         .selectFrom("runs")
         .select("runs.thread_id")
         .where("runs.run_id", "=", slot("run_id"));
-      return threadRow(db, this.#dialect, threadId, true);
+      return threadRow(db, this.dialect, threadId, true);
     });
     return yield* query.first({ run_id: runId });
   }
@@ -178,7 +175,7 @@ export class SqlRuns implements RunsRepo {
     const hasNext = s.hasNext ?? Object.keys(JSON.parse(s.interrupts ?? thread.interrupts)).length > 0;
     const failed = s.error !== undefined;
     const [interrupts, values] = [s.interrupts !== undefined, s.values !== undefined];
-    const query = this.#database.prepared(`runs.settle:${hasNext}:${failed}:${interrupts}:${values}`, (db) =>
+    const query = this.database.prepared(`runs.settle:${hasNext}:${failed}:${interrupts}:${values}`, (db) =>
       db
         .updateTable("threads")
         .set((eb) => ({
@@ -204,7 +201,7 @@ export class SqlRuns implements RunsRepo {
    * first: a late checkpoint of the run is dropped, not written after its rows were deleted.
    */
   *#deleteRun(tx: Executor, threadId: string, runId: string): TxSteps<boolean> {
-    this.#checkpointer.fenceRun(runId);
+    this.checkpointer.fenceRun(runId);
     if (!(yield* changed(tx.deleteFrom("runs").where("run_id", "=", runId)))) return false;
     yield* deleteRunCheckpoints(tx, threadId, runId);
     return true;
@@ -249,7 +246,7 @@ export class SqlRuns implements RunsRepo {
     return this.#transaction(function* (tx): TxSteps<AdmissionResult> {
       // The thread row lock is what makes admission atomic per thread on Postgres: a concurrent
       // admission on the same thread waits here until this one commits, then sees its run.
-      let thread = yield* lockThread(this.#database, a.thread_id);
+      let thread = yield* lockThread(this.database, a.thread_id);
       // Timestamps are taken under the lock, so the queue order of one thread's runs (not_before, then
       // seq) is their admission order: concurrent admissions may have computed `not_before` in another
       // order than they got the lock. A delayed run keeps its time.
@@ -268,15 +265,15 @@ export class SqlRuns implements RunsRepo {
         });
         // Two admissions creating the same thread at once (Postgres): the second one's insert waits on
         // the first's unique key, does nothing, and the lock below then waits for and sees its row.
-        created = yield* insertThread(this.#database, row);
-        thread = created ? row : yield* lockThread(this.#database, a.thread_id);
+        created = yield* insertThread(this.database, row);
+        thread = created ? row : yield* lockThread(this.database, a.thread_id);
         if (!thread) throw notFound(`Thread with ID ${a.thread_id} not found`); // deleted in between
       }
       if (thread.org_id !== org) throw notFound(`Thread with ID ${a.thread_id} not found`);
 
       // A thread this admission created has no runs yet.
       if (!created && a.multitask_strategy === "reject") {
-        const busy = yield* this.#database
+        const busy = yield* this.database
           .prepared("runs.anyInFlight", (db) =>
             runsInFlight(db, slot("thread_id")).select("run_id").limit(sql.lit(1)),
           )
@@ -317,12 +314,12 @@ export class SqlRuns implements RunsRepo {
         lease_expires_at: null,
         stop_requested: null,
       };
-      yield* this.#database
+      yield* this.database
         .prepared("runs.insert", (db) => db.insertInto("runs").values(slots(Object.keys(run))))
         .changed(run);
       if (!created) {
         const config = threadConfig !== undefined;
-        const update = this.#database.prepared(`runs.admitted:${config}`, (db) =>
+        const update = this.database.prepared(`runs.admitted:${config}`, (db) =>
           db
             .updateTable("threads")
             .set({
@@ -345,7 +342,7 @@ export class SqlRuns implements RunsRepo {
   }
 
   async get(org: OrgId, threadId: string | null, runId: string): Promise<Run | null> {
-    const row = await this.#run(this.#database.db, runId).executeTakeFirst();
+    const row = await this.#run(this.database.db, runId).executeTakeFirst();
     if (!row || row.org_id !== org || (threadId !== null && row.thread_id !== threadId)) return null;
     return toRun(row);
   }
@@ -355,14 +352,14 @@ export class SqlRuns implements RunsRepo {
     threadId: string,
     q: { limit: number; offset: number; status?: RunStatus; metadata?: JsonObject },
   ): Promise<Run[]> {
-    const rows = await this.#database.db
+    const rows = await this.database.db
       .selectFrom("runs")
       .selectAll()
       .where("thread_id", "=", threadId)
       .where("org_id", "=", org)
       .$if(Boolean(q.status), (qb) => qb.where("status", "=", q.status!))
       .$if(Boolean(q.metadata && Object.keys(q.metadata).length), (qb) =>
-        qb.where(this.#dialect.jsonContains("metadata", q.metadata!)),
+        qb.where(this.dialect.jsonContains("metadata", q.metadata!)),
       )
       .orderBy("seq", "desc")
       .limit(q.limit)
@@ -414,10 +411,10 @@ export class SqlRuns implements RunsRepo {
    * was granted and so sees any claim committed before it. SQLite needs none of this: `#claimSerialized`.
    */
   async claimNext(lease: Lease = DEFAULT_LEASE): Promise<ClaimResult> {
-    if (this.#dialect.name === "sqlite") return this.#claimSerialized(lease);
-    const [look] = await this.#database
+    if (this.dialect.name === "sqlite") return this.#claimSerialized(lease);
+    const [look] = await this.database
       .prepared("runs.look", (db) => this.#pickQuery(db, slot("now"), [], false))
-      .execute(this.#database.db, { now: Date.now() });
+      .execute(this.database.db, { now: Date.now() });
     if (look.thread_id === null && !look.due)
       return { run: null, nextDueAt: look.next_due === null ? null : new Date(Number(look.next_due)) };
     return this.#transaction(function* (tx): TxSteps<ClaimResult> {
@@ -432,7 +429,7 @@ export class SqlRuns implements RunsRepo {
           if (pick.due || tried.length) t = Math.min(t ?? Number.POSITIVE_INFINITY, now + CONTENDED_RETRY_MS);
           return { run: null, nextDueAt: t === null ? null : new Date(t) };
         }
-        const row = yield* this.#database
+        const row = yield* this.database
           .prepared("runs.claimOn", (db) => this.#claimOn(db))
           .first({
             thread_id: pick.thread_id,
@@ -459,7 +456,7 @@ export class SqlRuns implements RunsRepo {
    * time, the lock costs less than a look outside it would cost every successful claim.
    */
   async #claimSerialized(lease: Lease): Promise<ClaimResult> {
-    const oldestDue = this.#database.prepared("runs.oldestDue", (db) =>
+    const oldestDue = this.database.prepared("runs.oldestDue", (db) =>
       db
         .selectFrom("runs as r")
         .selectAll()
@@ -470,7 +467,7 @@ export class SqlRuns implements RunsRepo {
         .orderBy("r.seq")
         .limit(sql.lit(1)),
     );
-    const nextDue = this.#database.prepared("runs.nextDue", (db) =>
+    const nextDue = this.database.prepared("runs.nextDue", (db) =>
       db
         .selectFrom("runs")
         .select((s) => s.fn.min("not_before").as("t"))
@@ -486,7 +483,7 @@ export class SqlRuns implements RunsRepo {
       const row = yield* oldestDue.first({ now });
       if (!row) return none(yield* nextDue.first({ now }));
       const nowIso = new Date(now).toISOString();
-      const claim = this.#database.prepared("runs.claimById", (db) =>
+      const claim = this.database.prepared("runs.claimById", (db) =>
         db
           .updateTable("runs")
           .set((eb) => ({
@@ -494,7 +491,7 @@ export class SqlRuns implements RunsRepo {
             attempt: eb("attempt", "+", sql.lit(1)),
             updated_at: slot("now_iso"),
             worker_id: slot("worker_id"),
-            lease_expires_at: sql<number>`${this.#dialect.nowMs()} + ${slot("lease_ms")}`,
+            lease_expires_at: sql<number>`${this.dialect.nowMs()} + ${slot("lease_ms")}`,
           }))
           .where("run_id", "=", slot("run_id")),
       );
@@ -513,7 +510,7 @@ export class SqlRuns implements RunsRepo {
 
   /** The claim's last statement, on the claimed run's thread (now busy), and its result. */
   *#claimed(row: RunRow, nowIso: string): TxSteps<ClaimResult> {
-    const thread = yield* this.#database
+    const thread = yield* this.database
       .prepared("runs.claimed", (db) =>
         db
           .updateTable("threads")
@@ -545,7 +542,7 @@ export class SqlRuns implements RunsRepo {
   }
 
   get #pick() {
-    return this.#database.prepared("runs.pick", (db) => this.#pickQuery(db, slot("now"), []));
+    return this.database.prepared("runs.pick", (db) => this.#pickQuery(db, slot("now"), []));
   }
 
   /** `lock`: the picked thread locked (Postgres), for a transaction; without, a look at the queue. */
@@ -572,7 +569,7 @@ export class SqlRuns implements RunsRepo {
           .orderBy("due.seq")
           .limit(sql.lit(1));
         return [
-          (lock ? this.#dialect.lock(thread, { of: "t", skipLocked: true }) : thread).as("thread_id"),
+          (lock ? this.dialect.lock(thread, { of: "t", skipLocked: true }) : thread).as("thread_id"),
           eb.exists(eb.selectFrom("due").select(sql.lit(1).as("one"))).as("due"),
           eb
             .selectFrom("runs")
@@ -599,7 +596,7 @@ export class SqlRuns implements RunsRepo {
         attempt: eb("attempt", "+", sql.lit(1)),
         updated_at: slot("now_iso"),
         worker_id: slot("worker_id"),
-        lease_expires_at: sql<number>`${this.#dialect.nowMs()} + ${slot("lease_ms")}`,
+        lease_expires_at: sql<number>`${this.dialect.nowMs()} + ${slot("lease_ms")}`,
       }))
       .where("status", "=", PENDING)
       .where("run_id", "=", (eb) =>
@@ -623,10 +620,10 @@ export class SqlRuns implements RunsRepo {
    */
   async renewLeases(lease: Lease, runIds: string[]): Promise<LeaseRenewal> {
     if (!runIds.length) return { lost: [], recovered: [], stopRequested: [] };
-    const db = this.#database.db;
+    const db = this.database.db;
     const held = await db
       .updateTable("runs")
-      .set({ lease_expires_at: sql<number>`${this.#dialect.nowMs()} + ${lease.ms}` })
+      .set({ lease_expires_at: sql<number>`${this.dialect.nowMs()} + ${lease.ms}` })
       .where("run_id", "in", runIds)
       .where("status", "=", RUNNING)
       .where("worker_id", "=", lease.workerId)
@@ -652,7 +649,7 @@ export class SqlRuns implements RunsRepo {
   }
 
   async requestStop(runId: string, action: StopAction): Promise<boolean> {
-    const { numUpdatedRows } = await this.#database.db
+    const { numUpdatedRows } = await this.database.db
       .updateTable("runs")
       .set({ stop_requested: action })
       .where("run_id", "=", runId)
@@ -663,7 +660,7 @@ export class SqlRuns implements RunsRepo {
 
   /** A running run's lease ran out, by the database's clock; a run with none (from a version without leases) too. */
   #leaseExpired = (eb: ExpressionBuilder<Tables, "runs">) =>
-    eb.or([eb("lease_expires_at", "is", null), eb("lease_expires_at", "<", this.#dialect.nowMs())]);
+    eb.or([eb("lease_expires_at", "is", null), eb("lease_expires_at", "<", this.dialect.nowMs())]);
 
   async sweepExpiredLeases(maxAttempts: number): Promise<SweepResult> {
     return this.#recoverOrphans(maxAttempts, true);
@@ -685,7 +682,7 @@ export class SqlRuns implements RunsRepo {
       if (!thread) return null;
       const now = new Date().toISOString();
       const ofAttempt = c.attempt !== undefined;
-      const row = yield* this.#database
+      const row = yield* this.database
         .prepared(`runs.complete:${ofAttempt}`, (db) =>
           db
             .updateTable("runs")
@@ -710,7 +707,7 @@ export class SqlRuns implements RunsRepo {
   }
 
   async requeue(runId: string, attempt?: number): Promise<void> {
-    await this.#database.db
+    await this.database.db
       .updateTable("runs")
       .set({ ...REQUEUED, updated_at: new Date().toISOString() })
       .where("run_id", "=", runId)
@@ -732,7 +729,7 @@ export class SqlRuns implements RunsRepo {
    * renewed it.
    */
   async #recoverOrphans(maxAttempts: number, onlyExpired: boolean): Promise<SweepResult> {
-    const orphans = await this.#database.db
+    const orphans = await this.database.db
       .selectFrom("runs")
       .select("run_id")
       .where("status", "=", RUNNING)
@@ -745,7 +742,7 @@ export class SqlRuns implements RunsRepo {
         const thread = yield* this.#lockThreadOfRun(tx, runId);
         if (!thread) return null;
         const row = yield* first(
-          this.#dialect.lock(
+          this.dialect.lock(
             tx
               .selectFrom("runs")
               .selectAll()
@@ -789,7 +786,7 @@ export class SqlRuns implements RunsRepo {
    */
   async stats(): Promise<QueueStats> {
     const now = Date.now();
-    const row = await this.#database.db
+    const row = await this.database.db
       .selectNoFrom((eb) => {
         const pendingDue = () =>
           eb.selectFrom("runs as r").where("r.status", "=", PENDING).where("r.not_before", "<=", now);

@@ -16,13 +16,14 @@ import type {
   ThreadTtl,
 } from "../ports.js";
 import type { ThreadStatus } from "../statuses.js";
-import { copyThreadCheckpoints, keepLatestCheckpoints } from "./checkpoint-rows.js";
+import { copyThreadCheckpoints, deleteThreadCheckpoints, keepLatestCheckpoints } from "./checkpoint-rows.js";
 import {
   all,
   changed,
   type Executor,
   first,
   type SqlDatabase,
+  SqlRepo,
   slot,
   slots,
   type TxSteps,
@@ -30,7 +31,6 @@ import {
 import type { Dialect } from "./dialect.js";
 import { sql } from "./kysely.js";
 import type { Tables, ThreadsTable } from "./tables.js";
-import { deleteThreads, settledStatus } from "./thread-rows.js";
 
 /**
  * The columns a thread row is read with: named, because Postgres' table also has the generated
@@ -152,6 +152,14 @@ export const hasRuns = (
       .where("x.status", Array.isArray(status) ? "in" : "=", status),
   );
 
+/** Deletes threads with their runs and checkpoints (a part of the caller's transaction). */
+export function* deleteThreads(tx: Executor, threadIds: string[]): TxSteps<void> {
+  if (!threadIds.length) return;
+  yield* changed(tx.deleteFrom("runs").where("thread_id", "in", threadIds));
+  yield* deleteThreadCheckpoints(tx, threadIds);
+  yield* changed(tx.deleteFrom("threads").where("thread_id", "in", threadIds));
+}
+
 /** `threadRow(id, locked)`, compiled once: what an admission takes first. */
 export const lockThread = (database: SqlDatabase, threadId: string) =>
   database
@@ -173,9 +181,9 @@ export function* insertThread(database: SqlDatabase, row: ThreadRow): TxSteps<bo
 }
 
 /**
- * `settledStatus` (thread-rows.ts) as an expression of the thread's UPDATE, so settling a thread after
- * a run costs no statement of its own on the run hot path: the same rule, evaluated in the same
- * transaction after the run's own row changed.
+ * The status a thread settles to when no run of it is executing, as an expression of the thread's
+ * UPDATE (evaluated after the run's own row changed, in the same transaction): settling costs no
+ * statement of its own.
  */
 export function settledStatusExpression(threadId: string, hasNext: boolean, failed: boolean) {
   return (eb: ExpressionBuilder<Tables, "threads">) =>
@@ -191,21 +199,15 @@ export function settledStatusExpression(threadId: string, hasNext: boolean, fail
             .end();
 }
 
-export class SqlThreads implements ThreadsRepo {
-  readonly #database: SqlDatabase;
-
-  /** Copies and deletions go through checkpoint-rows.ts in this repository's transactions: no checkpointer. */
-  constructor(database: SqlDatabase) {
-    this.#database = database;
-  }
-
+/** Copies and deletions go through checkpoint-rows.ts in this repository's transactions: no checkpointer. */
+export class SqlThreads extends SqlRepo implements ThreadsRepo {
   async create(
     org: OrgId,
     input: { thread_id: string; metadata: JsonObject; ttl?: ThreadTtl },
     ifExists: "raise" | "do_nothing",
   ): Promise<Thread> {
     const now = new Date().toISOString();
-    const database = this.#database;
+    const database = this.database;
     const row = newThreadRow(org, input.thread_id, now, input.ttl, {
       metadata: JSON.stringify(input.metadata),
     });
@@ -220,8 +222,8 @@ export class SqlThreads implements ThreadsRepo {
 
   async get(org: OrgId, threadId: string): Promise<Thread | null> {
     const row = await threadRow(
-      this.#database.db,
-      this.#database.dialect,
+      this.database.db,
+      this.database.dialect,
       threadId,
       false,
       org,
@@ -231,8 +233,8 @@ export class SqlThreads implements ThreadsRepo {
 
   async patch(org: OrgId, threadId: string, metadata: JsonObject, ttl?: ThreadTtl): Promise<Thread | null> {
     const updatedAt = new Date().toISOString();
-    const d = this.#database.dialect;
-    return this.#database.transaction(function* (tx) {
+    const d = this.database.dialect;
+    return this.database.transaction(function* (tx) {
       // The merge is computed here from the locked row: SQLite has no shallow JSON merge (`||` is
       // Postgres' only), and the row lock keeps concurrent patches from losing each other's keys.
       const row = yield* first(threadRow(tx, d, threadId, true, org));
@@ -248,8 +250,8 @@ export class SqlThreads implements ThreadsRepo {
   }
 
   async delete(org: OrgId, threadId: string): Promise<ThreadDeletion> {
-    const d = this.#database.dialect;
-    return this.#database.transaction(function* (tx) {
+    const d = this.database.dialect;
+    return this.database.transaction(function* (tx) {
       if (!(yield* first(threadRow(tx, d, threadId, true, org))))
         return { deleted: false, runningRunIds: [], pendingRunIds: [] };
       const inFlight = yield* all(runsInFlight(tx, threadId).select(["run_id", "status"]));
@@ -264,8 +266,8 @@ export class SqlThreads implements ThreadsRepo {
 
   /** The threads of `org` a search or count sees (never a stateless run's temporary thread). */
   #filtered(org: OrgId, q: Partial<ThreadQuery>) {
-    const d = this.#database.dialect;
-    return this.#database.db
+    const d = this.database.dialect;
+    return this.database.db
       .selectFrom("threads")
       .where("org_id", "=", org)
       .where("temporary", "=", d.bool(false))
@@ -285,7 +287,7 @@ export class SqlThreads implements ThreadsRepo {
     const rows = await this.#filtered(org, q)
       .select(THREAD_COLUMNS)
       .orderBy(q.sort_by, order)
-      .orderBy(this.#database.dialect.insertionOrder(), order)
+      .orderBy(this.database.dialect.insertionOrder(), order)
       .limit(q.limit)
       .offset(q.offset)
       .execute();
@@ -301,7 +303,7 @@ export class SqlThreads implements ThreadsRepo {
 
   async copy(org: OrgId, threadId: string, newThreadId: string): Promise<Thread | null> {
     const now = new Date().toISOString();
-    const database = this.#database;
+    const database = this.database;
     return database.transaction(function* (tx) {
       const source = yield* first(threadRow(tx, database.dialect, threadId, false, org));
       if (!source) return null;
@@ -328,14 +330,21 @@ export class SqlThreads implements ThreadsRepo {
     const values = JSON.stringify(state.values ?? null);
     const interrupts = JSON.stringify(state.interrupts);
     const now = new Date().toISOString();
-    const d = this.#database.dialect;
-    await this.#database.transaction(function* (tx) {
+    const d = this.database.dialect;
+    await this.database.transaction(function* (tx) {
       if (!(yield* first(threadRow(tx, d, threadId, true, org)))) return;
-      const status = yield* settledStatus(tx, threadId, state.hasNext, false);
+      const status = settledStatusExpression(threadId, state.hasNext, false);
       yield* changed(
         tx
           .updateTable("threads")
-          .set({ values, interrupts, status, error: null, updated_at: now, state_updated_at: now })
+          .set((eb) => ({
+            values,
+            interrupts,
+            status: status(eb),
+            error: null,
+            updated_at: now,
+            state_updated_at: now,
+          }))
           .where("thread_id", "=", threadId),
       );
     });
@@ -343,8 +352,8 @@ export class SqlThreads implements ThreadsRepo {
 
   async bindGraph(org: OrgId, threadId: string, graphId: string, assistantId: string): Promise<void> {
     const updatedAt = new Date().toISOString();
-    const d = this.#database.dialect;
-    await this.#database.transaction(function* (tx) {
+    const d = this.database.dialect;
+    await this.database.transaction(function* (tx) {
       const row = yield* first(threadRow(tx, d, threadId, true, org));
       if (!row) return;
       const metadata = { ...JSON.parse(row.metadata), graph_id: graphId, assistant_id: assistantId };
@@ -364,8 +373,8 @@ export class SqlThreads implements ThreadsRepo {
    * the statement's snapshot is re-checked on its new row version when locked (status), and excluded.
    */
   async sweepExpired(now: number, limit: number): Promise<ThreadSweep> {
-    const d = this.#database.dialect;
-    return this.#database.transaction(function* (tx) {
+    const d = this.database.dialect;
+    return this.database.transaction(function* (tx) {
       const expired = yield* all(
         d.lock(
           tx
