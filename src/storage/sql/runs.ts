@@ -484,16 +484,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
       if (!row) return none(yield* nextDue.first({ now }));
       const nowIso = new Date(now).toISOString();
       const claim = this.database.prepared("runs.claimById", (db) =>
-        db
-          .updateTable("runs")
-          .set((eb) => ({
-            status: RUNNING,
-            attempt: eb("attempt", "+", sql.lit(1)),
-            updated_at: slot("now_iso"),
-            worker_id: slot("worker_id"),
-            lease_expires_at: sql<number>`${this.dialect.nowMs()} + ${slot("lease_ms")}`,
-          }))
-          .where("run_id", "=", slot("run_id")),
+        db.updateTable("runs").set(this.#claimSet).where("run_id", "=", slot("run_id")),
       );
       yield* claim.changed({
         run_id: row.run_id,
@@ -507,6 +498,15 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
       );
     });
   }
+
+  /** What a claim sets on the run it takes. Slots: now_iso, worker_id, lease_ms. */
+  #claimSet = (eb: ExpressionBuilder<Tables, "runs">) => ({
+    status: RUNNING,
+    attempt: eb("attempt", "+", sql.lit(1)),
+    updated_at: slot("now_iso"),
+    worker_id: slot("worker_id"),
+    lease_expires_at: sql<number>`${this.dialect.nowMs()} + ${slot("lease_ms")}`,
+  });
 
   /** The claim's last statement, on the claimed run's thread (now busy), and its result. */
   *#claimed(row: RunRow, nowIso: string): TxSteps<ClaimResult> {
@@ -591,13 +591,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
   #claimOn(db: Executor) {
     return db
       .updateTable("runs")
-      .set((eb) => ({
-        status: RUNNING,
-        attempt: eb("attempt", "+", sql.lit(1)),
-        updated_at: slot("now_iso"),
-        worker_id: slot("worker_id"),
-        lease_expires_at: sql<number>`${this.dialect.nowMs()} + ${slot("lease_ms")}`,
-      }))
+      .set(this.#claimSet)
       .where("status", "=", PENDING)
       .where("run_id", "=", (eb) =>
         eb
