@@ -1,0 +1,4 @@
+/** The crash test (test/helpers/crash-under-load.ts) on embedded SQLite. */
+import { crashUnderLoad } from "../helpers/crash-under-load.js";
+
+crashUnderLoad("sqlite");
