@@ -19,7 +19,14 @@
  * disagree must not take each other's live runs for dead ones. Due times (`not_before`) are the
  * admitting process's clock, compared with the claiming process's.
  */
-import type { Expression, ExpressionBuilder, Selectable, SqlBool, Updateable } from "kysely";
+import type {
+  Expression,
+  ExpressionBuilder,
+  Selectable,
+  SelectQueryBuilder,
+  SqlBool,
+  Updateable,
+} from "kysely";
 import { conflict, notFound } from "../../errors.js";
 import type {
   AdmissionResult,
@@ -116,6 +123,15 @@ type Recovery = "requeued" | "failed" | "interrupted" | "rolledBack";
  */
 const threadNotRunning = (eb: ExpressionBuilder<any, any>): Expression<SqlBool> =>
   eb.not(hasRuns(eb, eb.ref("r.thread_id"), RUNNING));
+
+/** The runs of `runs as r` a claim may take at `now`: due, pending, their thread idle; in queue order. */
+const dueInQueueOrder = <O>(qb: SelectQueryBuilder<any, any, O>, now: unknown) =>
+  qb
+    .where("r.status", "=", PENDING)
+    .where("r.not_before", "<=", now)
+    .where(threadNotRunning)
+    .orderBy("r.not_before")
+    .orderBy("r.seq");
 
 export class SqlRuns extends SqlRepo implements RunsRepo {
   constructor(
@@ -457,15 +473,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
    */
   async #claimSerialized(lease: Lease): Promise<ClaimResult> {
     const oldestDue = this.database.prepared("runs.oldestDue", (db) =>
-      db
-        .selectFrom("runs as r")
-        .selectAll()
-        .where("r.status", "=", PENDING)
-        .where("r.not_before", "<=", slot("now"))
-        .where(threadNotRunning)
-        .orderBy("r.not_before")
-        .orderBy("r.seq")
-        .limit(sql.lit(1)),
+      dueInQueueOrder(db.selectFrom("runs as r").selectAll(), slot("now")).limit(sql.lit(1)),
     );
     const nextDue = this.database.prepared("runs.nextDue", (db) =>
       db
@@ -549,15 +557,8 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
   #pickQuery(ex: Executor, now: number, tried: string[], lock = true) {
     return ex
       .with("due", (db) =>
-        db
-          .selectFrom("runs as r")
-          .select(["r.thread_id", "r.not_before", "r.seq"])
-          .where("r.status", "=", PENDING)
-          .where("r.not_before", "<=", now)
-          .where(threadNotRunning)
+        dueInQueueOrder(db.selectFrom("runs as r").select(["r.thread_id", "r.not_before", "r.seq"]), now)
           .$if(tried.length > 0, (qb) => qb.where("r.thread_id", "not in", tried))
-          .orderBy("r.not_before")
-          .orderBy("r.seq")
           .limit(sql.lit(CLAIM_CANDIDATES)),
       )
       .selectNoFrom((eb) => {
@@ -594,15 +595,8 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
       .set(this.#claimSet)
       .where("status", "=", PENDING)
       .where("run_id", "=", (eb) =>
-        eb
-          .selectFrom("runs as r")
-          .select("r.run_id")
+        dueInQueueOrder(eb.selectFrom("runs as r").select("r.run_id"), slot("now"))
           .where("r.thread_id", "=", slot("thread_id"))
-          .where("r.status", "=", PENDING)
-          .where("r.not_before", "<=", slot("now"))
-          .where(threadNotRunning)
-          .orderBy("r.not_before")
-          .orderBy("r.seq")
           .limit(sql.lit(1)),
       )
       .returningAll();
