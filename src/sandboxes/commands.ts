@@ -14,6 +14,14 @@ const MAX_KEPT_BYTES = 16 * 2 ** 20;
  * that inherited the pipe would otherwise hold the command open forever. */
 const DRAIN_GRACE_MS = 200;
 
+/**
+ * The grace period, ended only after one more I/O poll of the event loop: a loop that fell behind (a
+ * starved CPU, a long synchronous task) runs its due timers before it polls, and would otherwise cut
+ * off output that was already in the pipe when the command exited.
+ */
+const drainGrace = () =>
+  new Promise<void>((resolve) => setTimeout(() => setImmediate(resolve), DRAIN_GRACE_MS));
+
 export type StreamName = "stdout" | "stderr";
 
 export type CommandEvent =
@@ -90,7 +98,7 @@ export class CommandRun {
     this.done = process.exited.then(async (code) => {
       clearTimeout(timer);
       this.#clearIdle();
-      await Promise.race([drained, new Promise((r) => setTimeout(r, DRAIN_GRACE_MS))]);
+      await Promise.race([drained, drainGrace()]);
       for (const name of ["stdout", "stderr"] as const) {
         const rest = this[name].end();
         if (rest) this.#emit({ type: name, ...rest });

@@ -1,0 +1,61 @@
+/**
+ * A command's output reaches its readers even when the server's event loop falls behind: the grace
+ * period after the command exits must not cut off output that is already in the pipe. Real processes
+ * (`/bin/sh`), no sandbox: this is the part of `CommandRun` that does not depend on the driver.
+ */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { test } from "node:test";
+import { type CommandEvent, CommandRun } from "../../src/sandboxes/commands.js";
+import type { ExecProcess } from "../../src/sandboxes/provisioner.js";
+
+function shell(command: string): ExecProcess & { onExit(listener: () => void): void } {
+  const child = spawn("/bin/sh", ["-c", command], { stdio: ["pipe", "pipe", "pipe"] });
+  return {
+    stdout: child.stdout,
+    stderr: child.stderr,
+    stdin: child.stdin,
+    kill: () => child.kill("SIGKILL"),
+    exited: new Promise((resolve) => child.once("exit", (code) => resolve(code ?? 137))),
+    onExit: (listener) => child.once("exit", listener),
+  };
+}
+
+const options = { timeoutSeconds: 30, idleTimeoutSeconds: 0, killOnDisconnect: false, keepSeconds: 0 };
+
+async function outputOf(run: CommandRun): Promise<{ stdout: string; exit?: number }> {
+  let stdout = "";
+  let exit: number | undefined;
+  run.attach((event: CommandEvent) => {
+    if (event.type === "stdout") stdout += event.data;
+    if (event.type === "exit") exit = event.exit_code;
+  });
+  await run.done;
+  return { stdout, exit };
+}
+
+test("output written after the exit, within the grace period, is kept", async () => {
+  const proc = shell("(sleep 0.05; echo late) & echo early");
+  assert.deepEqual(await outputOf(new CommandRun(proc, options)), { stdout: "early\nlate\n", exit: 0 });
+});
+
+test("a stalled event loop does not cut off output already in the pipe", async () => {
+  // The output arrives 50 ms after the exit. The loop is blocked right after it handled the exit (in a
+  // microtask queued after CommandRun's) for longer than the grace period: its next turn finds the
+  // grace timer due before it polls the pipe, as a server starved of CPU does.
+  const proc = shell("(sleep 0.05; echo late) & exit 0");
+  proc.onExit(() =>
+    queueMicrotask(() => {
+      const until = Date.now() + 400;
+      while (Date.now() < until) {}
+    }),
+  );
+  assert.deepEqual(await outputOf(new CommandRun(proc, options)), { stdout: "late\n", exit: 0 });
+});
+
+test("a background process holding the pipe does not hold the command open", async () => {
+  const proc = shell("sleep 5 & echo started");
+  const started = Date.now();
+  assert.deepEqual(await outputOf(new CommandRun(proc, options)), { stdout: "started\n", exit: 0 });
+  assert.ok(Date.now() - started < 3000, "the command was held open by its background process");
+});
