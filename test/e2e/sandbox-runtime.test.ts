@@ -28,6 +28,9 @@ const clientOf = (h: Hangar) =>
 const api = (h: Hangar, method: string, path: string, body?: unknown) =>
   http(h.url, method, `/v2/sandboxes${path}`, body);
 
+/** A command's whole result, so a failure shows its exit code and stderr too. */
+const succeeded = (stdout: string) => ({ stdout, stderr: "", exit_code: 0 });
+
 async function thrown(promise: Promise<unknown>): Promise<Error> {
   try {
     await promise;
@@ -111,7 +114,7 @@ describe("sandboxes that run", () => {
     assert.deepEqual(await res.json(), { stdout: "hi\n", stderr: "oops\n", exit_code: 3 });
     // env and cwd reach the command.
     const r = await first.run('echo "$GREETING from $(pwd)"', { env: { GREETING: "hello" }, cwd: "/tmp" });
-    assert.equal(r.stdout, "hello from /tmp\n");
+    assert.deepEqual(r, succeeded("hello from /tmp\n"));
   });
 
   test("streaming: started, stdout/stderr with byte offsets, input, kill and reconnect", T, async () => {
@@ -149,7 +152,7 @@ describe("sandboxes that run", () => {
     const bytes = new Uint8Array([0, 255, 1, 128, 10]);
     await first.write("/root/bin.dat", bytes);
     assert.deepEqual(await first.read("/root/bin.dat"), bytes);
-    assert.equal((await first.run("cat /tmp/nested/dir/hello.txt")).stdout, "hello\n");
+    assert.deepEqual(await first.run("cat /tmp/nested/dir/hello.txt"), succeeded("hello\n"));
 
     const missing = await thrown(first.read("/nope.txt"));
     assert.ok(missing instanceof LangSmithResourceNotFoundError, String(missing));
@@ -164,7 +167,7 @@ describe("sandboxes that run", () => {
     await first.write("/data/from-first.txt", "shared!");
     const second = await c.createSandbox("with-volume", { name: "second", timeout: 60 });
     try {
-      assert.equal((await second.run("cat /data/from-first.txt")).stdout, "shared!");
+      assert.deepEqual(await second.run("cat /data/from-first.txt"), succeeded("shared!"));
       await second.run("echo back > /data/from-second.txt");
       assert.equal(new TextDecoder().decode(await first.read("/data/from-second.txt")), "back\n");
     } finally {
@@ -195,7 +198,7 @@ describe("sandboxes that run", () => {
     const links = await first.run("cat /proc/net/dev | tail -n +3 | cut -d: -f1");
     assert.deepEqual(links.stdout.trim().split(/\s+/), ["lo"]);
     const dns = await first.run("getent hosts deb.debian.org || echo no-dns");
-    assert.match(dns.stdout, /no-dns/);
+    assert.match(dns.stdout, /no-dns/, JSON.stringify(dns));
 
     for (const hostPath of [h.dataDir, REPO_ROOT, "/etc/shadow", "/etc/ssh"]) {
       const r = await first.run(`ls -d ${hostPath}`);
@@ -203,7 +206,7 @@ describe("sandboxes that run", () => {
     }
     // The image's files can be changed, but only in the sandbox's own layer.
     await first.run("echo changed > /etc/hostname-test && rm -f /usr/bin/env");
-    assert.equal((await first.run("cat /etc/hostname-test")).stdout, "changed\n");
+    assert.deepEqual(await first.run("cat /etc/hostname-test"), succeeded("changed\n"));
     assert.ok(readFileSync("/usr/bin/env").length > 0);
     // No capabilities: mounting and setting the clock are refused even as root; kernel knobs are read-only.
     const mount = await first.run("mount -t tmpfs none /mnt");
@@ -226,7 +229,7 @@ describe("sandboxes that run", () => {
       const cat = await other.run("cat /root/secret.txt");
       assert.notEqual(cat.exit_code, 0);
       assert.equal((await other.run("ls /data >/dev/null 2>&1 || echo none")).stdout.trim(), "none");
-      assert.equal((await other.run("hostname")).stdout, "other\n");
+      assert.deepEqual(await other.run("hostname"), succeeded("other\n"));
     } finally {
       await c.deleteSandbox("other");
     }
@@ -237,7 +240,10 @@ describe("sandboxes that run", () => {
     const r = await first.run("python3 -c 'b = bytearray(400 * 2**20); print(len(b))'", { timeout: 60 });
     assert.notEqual(r.exit_code, 0);
     assert.doesNotMatch(r.stdout, /419430400/);
-    assert.equal((await first.run("python3 -c 'print(len(bytearray(50 * 2**20)))'")).stdout, "52428800\n");
+    assert.deepEqual(
+      await first.run("python3 -c 'print(len(bytearray(50 * 2**20)))'"),
+      succeeded("52428800\n"),
+    );
   });
 
   test("rename; errors: unknown template, name in use, validation, template in use", T, async () => {
@@ -294,7 +300,7 @@ describe("sandboxes that run", () => {
       assert.equal(box.status, "provisioning");
       const ready = await c.waitForSandbox("later", { timeout: 60, pollInterval: 0.2 });
       assert.equal(ready.status, "ready");
-      assert.equal((await ready.run("echo ok")).stdout, "ok\n");
+      assert.deepEqual(await ready.run("echo ok"), succeeded("ok\n"));
       await c.deleteSandbox("later");
       const gone = await fetch(`${ready.dataplane_url}/execute`, {
         method: "POST",
@@ -320,7 +326,7 @@ describe("sandboxes that run", () => {
     );
     assert.equal(notReady.status, 400);
     await box.start({ timeout: 60 });
-    assert.equal((await box.run("cat /root/keep.txt")).stdout, "kept");
+    assert.deepEqual(await box.run("cat /root/keep.txt"), succeeded("kept"));
     await c.deleteSandbox("stopper");
   });
 
@@ -359,7 +365,8 @@ describe("sandboxes that run", () => {
     const before = (await c.listSandboxes()).map((s) => s.name);
     const claimed = await c.createSandbox("plain", { name: "from-pool", timeout: 60 });
     assert.equal(claimed.status, "ready");
-    assert.equal((await claimed.run("hostname; echo ok")).stdout.split("\n")[1], "ok");
+    const hostnameAndOk = await claimed.run("hostname; echo ok");
+    assert.equal(hostnameAndOk.stdout.split("\n")[1], "ok", JSON.stringify(hostnameAndOk));
     assert.deepEqual(
       (await c.listSandboxes()).map((s) => s.name),
       [...before, "from-pool"],
@@ -372,7 +379,7 @@ describe("sandboxes that run", () => {
     const inUse = await thrown(c.deleteTemplate("plain"));
     assert.match(inUse.message, /pools: warm/);
     await c.deletePool("warm");
-    assert.equal((await claimed.run("echo still")).stdout, "still\n");
+    assert.deepEqual(await claimed.run("echo still"), succeeded("still\n"));
     await c.deleteSandbox("from-pool");
   });
 });
@@ -393,7 +400,7 @@ describe("sandboxes across a server restart", () => {
     try {
       const c2 = clientOf(h2);
       const again = await c2.waitForSandbox("durable", { timeout: 60, pollInterval: 0.2 });
-      assert.equal((await again.run("cat /root/state.txt")).stdout, "before restart");
+      assert.deepEqual(await again.run("cat /root/state.txt"), succeeded("before restart"));
       assert.doesNotMatch((await again.run("ps -eo args")).stdout, /sleep 600/);
     } finally {
       await h2.stop();

@@ -1,15 +1,18 @@
 /**
  * Resource limits of a sandbox through cgroups: one group per sandbox, which every process of the
- * sandbox joins (its init and each command, before they enter the sandbox).
+ * sandbox joins (its init and each command, before they enter the sandbox). A server's groups live
+ * under `hangar/<scope>`, the scope named after its sandbox state directory: servers with other data
+ * directories on the same machine never touch them, not even when they clear groups a crash left.
  *
- * - cgroup v1 (this project's reference machine): `/sys/fs/cgroup/{memory,pids,cpu}/hangar/<id>` with
- *   `memory.limit_in_bytes` (and `memory.memsw.limit_in_bytes` when swap accounting exists),
+ * - cgroup v1 (this project's reference machine): `/sys/fs/cgroup/{memory,pids,cpu}/hangar/<scope>/<id>`
+ *   with `memory.limit_in_bytes` (and `memory.memsw.limit_in_bytes` when swap accounting exists),
  *   `pids.max`, and `cpu.cfs_quota_us` over a 100 ms period.
- * - cgroup v2 (unified): `/sys/fs/cgroup/hangar/<id>` with `memory.max`, `pids.max`, `cpu.max`.
+ * - cgroup v2 (unified): `/sys/fs/cgroup/hangar/<scope>/<id>` with `memory.max`, `pids.max`, `cpu.max`.
  *
  * `detectCgroups()` returns null when neither is writable (not root, or no controllers); the driver then
  * falls back to an address-space rlimit (see local-driver.ts).
  */
+import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { appendFile, mkdir, readdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -30,15 +33,22 @@ export interface Cgroups {
   create(id: string, limits: SandboxLimits): Promise<string[]>;
   /** Removes the group (its processes must be gone). Idempotent. */
   remove(id: string): Promise<void>;
-  /** Removes groups of sandboxes that no longer run (left by a crash). */
+  /** Removes this scope's groups of sandboxes that no longer run (left by a crash). */
   removeStale(keep: Set<string>): Promise<void>;
+  /** Removes the scope's own group, once it holds no sandbox's. */
+  removeScope(): Promise<void>;
 }
 
-export function detectCgroups(): Cgroups | null {
+/** The groups of the server whose sandboxes live in `stateDir`; null when cgroups cannot be used. */
+export function detectCgroups(stateDir: string): Cgroups | null {
   if (process.getuid?.() !== 0) return null;
-  if (existsSync(path.join(ROOT, "cgroup.controllers"))) return new CgroupsV2();
+  const scope = path.join(
+    GROUP,
+    createHash("sha256").update(path.resolve(stateDir)).digest("hex").slice(0, 16),
+  );
+  if (existsSync(path.join(ROOT, "cgroup.controllers"))) return new CgroupsV2(scope);
   const v1 = ["memory", "pids", "cpu"].every((c) => existsSync(path.join(ROOT, c, "cgroup.procs")));
-  return v1 ? new CgroupsV1() : null;
+  return v1 ? new CgroupsV1(scope) : null;
 }
 
 /** rmdir of a group can fail for a moment while its last processes are reaped. */
@@ -67,8 +77,10 @@ class CgroupsV1 implements Cgroups {
   readonly version = 1 as const;
   readonly #controllers = ["memory", "pids", "cpu"] as const;
 
+  constructor(readonly scope: string) {}
+
   #dir(controller: string, id: string) {
-    return path.join(ROOT, controller, GROUP, id);
+    return path.join(ROOT, controller, this.scope, id);
   }
 
   async create(id: string, limits: SandboxLimits): Promise<string[]> {
@@ -91,29 +103,38 @@ class CgroupsV1 implements Cgroups {
 
   async removeStale(keep: Set<string>): Promise<void> {
     for (const c of this.#controllers) {
-      for (const id of await listGroups(path.join(ROOT, c, GROUP))) {
+      for (const id of await listGroups(path.join(ROOT, c, this.scope))) {
         if (!keep.has(id)) await rmdirRetry(this.#dir(c, id)).catch(() => {});
       }
     }
+  }
+
+  async removeScope(): Promise<void> {
+    for (const c of this.#controllers) await rmdir(path.join(ROOT, c, this.scope)).catch(() => {});
   }
 }
 
 class CgroupsV2 implements Cgroups {
   readonly version = 2 as const;
 
+  constructor(readonly scope: string) {}
+
   #dir(id: string) {
-    return path.join(ROOT, GROUP, id);
+    return path.join(ROOT, this.scope, id);
   }
 
   async create(id: string, limits: SandboxLimits): Promise<string[]> {
-    const parent = path.join(ROOT, GROUP);
-    await mkdir(parent, { recursive: true });
+    await mkdir(path.join(ROOT, this.scope), { recursive: true });
     // Controllers must be enabled in every ancestor's subtree_control to be usable below.
     const enabled = (await readFile(path.join(ROOT, "cgroup.subtree_control"), "utf8")).split(/\s+/);
     for (const c of ["memory", "pids", "cpu"].filter((c) => !enabled.includes(c))) {
       await appendFile(path.join(ROOT, "cgroup.subtree_control"), `+${c}`).catch(() => {});
     }
-    await writeFile(path.join(parent, "cgroup.subtree_control"), "+memory +pids +cpu").catch(() => {});
+    for (const parent of [GROUP, this.scope]) {
+      await writeFile(path.join(ROOT, parent, "cgroup.subtree_control"), "+memory +pids +cpu").catch(
+        () => {},
+      );
+    }
     const dir = this.#dir(id);
     await mkdir(dir, { recursive: true });
     await writeFile(path.join(dir, "memory.max"), String(limits.memoryBytes));
@@ -131,8 +152,12 @@ class CgroupsV2 implements Cgroups {
   }
 
   async removeStale(keep: Set<string>): Promise<void> {
-    for (const id of await listGroups(path.join(ROOT, GROUP))) {
+    for (const id of await listGroups(path.join(ROOT, this.scope))) {
       if (!keep.has(id)) await rmdirRetry(this.#dir(id)).catch(() => {});
     }
+  }
+
+  async removeScope(): Promise<void> {
+    await rmdir(path.join(ROOT, this.scope)).catch(() => {});
   }
 }

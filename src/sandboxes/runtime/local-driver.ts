@@ -88,13 +88,14 @@ const SIGNALS: Record<string, number> = {
 
 export class LocalSandboxDriver implements SandboxDriver {
   readonly #opts: LocalDriverOptions;
-  readonly #cgroups: Cgroups | null = detectCgroups();
+  readonly #cgroups: Cgroups | null;
   readonly #running = new Map<string, Running>();
   readonly #booting = new Map<string, Promise<void>>();
   #cleanedUp: Promise<void> | null = null;
 
   constructor(opts: LocalDriverOptions) {
     this.#opts = opts;
+    this.#cgroups = detectCgroups(opts.stateDir);
   }
 
   /** cgroup version used for limits, or null when only an address-space rlimit applies. */
@@ -301,7 +302,10 @@ export class LocalSandboxDriver implements SandboxDriver {
         // Joined by bwrap itself (fd 3), not nsenter: bwrap only mounts a fresh /proc for a pid namespace it set up.
         "--pidns",
         "3",
-        "--die-with-parent",
+        // No --die-with-parent: to join the pid namespace bwrap forks an intermediate process that exits
+        // at once, and a command whose parent-death signal was bound to it before it exited (a race a
+        // loaded machine loses) was killed at start (exit 137). The command needs none: it lives in the
+        // sandbox's pid namespace, which dies with the sandbox's init, and so with the server.
         "--cap-drop",
         "ALL",
         "--bind",
@@ -370,6 +374,7 @@ export class LocalSandboxDriver implements SandboxDriver {
 
   async close(): Promise<void> {
     await Promise.all([...this.#running.keys()].map((id) => this.stop(id).catch(() => {})));
+    await this.#cgroups?.removeScope();
   }
 }
 
