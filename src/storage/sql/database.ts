@@ -33,16 +33,7 @@ import type {
 import pg from "pg";
 import type { SandboxListQuery, SandboxPage } from "../sandbox-ports.js";
 import { type Dialect, postgresDialect, sqliteDialect } from "./dialect.js";
-import {
-  CompiledQuery,
-  DummyDriver,
-  Kysely,
-  PostgresDialect,
-  SqliteAdapter,
-  SqliteIntrospector,
-  SqliteQueryCompiler,
-  sql,
-} from "./kysely.js";
+import { CompiledQuery, Kysely, kysely, sql } from "./kysely.js";
 import { migrate } from "./migrations.js";
 import type { Tables } from "./tables.js";
 
@@ -105,11 +96,6 @@ export class Prepared<R, K extends string = string> {
   /** Outside a transaction. `values` by slot name, or already in the compiled SQL's order. */
   async execute(ex: Executor, values: Record<K, unknown> | unknown[]): Promise<R[]> {
     return (await ex.executeQuery<R>(this.#bind(values))).rows;
-  }
-
-  /** In a transaction: its rows. */
-  *all(values: Record<K, unknown> | unknown[]): TxSteps<R[]> {
-    return (yield this.#bind(values)).rows;
   }
 
   /** In a transaction: its first row. */
@@ -228,7 +214,7 @@ function drive<T>(steps: TxSteps<T>, runSync: RunSync): T {
 }
 
 /** A driver that refuses to execute: a transaction's queries are yielded to the database, not run by its builder. */
-class CompileOnlyDriver extends DummyDriver {
+class CompileOnlyDriver extends kysely.DummyDriver {
   override async acquireConnection(): Promise<DatabaseConnection> {
     throw new Error(
       "A query built in a transaction body must be yielded (all, first, changed), not executed",
@@ -297,13 +283,15 @@ export const toPage = <O>(rows: O[], q: SandboxListQuery): SandboxPage<O> => ({
   hasMore: rows.length > q.limit,
 });
 
-/** `pageQuery`, run outside a transaction. */
-export async function page<O>(
+/** `pageQuery`, run outside a transaction, its rows made records by `to`. */
+export async function page<O, T>(
   qb: SelectQueryBuilder<Tables, any, O>,
   alias: string,
   q: SandboxListQuery,
-): Promise<SandboxPage<O>> {
-  return toPage(await pageQuery(qb, alias, q).execute(), q);
+  to: (row: O) => T,
+): Promise<SandboxPage<T>> {
+  const { items, hasMore } = toPage(await pageQuery(qb, alias, q).execute(), q);
+  return { items: items.map(to), hasMore };
 }
 
 /** How many rows a filtered select finds. */
@@ -347,7 +335,7 @@ const RETRYABLE = new Set(["40P01", "40001"]);
  * wait for and no connection mutex (Kysely's own driver has one). Its transactions (the migrations',
  * run before the database is handed out) begin IMMEDIATE too.
  */
-class SyncSqliteDriver extends DummyDriver {
+class SyncSqliteDriver extends kysely.DummyDriver {
   constructor(
     readonly runSync: RunSync,
     readonly close: () => void,
@@ -377,7 +365,7 @@ class SyncSqliteDriver extends DummyDriver {
 }
 
 /** SQLite runs DDL in transactions: migrations apply whole or not at all. */
-class TransactionalSqliteAdapter extends SqliteAdapter {
+class TransactionalSqliteAdapter extends kysely.SqliteAdapter {
   override get supportsTransactionalDdl(): boolean {
     return true;
   }
@@ -445,15 +433,15 @@ export async function openSqlite(opts: {
     if (stmt.reader) return { rows: stmt.all(parameters as unknown[]) };
     return { rows: [], numAffectedRows: BigInt(stmt.run(parameters as unknown[]).changes) };
   };
-  const kysely: KyselyDialect = {
+  const kyselyDialect: KyselyDialect = {
     createAdapter: () => new TransactionalSqliteAdapter(),
     createDriver: () => new SyncSqliteDriver(runSync, () => raw.close()),
-    createIntrospector: (db) => new SqliteIntrospector(db),
-    createQueryCompiler: () => new SqliteQueryCompiler(),
+    createIntrospector: (db) => new kysely.SqliteIntrospector(db),
+    createQueryCompiler: () => new kysely.SqliteQueryCompiler(),
   };
-  const db = new Kysely<Tables>({ dialect: kysely });
+  const db = new Kysely<Tables>({ dialect: kyselyDialect });
   return migrated(
-    new SqlDatabase(db, { dialect: sqliteDialect, kysely, runSync }, async () => {
+    new SqlDatabase(db, { dialect: sqliteDialect, kysely: kyselyDialect, runSync }, async () => {
       // Fold the WAL back into the main file so the data dir is one self-contained file at rest.
       if (!opts.secondary && raw.open) raw.pragma("wal_checkpoint(TRUNCATE)");
       await db.destroy();
@@ -497,7 +485,10 @@ export async function openPostgres(opts: {
   });
   // An idle connection dropped by the server must not crash the process; the pool replaces it.
   pool.on("error", () => {});
-  const kysely = new PostgresDialect({ pool });
-  const db = new Kysely<Tables>({ dialect: kysely });
-  return migrated(new SqlDatabase(db, { dialect: postgresDialect, kysely }, () => db.destroy()), schema);
+  const kyselyDialect = new kysely.PostgresDialect({ pool });
+  const db = new Kysely<Tables>({ dialect: kyselyDialect });
+  const database = new SqlDatabase(db, { dialect: postgresDialect, kysely: kyselyDialect }, () =>
+    db.destroy(),
+  );
+  return migrated(database, schema);
 }

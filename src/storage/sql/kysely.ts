@@ -6,18 +6,9 @@
 import { createRequire } from "node:module";
 import type * as K from "kysely";
 
-const kysely = createRequire(import.meta.url)("kysely") as typeof K;
+export const kysely = createRequire(import.meta.url)("kysely") as typeof K;
 
-export const {
-  sql,
-  CompiledQuery,
-  DummyDriver,
-  Kysely,
-  PostgresDialect,
-  SqliteAdapter,
-  SqliteIntrospector,
-  SqliteQueryCompiler,
-} = kysely;
+export const { sql, CompiledQuery, Kysely } = kysely;
 export type Kysely<DB> = K.Kysely<DB>;
 export type CompiledQuery<R = unknown> = K.CompiledQuery<R>;
 
