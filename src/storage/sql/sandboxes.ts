@@ -21,6 +21,7 @@ import type {
   PoolInput,
   PoolPatch,
   PoolRecord,
+  QuotaRefusal,
   RenameTemplateResult,
   SandboxBoxesRepo,
   SandboxesRepo,
@@ -118,6 +119,14 @@ const toUsage = (row: { quota: number | null; used: number | null }): StorageUsa
   usage_bytes: Number(row.used ?? 0),
 });
 
+/** The refusal when `increase` bytes more would take the organization past its quota. */
+function* overQuota(tx: Executor, org: string, increase: number): TxSteps<QuotaRefusal | undefined> {
+  const used = toUsage((yield* first(usage(tx, org)))!);
+  if (used.usage_bytes + increase > used.quota_bytes) {
+    return { status: "quota_exceeded", ...used, increase_bytes: increase };
+  }
+}
+
 const volume = (ex: Executor, org: string, name: string) =>
   ex.selectFrom("sandbox_volumes").selectAll().where(orgNamed(org, name));
 
@@ -167,10 +176,8 @@ export class SqlSandboxes extends SandboxRepo implements SandboxesRepo {
     const record: VolumeRecord = { ...input, org_id: org, created_at: now, updated_at: now };
     return this.inOrg(org, function* (tx, dialect): TxSteps<CreateVolumeResult> {
       if (yield* first(volume(tx, org, input.name))) return { status: "name_taken" };
-      const used = toUsage((yield* first(usage(tx, org)))!);
-      if (used.usage_bytes + input.size_bytes > used.quota_bytes) {
-        return { status: "quota_exceeded", ...used, increase_bytes: input.size_bytes };
-      }
+      const refused = yield* overQuota(tx, org, input.size_bytes);
+      if (refused) return refused;
       const insert = tx.insertInto("sandbox_volumes").values(record);
       const inserted = yield* unlessDuplicate(dialect, changed(insert));
       return inserted === undefined ? { status: "name_taken" } : { status: "created", volume: record };
@@ -184,8 +191,7 @@ export class SqlSandboxes extends SandboxRepo implements SandboxesRepo {
 
   async listVolumes(org: string, query: SandboxListQuery): Promise<SandboxPage<VolumeRecord>> {
     const volumes = this.database.db.selectFrom("sandbox_volumes").selectAll().where("org_id", "=", org);
-    const { items, hasMore } = await page(volumes, "sandbox_volumes", query);
-    return { items: items.map(toVolume), hasMore };
+    return page(volumes, "sandbox_volumes", query, toVolume);
   }
 
   async updateVolume(org: string, name: string, patch: VolumePatch): Promise<UpdateVolumeResult> {
@@ -194,34 +200,20 @@ export class SqlSandboxes extends SandboxRepo implements SandboxesRepo {
       const row = yield* first(volume(tx, org, name));
       if (!row) return { status: "not_found" };
       const previous = toVolume(row);
-      const next = { ...previous };
-      if (patch.size) {
-        if (patch.size.bytes < previous.size_bytes) return { status: "shrink", volume: previous };
-        const increase = patch.size.bytes - previous.size_bytes;
-        if (increase > 0) {
-          const used = toUsage((yield* first(usage(tx, org)))!);
-          if (used.usage_bytes + increase > used.quota_bytes) {
-            return { status: "quota_exceeded", ...used, increase_bytes: increase };
-          }
-        }
-        next.size = patch.size.text;
-        next.size_bytes = patch.size.bytes;
-      }
-      if (patch.name !== undefined && patch.name !== previous.name) {
-        if (yield* first(volume(tx, org, patch.name))) return { status: "name_taken" };
-        next.name = patch.name;
-      }
-      if (
-        next.name === previous.name &&
-        next.size === previous.size &&
-        next.size_bytes === previous.size_bytes
-      )
+      const { name: newName = name, size = { text: previous.size, bytes: previous.size_bytes } } = patch;
+      const increase = size.bytes - previous.size_bytes;
+      if (increase < 0) return { status: "shrink", volume: previous };
+      const refused = increase > 0 ? yield* overQuota(tx, org, increase) : undefined;
+      if (refused) return refused;
+      const renamed = newName !== previous.name;
+      if (renamed && (yield* first(volume(tx, org, newName)))) return { status: "name_taken" };
+      if (!renamed && size.text === previous.size && increase === 0) {
         return { status: "updated", volume: previous, previous };
-      next.updated_at = updatedAt;
-      const { id, name: newName, size, size_bytes } = next;
-      const set = { name: newName, size, size_bytes, updated_at: updatedAt };
-      const update = tx.updateTable("sandbox_volumes").set(set).where("id", "=", id);
+      }
+      const set = { name: newName, size: size.text, size_bytes: size.bytes, updated_at: updatedAt };
+      const update = tx.updateTable("sandbox_volumes").set(set).where("id", "=", row.id);
       const written = yield* unlessDuplicate(dialect, changed(update));
+      const next = { ...previous, ...set };
       return written !== undefined ? { status: "updated", volume: next, previous } : { status: "name_taken" };
     });
   }
@@ -392,14 +384,8 @@ function* templateId(tx: Executor, org: string, name: string): TxSteps<string | 
 }
 
 function* nameTaken(tx: Executor, org: string, name: string, exceptId = ""): TxSteps<boolean> {
-  const row = yield* first(
-    tx
-      .selectFrom("sandbox_boxes")
-      .select(sql.lit(1).as("one"))
-      .where(orgNamed(org, name))
-      .where("id", "<>", exceptId),
-  );
-  return row !== undefined;
+  const named = tx.selectFrom("sandbox_boxes").select("id").where(orgNamed(org, name));
+  return (yield* first(named.where("id", "<>", exceptId))) !== undefined;
 }
 
 export class SqlSandboxBoxes extends SandboxRepo implements SandboxBoxesRepo {
@@ -463,8 +449,7 @@ export class SqlSandboxBoxes extends SandboxRepo implements SandboxBoxesRepo {
 
   async listBoxes(org: string, q: SandboxListQuery): Promise<SandboxPage<BoxRecord>> {
     const unpooled = boxes(this.database.db).where("b.org_id", "=", org).where("b.pool_id", "is", null);
-    const { items, hasMore } = await page(unpooled, "b", q);
-    return { items: items.map(toBox), hasMore };
+    return page(unpooled, "b", q, toBox);
   }
 
   async updateBox(org: string, name: string, patch: BoxPatch): Promise<UpdateBoxResult> {
@@ -532,8 +517,7 @@ export class SqlSandboxBoxes extends SandboxRepo implements SandboxBoxesRepo {
   }
 
   async listPools(org: string, q: SandboxListQuery): Promise<SandboxPage<PoolRecord>> {
-    const { items, hasMore } = await page(pools(this.database.db).where("p.org_id", "=", org), "p", q);
-    return { items: items.map(toPool), hasMore };
+    return page(pools(this.database.db).where("p.org_id", "=", org), "p", q, toPool);
   }
 
   async listAllPools(): Promise<PoolRecord[]> {
