@@ -30,7 +30,7 @@ import {
 } from "./database.js";
 import type { Dialect } from "./dialect.js";
 import type { AssistantsTable, AssistantVersionsTable } from "./tables.js";
-import { deleteThreads, settledStatusExpression } from "./threads.js";
+import { deleteThreads, deletion, settledStatusExpression } from "./threads.js";
 
 /** System (default) assistants have org_id '' and are visible to every organization. */
 const SYSTEM = "";
@@ -164,7 +164,7 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
       const deleted = yield* changed(
         tx.deleteFrom("assistants").where("assistant_id", "=", assistantId).where("org_id", "=", org),
       );
-      if (!deleted) return { deleted: false, runningRunIds: [], pendingRunIds: [] };
+      if (!deleted) return deletion(false);
       // The threads that go with it are locked first (in a fixed order), as admission locks a thread: no
       // run can be admitted on them between the look at their runs and their deletion.
       const threads = opts.deleteThreads
@@ -219,11 +219,7 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
             .where("thread_id", "=", threadId),
         );
       }
-      return {
-        deleted: true,
-        runningRunIds: inFlight.filter((r) => r.status === "running").map((r) => r.run_id),
-        pendingRunIds: inFlight.filter((r) => r.status === "pending").map((r) => r.run_id),
-      };
+      return deletion(true, inFlight);
     });
   }
 

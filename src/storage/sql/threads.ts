@@ -5,12 +5,13 @@
 import type { Expression, ExpressionBuilder, Selectable, SelectQueryBuilder, SqlBool } from "kysely";
 import { conflict } from "../../errors.js";
 import type {
-  Interrupt,
   JsonObject,
   OrgId,
   Thread,
   ThreadDeletion,
+  ThreadInput,
   ThreadQuery,
+  ThreadState,
   ThreadSweep,
   ThreadsRepo,
   ThreadTtl,
@@ -20,10 +21,12 @@ import { copyThreadCheckpoints, deleteThreadCheckpoints, keepLatestCheckpoints }
 import {
   all,
   changed,
+  countOf,
   type Executor,
   first,
   type SqlDatabase,
   SqlRepo,
+  searchPage,
   slot,
   slots,
   type TxSteps,
@@ -152,6 +155,16 @@ export const hasRuns = (
       .where("x.status", Array.isArray(status) ? "in" : "=", status),
   );
 
+/** A deletion's result, from the runs in flight it found: those running and those pending. */
+export const deletion = (
+  deleted: boolean,
+  inFlight: { run_id: string; status: string }[] = [],
+): ThreadDeletion => ({
+  deleted,
+  runningRunIds: inFlight.filter((r) => r.status === "running").map((r) => r.run_id),
+  pendingRunIds: inFlight.filter((r) => r.status === "pending").map((r) => r.run_id),
+});
+
 /** Deletes threads with their runs and checkpoints (a part of the caller's transaction). */
 export function* deleteThreads(tx: Executor, threadIds: string[]): TxSteps<void> {
   if (!threadIds.length) return;
@@ -201,11 +214,7 @@ export function settledStatusExpression(threadId: string, hasNext: boolean, fail
 
 /** Copies and deletions go through checkpoint-rows.ts in this repository's transactions: no checkpointer. */
 export class SqlThreads extends SqlRepo implements ThreadsRepo {
-  async create(
-    org: OrgId,
-    input: { thread_id: string; metadata: JsonObject; ttl?: ThreadTtl },
-    ifExists: "raise" | "do_nothing",
-  ): Promise<Thread> {
+  async create(org: OrgId, input: ThreadInput, ifExists: "raise" | "do_nothing"): Promise<Thread> {
     const now = new Date().toISOString();
     const database = this.database;
     const row = newThreadRow(org, input.thread_id, now, input.ttl, {
@@ -221,19 +230,13 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
   }
 
   async get(org: OrgId, threadId: string): Promise<Thread | null> {
-    const row = await threadRow(
-      this.database.db,
-      this.database.dialect,
-      threadId,
-      false,
-      org,
-    ).executeTakeFirst();
+    const row = await threadRow(this.database.db, this.dialect, threadId, false, org).executeTakeFirst();
     return row ? toThread(row) : null;
   }
 
   async patch(org: OrgId, threadId: string, metadata: JsonObject, ttl?: ThreadTtl): Promise<Thread | null> {
     const updatedAt = new Date().toISOString();
-    const d = this.database.dialect;
+    const d = this.dialect;
     return this.database.transaction(function* (tx) {
       // The merge is computed here from the locked row: SQLite has no shallow JSON merge (`||` is
       // Postgres' only), and the row lock keeps concurrent patches from losing each other's keys.
@@ -250,23 +253,18 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
   }
 
   async delete(org: OrgId, threadId: string): Promise<ThreadDeletion> {
-    const d = this.database.dialect;
+    const d = this.dialect;
     return this.database.transaction(function* (tx) {
-      if (!(yield* first(threadRow(tx, d, threadId, true, org))))
-        return { deleted: false, runningRunIds: [], pendingRunIds: [] };
+      if (!(yield* first(threadRow(tx, d, threadId, true, org)))) return deletion(false);
       const inFlight = yield* all(runsInFlight(tx, threadId).select(["run_id", "status"]));
       yield* deleteThreads(tx, [threadId]);
-      return {
-        deleted: true,
-        runningRunIds: inFlight.filter((r) => r.status === "running").map((r) => r.run_id),
-        pendingRunIds: inFlight.filter((r) => r.status === "pending").map((r) => r.run_id),
-      };
+      return deletion(true, inFlight);
     });
   }
 
   /** The threads of `org` a search or count sees (never a stateless run's temporary thread). */
   #filtered(org: OrgId, q: Partial<ThreadQuery>) {
-    const d = this.database.dialect;
+    const d = this.dialect;
     return this.database.db
       .selectFrom("threads")
       .where("org_id", "=", org)
@@ -282,23 +280,19 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
       .$if(Boolean(q.auth), (qb) => qb.where(d.authFilter("metadata", q.auth!)));
   }
 
-  async search(org: OrgId, q: ThreadQuery): Promise<{ items: Thread[]; total: number }> {
+  search(org: OrgId, q: ThreadQuery): Promise<{ items: Thread[]; total: number }> {
     const order = q.sort_order === "asc" ? "asc" : "desc";
-    const rows = await this.#filtered(org, q)
-      .select(THREAD_COLUMNS)
-      .orderBy(q.sort_by, order)
-      .orderBy(this.database.dialect.insertionOrder(), order)
-      .limit(q.limit)
-      .offset(q.offset)
-      .execute();
-    return { items: rows.map(toThread), total: await this.count(org, q) };
+    return searchPage(
+      this.#filtered(org, q),
+      (qb) =>
+        qb.select(THREAD_COLUMNS).orderBy(q.sort_by, order).orderBy(this.dialect.insertionOrder(), order),
+      toThread,
+      q,
+    );
   }
 
-  async count(org: OrgId, q: Pick<ThreadQuery, "metadata" | "values" | "status" | "auth">): Promise<number> {
-    const row = await this.#filtered(org, q)
-      .select((eb) => eb.fn.countAll<number>().as("n"))
-      .executeTakeFirstOrThrow();
-    return Number(row.n);
+  count(org: OrgId, q: Pick<ThreadQuery, "metadata" | "values" | "status" | "auth">): Promise<number> {
+    return countOf(this.#filtered(org, q));
   }
 
   async copy(org: OrgId, threadId: string, newThreadId: string): Promise<Thread | null> {
@@ -322,15 +316,11 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
     });
   }
 
-  async recordState(
-    org: OrgId,
-    threadId: string,
-    state: { values: unknown; interrupts: Record<string, Interrupt[]>; hasNext: boolean },
-  ): Promise<void> {
+  async recordState(org: OrgId, threadId: string, state: ThreadState): Promise<void> {
     const values = JSON.stringify(state.values ?? null);
     const interrupts = JSON.stringify(state.interrupts);
     const now = new Date().toISOString();
-    const d = this.database.dialect;
+    const d = this.dialect;
     await this.database.transaction(function* (tx) {
       if (!(yield* first(threadRow(tx, d, threadId, true, org)))) return;
       const status = settledStatusExpression(threadId, state.hasNext, false);
@@ -352,7 +342,7 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
 
   async bindGraph(org: OrgId, threadId: string, graphId: string, assistantId: string): Promise<void> {
     const updatedAt = new Date().toISOString();
-    const d = this.database.dialect;
+    const d = this.dialect;
     await this.database.transaction(function* (tx) {
       const row = yield* first(threadRow(tx, d, threadId, true, org));
       if (!row) return;
@@ -373,7 +363,7 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
    * the statement's snapshot is re-checked on its new row version when locked (status), and excluded.
    */
   async sweepExpired(now: number, limit: number): Promise<ThreadSweep> {
-    const d = this.database.dialect;
+    const d = this.dialect;
     return this.database.transaction(function* (tx) {
       const expired = yield* all(
         d.lock(
