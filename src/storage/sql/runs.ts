@@ -32,7 +32,6 @@ import type {
   AdmissionResult,
   CheckpointStore,
   ClaimResult,
-  JsonObject,
   Lease,
   LeaseRenewal,
   OrgId,
@@ -41,12 +40,12 @@ import type {
   RunAdmission,
   RunCompletion,
   RunKwargs,
+  RunListQuery,
   RunsRepo,
   StopAction,
   SweepResult,
 } from "../ports.js";
 import { DEFAULT_LEASE } from "../ports.js";
-import type { MultitaskStrategy, RunStatus } from "../statuses.js";
 import { THREAD_BUSY_MESSAGE } from "../statuses.js";
 import { deleteRunCheckpoints } from "./checkpoint-rows.js";
 import {
@@ -85,10 +84,10 @@ const toRun = (r: RunRow): Run => ({
   assistant_id: r.assistant_id,
   created_at: r.created_at,
   updated_at: r.updated_at,
-  status: r.status as RunStatus,
+  status: r.status,
   metadata: JSON.parse(r.metadata),
   kwargs: JSON.parse(r.kwargs),
-  multitask_strategy: r.multitask_strategy as MultitaskStrategy,
+  multitask_strategy: r.multitask_strategy,
   attempt: r.attempt,
 });
 
@@ -102,8 +101,8 @@ const CLAIM_CANDIDATES = 16;
  */
 const CONTENDED_RETRY_MS = 20;
 
-/** A run back in the queue, for another attempt by any worker. */
-const REQUEUED = { status: "pending", worker_id: null, lease_expires_at: null } as const;
+/** A run in the queue, new or back for another attempt, for any worker to take. */
+const QUEUED = { status: "pending", worker_id: null, lease_expires_at: null } as const;
 
 /** A thread's settling after one of its runs ended; JSON already serialized (before the transaction). */
 interface Settlement {
@@ -303,7 +302,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
         for (const prior of inFlight) {
           if (prior.status === "running") {
             // Recorded, so the stop happens even if the signal to its worker is lost or the worker dies.
-            yield* this.#update(tx, prior.run_id, { stop_requested: a.multitask_strategy });
+            yield* this.#update(tx, prior.run_id, { stop_requested: a.multitask_strategy as StopAction });
             runningToStop.push(toRun(prior));
             continue;
           }
@@ -318,7 +317,6 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
         thread_id: a.thread_id,
         org_id: org,
         assistant_id: a.assistant.assistant_id,
-        status: "pending",
         metadata: runMetadata,
         kwargs,
         multitask_strategy: a.multitask_strategy,
@@ -326,8 +324,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
         not_before: Math.max(a.not_before.getTime(), lockedAt),
         created_at: nowIso,
         updated_at: nowIso,
-        worker_id: null,
-        lease_expires_at: null,
+        ...QUEUED,
         stop_requested: null,
       };
       yield* this.database
@@ -363,11 +360,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
     return toRun(row);
   }
 
-  async list(
-    org: OrgId,
-    threadId: string,
-    q: { limit: number; offset: number; status?: RunStatus; metadata?: JsonObject },
-  ): Promise<Run[]> {
+  async list(org: OrgId, threadId: string, q: RunListQuery): Promise<Run[]> {
     const rows = await this.database.db
       .selectFrom("runs")
       .selectAll()
@@ -532,7 +525,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
       org: row.org_id,
       threadMetadata: thread ? JSON.parse(thread.metadata) : {},
       nextDueAt: null,
-      stopRequested: (row.stop_requested as StopAction | null) ?? undefined,
+      stopRequested: row.stop_requested ?? undefined,
     };
   }
 
@@ -632,7 +625,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
       recovered: recovered.map((r) => r.run_id),
       stopRequested: held
         .filter((r) => r.stop_requested)
-        .map((r) => ({ run_id: r.run_id, action: r.stop_requested as StopAction })),
+        .map((r) => ({ run_id: r.run_id, action: r.stop_requested! })),
     };
   }
 
@@ -697,7 +690,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
   async requeue(runId: string, attempt?: number): Promise<void> {
     await this.database.db
       .updateTable("runs")
-      .set({ ...REQUEUED, updated_at: new Date().toISOString() })
+      .set({ ...QUEUED, updated_at: new Date().toISOString() })
       .where("run_id", "=", runId)
       .where("status", "=", RUNNING)
       .$if(attempt !== undefined, (qb) => qb.where("attempt", "=", attempt!))
@@ -759,7 +752,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
           });
           return "failed";
         }
-        yield* this.#update(tx, runId, { ...REQUEUED, updated_at: now });
+        yield* this.#update(tx, runId, { ...QUEUED, updated_at: now });
         return "requeued";
       });
       if (recovery) result[recovery].push(runId);

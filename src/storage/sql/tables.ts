@@ -11,7 +11,7 @@
  */
 import type { Generated } from "kysely";
 import type { Cron } from "../cron-ports.js";
-import type { ApiKeyRecord, Assistant } from "../ports.js";
+import type { ApiKeyRecord, Assistant, Run, StopAction, Thread, ThreadTtl } from "../ports.js";
 import type { BoxRecord, PoolRecord, TemplateRecord, VolumeRecord } from "../sandbox-ports.js";
 
 /** JSON text (see above). */
@@ -26,42 +26,29 @@ export type AssistantsTable = Omit<Assistant, AssistantJson> &
 
 export type AssistantVersionsTable = Omit<AssistantsTable, "org_id" | "updated_at">;
 
-export interface ThreadsTable {
-  thread_id: string;
-  org_id: string;
-  status: string;
-  metadata: Json;
-  config: Json;
-  values: Json | null;
-  interrupts: Json;
-  error: Json | null;
-  temporary: Generated<Bool>;
-  created_at: string;
-  updated_at: string;
-  state_updated_at: string;
-  ttl_minutes: number | null;
-  ttl_strategy: string | null;
-  ttl_swept_at: string | null;
-}
+type ThreadJson = "metadata" | "config" | "interrupts";
+export type ThreadsTable = Omit<Thread, ThreadJson | "values" | "error"> &
+  Record<ThreadJson, Json> & {
+    org_id: string;
+    values: Json | null;
+    error: Json | null;
+    temporary: Generated<Bool>;
+    ttl_minutes: number | null;
+    ttl_strategy: ThreadTtl["strategy"] | null;
+    ttl_swept_at: string | null;
+  };
 
-export interface RunsTable {
-  seq: Generated<number>;
-  run_id: string;
-  thread_id: string;
-  org_id: string;
-  assistant_id: string;
-  status: string;
-  metadata: Json;
-  kwargs: Json;
-  multitask_strategy: string;
-  attempt: Generated<number>;
-  not_before: number;
-  created_at: string;
-  updated_at: string;
-  worker_id: string | null;
-  lease_expires_at: number | null;
-  stop_requested: string | null;
-}
+type RunJson = "metadata" | "kwargs";
+export type RunsTable = Omit<Run, RunJson | "attempt"> &
+  Record<RunJson, Json> &
+  Seq & {
+    org_id: string;
+    attempt: Generated<number>;
+    not_before: number;
+    worker_id: string | null;
+    lease_expires_at: number | null;
+    stop_requested: StopAction | null;
+  };
 
 export interface CheckpointsTable {
   thread_id: string;

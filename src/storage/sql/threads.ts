@@ -16,7 +16,7 @@ import type {
   ThreadsRepo,
   ThreadTtl,
 } from "../ports.js";
-import type { ThreadStatus } from "../statuses.js";
+import type { RunStatus, ThreadStatus } from "../statuses.js";
 import { copyThreadCheckpoints, deleteThreadCheckpoints, keepLatestCheckpoints } from "./checkpoint-rows.js";
 import {
   all,
@@ -65,8 +65,8 @@ export type ThreadRow = Selectable<ThreadsTable>;
  * WHERE (`runs_pending_due`, `runs_one_running`: `status = '…'`), and plans a parameter LIMIT in a
  * subquery far worse; either costs several times what running the claim query does.
  */
-export const PENDING = sql.lit("pending");
-export const RUNNING = sql.lit("running");
+export const PENDING = sql.lit<RunStatus>("pending");
+export const RUNNING = sql.lit<RunStatus>("running");
 export const IN_FLIGHT = [PENDING, RUNNING];
 
 /** The TTL columns of a thread row. */
@@ -108,7 +108,7 @@ export const toThread = (r: ThreadRow): Thread => {
     updated_at: r.updated_at,
     state_updated_at: r.state_updated_at,
     metadata: JSON.parse(r.metadata),
-    status: r.status as ThreadStatus,
+    status: r.status,
     config: JSON.parse(r.config),
     interrupts: JSON.parse(r.interrupts),
   };
