@@ -371,26 +371,6 @@ class TransactionalSqliteAdapter extends kysely.SqliteAdapter {
   }
 }
 
-/**
- * Statements are prepared once per SQL text and reused: preparing costs more than running most of
- * these queries, and several run on every run's hot path. Searches build their SQL from the filter's
- * shape, so the cache is bounded.
- */
-function withStatementCache(raw: Database.Database) {
-  const cache = new Map<string, Database.Statement>();
-  return {
-    prepare(sqlText: string) {
-      let stmt = cache.get(sqlText);
-      if (!stmt) {
-        if (cache.size >= 1000) cache.clear();
-        stmt = raw.prepare(sqlText);
-        cache.set(sqlText, stmt);
-      }
-      return stmt;
-    },
-  };
-}
-
 /** Cosine similarity of two float32 blobs, in double precision; NULL for mismatched or zero vectors. */
 function cosineOfBlobs(a: Buffer | null, b: Buffer | null): number | null {
   if (!a || !b || a.byteLength !== b.byteLength) return null;
@@ -427,9 +407,17 @@ export async function openSqlite(opts: {
   raw.function("hangar_cosine", { deterministic: true }, (a: unknown, b: unknown) =>
     cosineOfBlobs(a as Buffer | null, b as Buffer | null),
   );
-  const statements = withStatementCache(raw);
+  // Statements are prepared once per SQL text and reused: preparing costs more than running most of
+  // these queries, and several run on every run's hot path. Searches build their SQL from the filter's
+  // shape, so the cache is bounded.
+  const statements = new Map<string, Database.Statement>();
   const runSync: RunSync = ({ sql: text, parameters }) => {
-    const stmt = statements.prepare(text);
+    let stmt = statements.get(text);
+    if (!stmt) {
+      if (statements.size >= 1000) statements.clear();
+      stmt = raw.prepare(text);
+      statements.set(text, stmt);
+    }
     if (stmt.reader) return { rows: stmt.all(parameters as unknown[]) };
     return { rows: [], numAffectedRows: BigInt(stmt.run(parameters as unknown[]).changes) };
   };
