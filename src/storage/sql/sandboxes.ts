@@ -4,7 +4,7 @@
  * grow-only sizes, the storage quota, no deleting a mounted volume, a warm box claimed once) is checked
  * and written in one `inOrg` transaction; UNIQUE (org_id, name) is the backstop.
  */
-import type { ExpressionBuilder, Selectable, Updateable } from "kysely";
+import type { ExpressionBuilder, Insertable, Selectable, Updateable } from "kysely";
 import type {
   BoxClaim,
   BoxInput,
@@ -56,6 +56,7 @@ import { fromExcluded, sql } from "./kysely.js";
 import type {
   SandboxBoxesTable,
   SandboxPoolsTable,
+  SandboxTemplateMountsTable,
   SandboxTemplatesTable,
   SandboxVolumesTable,
   Tables,
@@ -253,26 +254,18 @@ export class SqlSandboxes extends SandboxRepo implements SandboxesRepo {
     const row = { ...fields, org_id: org, cpu, memory, storage, created_at: now, updated_at: now };
     return this.inOrg(org, function* (tx, dialect): TxSteps<CreateTemplateResult> {
       if (yield* first(templateRow(tx, org, input.name))) return { status: "name_taken" };
-      const volumeIds: string[] = [];
+      const mountRows: Insertable<SandboxTemplateMountsTable>[] = [];
       const missing: string[] = [];
-      for (const mount of volume_mounts) {
-        const found = yield* first(volume(tx, org, mount.volume_name));
-        if (found) volumeIds.push(found.id);
-        else if (!missing.includes(mount.volume_name)) missing.push(mount.volume_name);
+      for (const [position, { volume_name, mount_path }] of volume_mounts.entries()) {
+        const found = yield* first(volume(tx, org, volume_name));
+        if (found) mountRows.push({ template_id: input.id, position, volume_id: found.id, mount_path });
+        else if (!missing.includes(volume_name)) missing.push(volume_name);
       }
       if (missing.length > 0) return { status: "missing_volumes", names: missing };
       const insert = tx.insertInto("sandbox_templates").values(row);
       const inserted = yield* unlessDuplicate(dialect, changed(insert));
       if (inserted === undefined) return { status: "name_taken" };
-      if (volume_mounts.length) {
-        const mountRows = volume_mounts.map((mount, i) => ({
-          template_id: input.id,
-          position: i,
-          volume_id: volumeIds[i],
-          mount_path: mount.mount_path,
-        }));
-        yield* changed(tx.insertInto("sandbox_template_mounts").values(mountRows));
-      }
+      if (mountRows.length) yield* changed(tx.insertInto("sandbox_template_mounts").values(mountRows));
       return { status: "created", template: yield* withMounts(tx, row) };
     });
   }
