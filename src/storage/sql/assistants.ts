@@ -228,8 +228,7 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
       const clauses: Expression<SqlBool>[] = [eb("org_id", "in", [org, SYSTEM])];
       if (q.graph_id !== undefined) clauses.push(eb("graph_id", "=", q.graph_id));
       if (q.name !== undefined) clauses.push(nameContains("name", q.name));
-      if (q.metadata && Object.keys(q.metadata).length)
-        clauses.push(this.dialect.jsonContains("metadata", q.metadata));
+      if (q.metadata) clauses.push(this.dialect.jsonContains("metadata", q.metadata));
       if (q.auth) clauses.push(this.dialect.authFilter("metadata", q.auth));
       return eb.and(clauses);
     });

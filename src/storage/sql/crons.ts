@@ -105,8 +105,7 @@ export class SqlCrons extends SqlRepo implements CronsRepo {
       if (q.assistant_id !== undefined) clauses.push(eb("assistant_id", "=", q.assistant_id));
       if (q.thread_id !== undefined) clauses.push(eb("thread_id", "=", q.thread_id));
       if (q.enabled !== undefined) clauses.push(eb("enabled", "=", this.dialect.bool(q.enabled)));
-      if (q.metadata && Object.keys(q.metadata).length)
-        clauses.push(this.dialect.jsonContains("metadata", q.metadata));
+      if (q.metadata) clauses.push(this.dialect.jsonContains("metadata", q.metadata));
       if (q.auth) clauses.push(this.dialect.authFilter("metadata", q.auth));
       return eb.and(clauses);
     });

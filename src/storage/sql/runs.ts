@@ -367,9 +367,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
       .where("thread_id", "=", threadId)
       .where("org_id", "=", org)
       .$if(Boolean(q.status), (qb) => qb.where("status", "=", q.status!))
-      .$if(Boolean(q.metadata && Object.keys(q.metadata).length), (qb) =>
-        qb.where(this.dialect.jsonContains("metadata", q.metadata!)),
-      )
+      .$if(Boolean(q.metadata), (qb) => qb.where(this.dialect.jsonContains("metadata", q.metadata!)))
       .orderBy("seq", "desc")
       .limit(q.limit)
       .offset(q.offset)

@@ -271,12 +271,8 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
       .where("temporary", "=", d.bool(false))
       .$if(Boolean(q.ids?.length), (qb) => qb.where("thread_id", "in", q.ids!))
       .$if(Boolean(q.status), (qb) => qb.where("status", "=", q.status!))
-      .$if(Boolean(q.metadata && Object.keys(q.metadata).length), (qb) =>
-        qb.where(d.jsonContains("metadata", q.metadata!)),
-      )
-      .$if(Boolean(q.values && Object.keys(q.values).length), (qb) =>
-        qb.where(d.jsonContains("values", q.values!)),
-      )
+      .$if(Boolean(q.metadata), (qb) => qb.where(d.jsonContains("metadata", q.metadata!)))
+      .$if(Boolean(q.values), (qb) => qb.where(d.jsonContains("values", q.values!)))
       .$if(Boolean(q.auth), (qb) => qb.where(d.authFilter("metadata", q.auth!)));
   }
 
