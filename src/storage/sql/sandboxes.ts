@@ -372,10 +372,6 @@ function* poolById(tx: Executor, id: string): TxSteps<PoolRecord | null> {
   return row ? toPool(row) : null;
 }
 
-function* templateId(tx: Executor, org: string, name: string): TxSteps<string | undefined> {
-  return (yield* first(tx.selectFrom("sandbox_templates").select("id").where(orgNamed(org, name))))?.id;
-}
-
 function* nameTaken(tx: Executor, org: string, name: string, exceptId = ""): TxSteps<boolean> {
   const named = tx.selectFrom("sandbox_boxes").select("id").where(orgNamed(org, name));
   return (yield* first(named.where("id", "<>", exceptId))) !== undefined;
@@ -386,7 +382,7 @@ export class SqlSandboxBoxes extends SandboxRepo implements SandboxBoxesRepo {
     const now = new Date().toISOString();
     const { template_name, pool_id = null, ...fields } = input;
     return this.inOrg(org, function* (tx, dialect): TxSteps<CreateBoxResult> {
-      const template_id = yield* templateId(tx, org, template_name);
+      const template_id = (yield* first(templateRow(tx, org, template_name)))?.id;
       if (!template_id) return { status: "template_not_found" };
       if (yield* nameTaken(tx, org, input.name)) return { status: "name_taken" };
       const box = { ...fields, org_id: org, template_id, pool_id, status_message: null, last_active_at: now };
@@ -486,7 +482,7 @@ export class SqlSandboxBoxes extends SandboxRepo implements SandboxBoxesRepo {
   async createPool(org: string, input: PoolInput): Promise<CreatePoolResult> {
     const now = new Date().toISOString();
     return this.inOrg(org, function* (tx, dialect): TxSteps<CreatePoolResult> {
-      const template = yield* templateId(tx, org, input.template_name);
+      const template = (yield* first(templateRow(tx, org, input.template_name)))?.id;
       if (!template) return { status: "template_not_found" };
       if (yield* first(mounted(tx, "template_id", template))) return { status: "template_has_volumes" };
       if (yield* first(poolNamed(tx, org, input.name))) return { status: "name_taken" };
