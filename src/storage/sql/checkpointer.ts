@@ -149,19 +149,17 @@ function compileQueries(db: Executor) {
 }
 
 /** `rows` writes in one INSERT, whose WHERE leaves a conflicting regular write (idx ≥ 0) as it was. */
-function compileWritesInsert(db: Executor, rows: number): Prepared<never> {
+function writesInsert(db: Executor, rows: number) {
   const values = Array.from({ length: rows }, (_, i) => slots(WRITE_COLUMNS, `${i}.`));
-  const insert = new Prepared<never>(
-    db
-      .insertInto("checkpoint_writes")
-      .values(values)
-      .onConflict((oc) =>
-        oc.columns(WRITE_KEY).doUpdateSet(fromExcluded(WRITE_VALUES)).where("excluded.idx", "<", sql.lit(0)),
-      ),
-  );
+  const insert = db
+    .insertInto("checkpoint_writes")
+    .values(values)
+    .onConflict((oc) =>
+      oc.columns(WRITE_KEY).doUpdateSet(fromExcluded(WRITE_VALUES)).where("excluded.idx", "<", sql.lit(0)),
+    );
   // `putWrites` binds the rows flattened: row by row, each in WRITE_COLUMNS order.
-  const expected = values.flatMap((_, i) => WRITE_COLUMNS.map((c) => `${i}.${c}`));
-  if (insert.slots.join() !== expected.join())
+  const expected = values.flatMap((_, i) => WRITE_COLUMNS.map((c) => slot(`${i}.${c}`)));
+  if (insert.compile().parameters.join() !== expected.join())
     throw new Error("Unexpected parameter order in the writes INSERT");
   return insert;
 }
@@ -171,8 +169,6 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
   readonly #fenced = new Set<string>();
   readonly #fenceCapacity: number;
   readonly #q: ReturnType<typeof compileQueries>;
-  /** The INSERT of n writes, by n (1..WRITES_PER_STATEMENT; tasks write a handful). */
-  readonly #writesInserts = new Map<number, Prepared<never>>();
 
   constructor(database: SqlDatabase, options: { serde?: SerializerProtocol; fenceCapacity?: number } = {}) {
     super(options.serde);
@@ -366,9 +362,9 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     return runId !== null && this.#fenced.has(runId);
   }
 
+  /** The INSERT of n writes, compiled once per n (1..WRITES_PER_STATEMENT; tasks write a handful). */
   #writesInsert(n: number) {
-    if (!this.#writesInserts.has(n)) this.#writesInserts.set(n, compileWritesInsert(this.#database.db, n));
-    return this.#writesInserts.get(n)!;
+    return this.#database.prepared(`checkpoints.writes:${n}`, (db) => writesInsert(db, n));
   }
 
   async #loadWrites(rows: WriteRow[]): Promise<CheckpointPendingWrite[]> {
