@@ -147,13 +147,9 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
       yield* changed(
         tx.insertInto("assistant_versions").values({ assistant_id: assistantId, ...next, created_at: now }),
       );
-      yield* changed(
-        tx
-          .updateTable("assistants")
-          .set({ ...next, updated_at: now })
-          .where("assistant_id", "=", assistantId),
-      );
-      return toAssistant({ ...row, ...next, updated_at: now });
+      const latest = { ...next, updated_at: now };
+      yield* changed(tx.updateTable("assistants").set(latest).where("assistant_id", "=", assistantId));
+      return toAssistant({ ...row, ...latest });
     });
   }
 
