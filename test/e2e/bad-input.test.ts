@@ -4,54 +4,16 @@
  * per request; streams count from their headers), no reset, and that GET /ok and an SDK thread +
  * runs.wait of "agent" work afterwards. The long form is scripts/fuzz-api.ts (10,000+ requests).
  *
- * HANGAR_FUZZ_SEED=<n> changes the seed (the report prints it); HANGAR_TEST_POSTGRES_URI adds a run on a
- * fresh Postgres database (plain `hangar dev` with POSTGRES_URI, no Redis).
+ * HANGAR_FUZZ_SEED=<n> changes the seed (the report prints it). The same on Postgres:
+ * bad-input-postgres.test.ts.
  */
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, test } from "node:test";
-import { checkHealthy, formatReport, runBadInputs, seedFromEnv } from "../helpers/bad-input.js";
-import { freshDatabase, PG_SKIP } from "../helpers/postgres.js";
-import { type Hangar, startHangar } from "../helpers/server.js";
-
-const REQUESTS = 1_000;
-
-/**
- * A graph's first schema read compiles its TypeScript source (seconds by design, longer on a loaded
- * machine; test/e2e/schemas*.test.ts cover it): read every graph's once before the fuzz, so the 15 s
- * hang limit measures bad input, not that.
- */
-async function warmSchemas(h: Hangar): Promise<void> {
-  const graphs = ["agent", "slow", "interrupt", "fail", "subgraph", "custom_state"];
-  for (const graph of graphs) {
-    const res = await fetch(`${h.url}/assistants/${graph}/schemas`, { signal: AbortSignal.timeout(90_000) });
-    assert.equal(res.status, 200, `${graph}: ${await res.text()}`);
-  }
-}
-
-async function fuzz(h: Hangar, t: { diagnostic(message: string): void }): Promise<void> {
-  await warmSchemas(h);
-  const report = await runBadInputs({
-    baseUrl: h.url,
-    requests: REQUESTS,
-    seed: seedFromEnv(),
-    concurrency: 8,
-    timeoutMs: 15_000,
-    logs: () => h.logs(),
-    alive: () => h.process.exitCode === null && h.process.signalCode === null,
-  });
-  const text = formatReport(report);
-  t.diagnostic(text.split("\n").slice(0, 2).join(" | "));
-  assert.equal(report.crashed, undefined, text);
-  assert.equal(report.sent, REQUESTS, text);
-  assert.equal(report.failures.length, 0, `5xx, hangs or resets:\n${text}`);
-  // Every operation was tried, and more than one status came back (the requests reached the routes).
-  assert.ok(report.operations > 50, text);
-  assert.ok(Object.keys(report.byOperation).length === report.operations, text);
-  assert.ok((report.byStatus["422"] ?? 0) > 0 && (report.byStatus["200"] ?? 0) > 0, text);
-  await checkHealthy(h.url);
-}
+import { formatReport, runBadInputs } from "../helpers/bad-input.js";
+import { fuzz, REQUESTS } from "../helpers/bad-input-server.js";
+import { startHangar } from "../helpers/server.js";
 
 describe("bad input generated from /openapi.json", () => {
   test("the runner reports a 5xx, a hang and a leaked file (against a stub server)", {
@@ -151,21 +113,6 @@ describe("bad input generated from /openapi.json", () => {
       await fuzz(h, t);
     } finally {
       await h.stop();
-    }
-  });
-
-  test(`Postgres: ${REQUESTS} requests, no 5xx or hang, still works after`, {
-    timeout: 180_000,
-    skip: PG_SKIP,
-  }, async (t) => {
-    const db = await freshDatabase();
-    let h: Hangar | undefined;
-    try {
-      h = await startHangar({ env: { POSTGRES_URI: db.uri } });
-      await fuzz(h, t);
-    } finally {
-      await h?.stop();
-      await db.drop();
     }
   });
 });

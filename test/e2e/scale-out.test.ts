@@ -3,15 +3,14 @@
  * (`hangar worker`) on one Postgres database and one Redis, driven with the official SDK and raw HTTP.
  *
  * Needs HANGAR_TEST_POSTGRES_URI and HANGAR_TEST_REDIS_URI (CI sets both; then an unreachable service
- * fails the test). Each suite gets a fresh database and its own Redis key prefix, and short leases
- * (HANGAR_LEASE_SECONDS=2) so a killed worker's run is recovered within seconds.
+ * fails the test). Each suite gets a fresh deployment (test/helpers/cluster.ts). The double-texting
+ * suite on such a deployment is scale-out-multitask.test.ts (a file of its own: each has the per-file
+ * time budget to itself).
  */
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import type { Client } from "@langchain/langgraph-sdk";
-import pg from "pg";
-import { type FreshDatabase, freshDatabase } from "../helpers/postgres.js";
+import { Cluster, SKIP } from "../helpers/cluster.js";
 import {
   assertDetail,
   client,
@@ -22,74 +21,8 @@ import {
   startHangar,
   waitFor,
 } from "../helpers/server.js";
-import { multitaskSuite } from "./multitask-suite.js";
 
-const PG_URI = process.env.HANGAR_TEST_POSTGRES_URI;
-const REDIS_URI = process.env.HANGAR_TEST_REDIS_URI;
-const SKIP =
-  PG_URI && REDIS_URI
-    ? undefined
-    : "HANGAR_TEST_POSTGRES_URI and HANGAR_TEST_REDIS_URI are not both set (CI sets them)";
 const T = { timeout: 90_000 };
-
-/** One deployment: a fresh database and Redis prefix shared by every process started from it. */
-class Cluster {
-  readonly apis: Hangar[] = [];
-  readonly workers: Hangar[] = [];
-  #db: FreshDatabase | undefined;
-  readonly #prefix = `hangar-e2e-${randomBytes(5).toString("hex")}:`;
-
-  get uri(): string {
-    if (!this.#db) throw new Error("create() the cluster first");
-    return this.#db.uri;
-  }
-
-  async create(): Promise<this> {
-    this.#db = await freshDatabase();
-    return this;
-  }
-
-  #start(command: "serve" | "worker"): Promise<Hangar> {
-    return startHangar({
-      command,
-      args: command === "serve" ? ["--no-workers"] : ["--workers", "8"],
-      env: {
-        POSTGRES_URI: this.uri,
-        REDIS_URI: REDIS_URI as string,
-        HANGAR_REDIS_PREFIX: this.#prefix,
-        HANGAR_LEASE_SECONDS: "2",
-        HANGAR_LOG_LEVEL: "info",
-      },
-    });
-  }
-
-  /** Starts what is missing of 2 API + 2 worker processes (the API processes first: they migrate). */
-  async up(): Promise<this> {
-    while (this.apis.length < 2) this.apis.push(await this.#start("serve"));
-    while (this.workers.length < 2) this.workers.push(await this.#start("worker"));
-    return this;
-  }
-
-  async stopAll(how: "SIGTERM" | "SIGKILL"): Promise<void> {
-    const all = [...this.apis.splice(0), ...this.workers.splice(0)];
-    await Promise.all(all.map((p) => (how === "SIGKILL" ? p.kill9() : p.stop())));
-  }
-
-  async destroy(): Promise<void> {
-    await this.stopAll("SIGTERM").catch(() => this.stopAll("SIGKILL"));
-    await this.#db?.drop();
-  }
-
-  async query<R extends pg.QueryResultRow>(sql: string, params: unknown[] = []): Promise<R[]> {
-    const db = new pg.Client({ connectionString: this.uri });
-    await db.connect();
-    try {
-      return (await db.query<R>(sql, params)).rows;
-    } finally {
-      await db.end();
-    }
-  }
-}
 
 const slow = (text: string, sleepMs: number) => ({
   input: human(text),
@@ -242,15 +175,3 @@ describe("scale-out: 2 API + 2 worker processes on Postgres and Redis", { skip: 
     assertDetail(await http(cluster.apis[0]!.url, "GET", `/threads/${crypto.randomUUID()}`), 404, "thread");
   });
 });
-
-// The whole double-texting suite again, admitted on one API process and observed on the other.
-if (!SKIP) {
-  multitaskSuite("scale-out: multitask strategies behave as in embedded mode", async () => {
-    const cluster = await (await new Cluster().create()).up();
-    return {
-      url: cluster.apis[0]!.url,
-      writeUrl: cluster.apis[1]!.url,
-      stop: () => cluster.destroy(),
-    };
-  });
-}
