@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond npm packages: Debian's chromium, which the browser test
-# (test/e2e/docs.test.ts) drives through playwright-core, and bubblewrap (`bwrap`), the local sandbox
-# driver's isolation tool (test/e2e/sandbox-runtime.test.ts). Idempotent: installs only what is missing.
+# (test/e2e/docs.test.ts) drives through playwright-core; bubblewrap (`bwrap`), the local sandbox
+# driver's isolation tool (test/e2e/sandbox-runtime.test.ts); skopeo and umoci, the sandbox image store's
+# tools, and busybox-static, from which test/e2e/sandbox-images.test.ts builds an image.
+# Idempotent: installs only what is missing.
 # Needs apt-get and root (or sudo).
 set -euo pipefail
 
@@ -9,10 +11,14 @@ CHROMIUM=/usr/bin/chromium
 missing=()
 [ -x "$CHROMIUM" ] || missing+=(chromium)
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+command -v skopeo >/dev/null 2>&1 || missing+=(skopeo)
+command -v umoci >/dev/null 2>&1 || missing+=(umoci)
+[ -x /bin/busybox ] || missing+=(busybox-static)
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "== chromium present: $("$CHROMIUM" --version 2>/dev/null || echo "$CHROMIUM")"
   echo "== bubblewrap present: $(bwrap --version)"
+  echo "== image tools present: $(skopeo --version), $(umoci --version)"
   exit 0
 fi
 
@@ -37,3 +43,4 @@ $SUDO apt-get update
 $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
 echo "== chromium: $("$CHROMIUM" --version 2>/dev/null || echo "$CHROMIUM")"
 echo "== bubblewrap: $(bwrap --version)"
+echo "== image tools: $(skopeo --version), $(umoci --version)"

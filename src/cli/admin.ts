@@ -9,6 +9,8 @@
  *   hangar orgs list | show <name>
  *
  *   hangar migrate                         applies the database's pending migrations and exits
+ *   hangar images import <name> <source>   imports a sandbox image (docker save / OCI archive, OCI layout)
+ *   hangar images list | rm <name>         (the image store is a directory: no database needed)
  *
  * Each takes --config / --data-dir (same resolution as `hangar dev`) to find the database, or
  * --postgres-uri / POSTGRES_URI for a Postgres deployment.
@@ -18,6 +20,9 @@ import { parseArgs } from "node:util";
 import { ConfigError, loadConfig } from "../config/index.js";
 import { generateApiKey, hashApiKey } from "../http/auth.js";
 import { formatGi, QuantityError, toBytes } from "../sandboxes/quantity.js";
+import { ImageNotFound, ImageStore, ImageStoreError } from "../sandboxes/runtime/images.js";
+import { sandboxDirs } from "../sandboxes/runtime/index.js";
+import { sandboxesOnImage } from "../sandboxes/runtime/local-driver.js";
 import type { Storage } from "../storage/ports.js";
 import { openPostgres, openSqlite } from "../storage/sql/database.js";
 import { openPostgresStorage, openSqliteStorage } from "../storage/sql/index.js";
@@ -27,6 +32,8 @@ export const ADMIN_COMMANDS = {
   keys: "Manage API keys: create --org <name> | list | revoke <id|prefix>",
   orgs: "Manage organizations: set <name> --sandbox-storage-quota <size> | list | show <name>",
   migrate: "Apply pending database migrations and exit: [--postgres-uri <uri> | --data-dir <path>]",
+  images:
+    "Manage the sandbox image store: import <name> <docker save or OCI archive | OCI layout dir> | list | rm <name>",
 } as const;
 export type AdminCommand = keyof typeof ADMIN_COMMANDS;
 
@@ -48,6 +55,10 @@ export async function runAdmin(command: AdminCommand, argv: string[]): Promise<v
   }
   let storage: Storage | undefined;
   try {
+    if (command === "images") {
+      process.stdout.write(`${await images(positionals, values)}\n`);
+      return;
+    }
     const postgresUri = values["postgres-uri"] || process.env.POSTGRES_URI || undefined;
     if (command === "migrate") {
       // Opening a database migrates it (once, across processes opening it at once).
@@ -71,6 +82,11 @@ export async function runAdmin(command: AdminCommand, argv: string[]): Promise<v
     process.stdout.write(`${out}\n`);
   } catch (err) {
     if (err instanceof UsageError) return usage(command, err.message);
+    if (err instanceof ImageNotFound || err instanceof ImageStoreError) {
+      process.stderr.write(`hangar: ${err.message}\n`);
+      process.exitCode = 1;
+      return;
+    }
     process.stderr.write(`hangar: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exitCode = 1;
   } finally {
@@ -101,6 +117,34 @@ function dataDir(values: Values): string {
   if (process.env.HANGAR_DATA_DIR && !values.config) return path.resolve(process.env.HANGAR_DATA_DIR);
   return loadConfig({ mode: "serve", flags: { config: values.config }, env: process.env, cwd: process.cwd() })
     .dataDir;
+}
+
+/** The image store of the data dir's sandboxes (`HANGAR_SANDBOX_IMAGES` or `<data dir>/images`). */
+async function images([action, ...rest]: string[], values: Values): Promise<string> {
+  if (!["import", "list", "rm"].includes(action ?? "")) {
+    throw new UsageError(action ? `unknown images action "${action}"` : "missing images action");
+  }
+  const { stateDir, imagesDir } = sandboxDirs(dataDir(values));
+  const store = new ImageStore(imagesDir, stateDir);
+  if (action === "import") {
+    const [name, source] = rest;
+    if (!name || !source) throw new UsageError("images import needs <name> <archive or OCI layout dir>");
+    const ref = await store.import(name, source);
+    if (values.json) return JSON.stringify(ref);
+    return `Imported ${ref.name} (${ref.digest})${ref.unpacked ? "" : ", content already in the store"}.`;
+  }
+  if (action === "list") {
+    const refs = await store.list();
+    if (values.json) return JSON.stringify(refs);
+    if (refs.length === 0) return `No imported images in ${imagesDir}.`;
+    return table(
+      ["NAME", "DIGEST", "IMPORTED"],
+      refs.map((r) => [r.name, r.digest.slice(0, 19), r.imported_at]),
+    );
+  }
+  if (!rest[0]) throw new UsageError("images rm needs the image's name");
+  const ref = await store.remove(rest[0], (digest) => sandboxesOnImage(stateDir, digest));
+  return `Removed ${ref.name}.`;
 }
 
 async function keys(storage: Storage, [action, ...rest]: string[], values: Values): Promise<string> {

@@ -68,7 +68,8 @@ HANGAR_LEASE_SECONDS (30: a dead worker's runs are recovered after this), HANGAR
 Administration (on the data dir; works while the server runs):
   hangar keys create --org <name> | keys list | keys revoke <id|prefix>
   hangar orgs set <name> --sandbox-storage-quota <size> | orgs list | orgs show <name>
-  hangar migrate [--postgres-uri <uri>]   apply pending database migrations and exit`;
+  hangar migrate [--postgres-uri <uri>]   apply pending database migrations and exit
+  hangar images import <name> <archive|dir> | images list | images rm <name>   sandbox images`;
 
 function usage(command?: Command): string {
   if (command) return `Usage: hangar ${command} [options]\n\n${COMMANDS[command]}.\n\n${OPTIONS_HELP}\n`;

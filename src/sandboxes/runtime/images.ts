@@ -1,19 +1,29 @@
 /**
  * The image store of the local sandbox driver: how a template's `image` becomes a root filesystem.
  *
- * - `<imagesDir>/<image>/` (a directory per image name; `python:3.12-slim` is the directory
- *   `python:3.12-slim`, `org/img:tag` is `org/img:tag`): a complete root filesystem, for example the
- *   output of `docker export` unpacked there. It needs `/bin/sh`, and `cat` for file downloads.
+ * - Imported images (`hangar images import <name> <source>`): OCI images from a `docker save` archive,
+ *   an OCI archive or an OCI layout directory — what `docker save`, `podman save` or `skopeo copy` give
+ *   on a machine that can pull. skopeo copies the source into an OCI layout, umoci unpacks it into a
+ *   root filesystem once per image content (its manifest digest), and every sandbox on it shares it
+ *   read-only. A name is a reference to a digest, normalized as Docker does (`python:3.12-slim` =
+ *   `docker.io/library/python:3.12-slim`; no tag = `:latest`):
+ *     <imagesDir>/.oci/sha256/<digest>/rootfs, config.json   the unpacked image (umoci's runtime bundle)
+ *     <imagesDir>/.refs/<name, URI-encoded>.json             {name, digest, imported_at, source}
+ *   Commands in a sandbox get the image's environment (its `Env`).
+ * - A directory `<imagesDir>/<image>/` laid there by hand (`python:3.12-slim` is the directory
+ *   `python:3.12-slim`): a complete root filesystem, for example the output of `docker export`.
  * - The built-in image `BUILTIN_IMAGE`: the host's own `/usr` and `/etc` (so `/bin/sh`, `bash`,
  *   coreutils and whatever the host has installed work), with the host's secrets in `/etc`
  *   (`shadow`, `gshadow`, `ssh/`, `ssl/private`, `sudoers*`) hidden, and an empty skeleton for the rest.
  *
- * An image is a list of read-only layers, each grafted at a path; the driver puts a private writable
- * overlay over each, so a sandbox may change any file and no change reaches the image or another box.
+ * Every image needs `/bin/sh`, and `cat` for file downloads. An image is a list of read-only layers,
+ * each grafted at a path; the driver puts a private writable overlay over each, so a sandbox may change
+ * any file and no change reaches the image or another box.
  */
 import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, stat, symlink, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 
@@ -26,7 +36,27 @@ export interface ImageLayer {
   at: string;
 }
 
+/** What a sandbox is booted from: its layers, and the environment its commands start with. */
+export interface ResolvedImage {
+  layers: ImageLayer[];
+  env: Record<string, string>;
+  /** An imported image's manifest digest (the driver records it, so the store knows who uses it). */
+  digest?: string;
+}
+
+/** An imported image's name, as the store records it. */
+export interface ImageRef {
+  name: string;
+  /** The manifest digest, `sha256:<hex>`: what the unpacked image is stored under. */
+  digest: string;
+  imported_at: string;
+  /** The file or directory it was imported from. */
+  source: string;
+}
+
 export class ImageNotFound extends Error {}
+/** An import or removal that cannot be done as asked; the message says why. */
+export class ImageStoreError extends Error {}
 
 /** Host files in /etc that a sandbox must not read (it runs as uid 0, so mode bits alone do not hide them). */
 const HIDDEN_ETC = ["shadow", "shadow-", "gshadow", "gshadow-", "ssh", "ssl/private", "sudoers", "sudoers.d"];
@@ -58,10 +88,16 @@ export class ImageStore {
     readonly stateDir: string,
   ) {}
 
-  async resolve(image: string): Promise<ImageLayer[]> {
+  async resolve(image: string): Promise<ResolvedImage> {
     if (image === BUILTIN_IMAGE) {
       this.#builtin ??= this.#makeBuiltin();
-      return this.#builtin;
+      return { layers: await this.#builtin, env: {} };
+    }
+    const ref = await this.ref(image);
+    if (ref) {
+      const unpacked = this.#unpacked(ref.digest);
+      const layers = [{ lower: [path.join(unpacked, "rootfs")], at: "/" }];
+      return { layers, env: await imageEnv(unpacked), digest: ref.digest };
     }
     const dir = path.resolve(this.imagesDir, image);
     // The name is the user's: it must stay inside the store.
@@ -74,11 +110,102 @@ export class ImageStore {
     );
     if (!isDir) {
       throw new ImageNotFound(
-        `Image '${image}' not found: the local image store has no directory ${dir} ` +
-          `(put a root filesystem there, or use the built-in image '${BUILTIN_IMAGE}')`,
+        `Image '${image}' is not in the image store (${this.imagesDir}): import it with ` +
+          `'hangar images import ${image} <docker save or OCI archive, or OCI layout directory>', ` +
+          `or use the built-in image '${BUILTIN_IMAGE}'`,
       );
     }
-    return [{ lower: [dir], at: "/" }];
+    return { layers: [{ lower: [dir], at: "/" }], env: {} };
+  }
+
+  // ---- imported images ---------------------------------------------------------------------------
+
+  #refFile(name: string): string {
+    return path.join(this.imagesDir, ".refs", `${encodeURIComponent(name)}.json`);
+  }
+
+  #unpacked(digest: string): string {
+    return path.join(this.imagesDir, ".oci", ...digest.split(":"));
+  }
+
+  /** The imported image a name refers to (in any of its spellings), or null. */
+  async ref(image: string): Promise<ImageRef | null> {
+    const name = normalizeImageName(image);
+    if (!name) return null;
+    return readFile(this.#refFile(name), "utf8").then(
+      (text) => JSON.parse(text) as ImageRef,
+      () => null,
+    );
+  }
+
+  async list(): Promise<ImageRef[]> {
+    const files = await readdir(path.join(this.imagesDir, ".refs")).catch(() => [] as string[]);
+    const refs = await Promise.all(
+      files
+        .filter((f) => f.endsWith(".json"))
+        .map((f) =>
+          readFile(path.join(this.imagesDir, ".refs", f), "utf8").then((t) => JSON.parse(t) as ImageRef),
+        ),
+    );
+    return refs.sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /**
+   * Imports `source` (a `docker save` archive, an OCI archive or an OCI layout directory) under `image`.
+   * An image whose content is already unpacked (the same manifest digest) is not unpacked again.
+   */
+  async import(image: string, source: string): Promise<ImageRef & { unpacked: boolean }> {
+    const name = normalizeImageName(image);
+    if (!name) throw new ImageStoreError(`'${image}' is not an image name (such as python:3.12-slim)`);
+    const from = await skopeoSource(path.resolve(source));
+    const work = path.join(this.imagesDir, ".tmp", randomUUID());
+    await mkdir(work, { recursive: true });
+    try {
+      await tool("skopeo", ["copy", "--quiet", from, `oci:${work}/layout:image`]);
+      const index = JSON.parse(await readFile(path.join(work, "layout", "index.json"), "utf8"));
+      const digest: string = index.manifests[0].digest;
+      const unpacked = this.#unpacked(digest);
+      const fresh = !existsSync(unpacked);
+      if (fresh) {
+        await tool("umoci", ["unpack", "--image", `${work}/layout:image`, `${work}/bundle`]);
+        await mkdir(path.dirname(unpacked), { recursive: true });
+        await rename(`${work}/bundle`, unpacked).catch((err) => {
+          if (!existsSync(unpacked)) throw err; // else an import of the same content finished first
+        });
+      }
+      const ref: ImageRef = {
+        name,
+        digest,
+        imported_at: new Date().toISOString(),
+        source: path.resolve(source),
+      };
+      await mkdir(path.dirname(this.#refFile(name)), { recursive: true });
+      await writeFile(`${work}/ref.json`, JSON.stringify(ref));
+      await rename(`${work}/ref.json`, this.#refFile(name));
+      return { ...ref, unpacked: fresh };
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * Removes an imported image's name, and its unpacked content once no other name refers to it.
+   * `inUse` lists the sandboxes whose files come from that content: while there are any, it stays.
+   */
+  async remove(image: string, inUse: (digest: string) => Promise<string[]>): Promise<ImageRef> {
+    const ref = await this.ref(image);
+    if (!ref) throw new ImageNotFound(`Image '${image}' is not an imported image of ${this.imagesDir}`);
+    const users = await inUse(ref.digest);
+    if (users.length) {
+      throw new ImageStoreError(
+        `Image '${ref.name}' is in use by sandbox${users.length > 1 ? "es" : ""} ${users.join(", ")}: delete ${users.length > 1 ? "them" : "it"} first`,
+      );
+    }
+    await rm(this.#refFile(ref.name));
+    if (!(await this.list()).some((other) => other.digest === ref.digest)) {
+      await rm(this.#unpacked(ref.digest), { recursive: true, force: true });
+    }
+    return ref;
   }
 
   /** The skeleton root and a mask layer of overlayfs whiteouts that hides HIDDEN_ETC; made once per process. */
@@ -105,5 +232,59 @@ export class ImageStore {
       { lower: ["/usr"], at: "/usr" },
       { lower: [etcMask, "/etc"], at: "/etc" },
     ];
+  }
+}
+
+/**
+ * The name an image is stored under, as Docker reads it: `python` = `python:latest` =
+ * `docker.io/library/python:latest`. Null when it is not an image reference.
+ */
+export function normalizeImageName(image: string): string | null {
+  let name = image.trim();
+  if (!/^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$/.test(name) || name.includes("..") || name.includes("//"))
+    return null;
+  name = name.replace(/^(docker\.io|index\.docker\.io)\/(library\/)?/, "");
+  const last = name.slice(name.lastIndexOf("/") + 1);
+  if (!last.includes(":") && !name.includes("@")) name += ":latest";
+  return name;
+}
+
+/** skopeo's name for an image source: an OCI layout directory, an OCI archive or a `docker save` archive. */
+async function skopeoSource(source: string): Promise<string> {
+  const info = await stat(source).catch(() => null);
+  if (!info) throw new ImageStoreError(`No such file or directory: ${source}`);
+  if (info.isDirectory()) {
+    if (existsSync(path.join(source, "oci-layout"))) return `oci:${source}`;
+    throw new ImageStoreError(`${source} is not an OCI layout directory (it has no oci-layout file)`);
+  }
+  const { stdout } = await tool("tar", ["-tf", source]).catch(() => {
+    throw new ImageStoreError(`${source} is not a tar archive (docker save or OCI archive)`);
+  });
+  const entries = new Set(stdout.split("\n").map((e) => e.replace(/^\.\//, "")));
+  // A `docker save` of Docker 25 and later is both; its manifest.json names the image.
+  if (entries.has("manifest.json")) return `docker-archive:${source}`;
+  if (entries.has("oci-layout")) return `oci-archive:${source}`;
+  throw new ImageStoreError(
+    `${source} is neither a docker save archive (manifest.json) nor an OCI archive (oci-layout)`,
+  );
+}
+
+/** The environment an unpacked image declares (umoci's runtime spec carries the image's `Env`). */
+async function imageEnv(unpacked: string): Promise<Record<string, string>> {
+  const spec = JSON.parse(await readFile(path.join(unpacked, "config.json"), "utf8").catch(() => "{}"));
+  const env: string[] = spec.process?.env ?? [];
+  return Object.fromEntries(env.map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]));
+}
+
+/** Runs one of the image tools; its stderr is the error's message. */
+async function tool(command: string, args: string[]): Promise<{ stdout: string }> {
+  try {
+    return await run(command, args, { maxBuffer: 64 * 2 ** 20 });
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException & { stderr?: string };
+    if (e.code === "ENOENT") {
+      throw new ImageStoreError(`${command} is not installed (Debian: apt-get install ${command})`);
+    }
+    throw new ImageStoreError(`${command} failed: ${(e.stderr || e.message).trim()}`);
   }
 }

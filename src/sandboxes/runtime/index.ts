@@ -18,6 +18,14 @@ import { LocalSandboxDriver } from "./local-driver.js";
 export const SANDBOX_IMAGES_ENV = "HANGAR_SANDBOX_IMAGES";
 export const SANDBOX_PIDS_MAX_ENV = "HANGAR_SANDBOX_PIDS_MAX";
 
+/** Where a data dir's sandboxes keep their own files, and the image store they boot from. */
+export function sandboxDirs(dataDir: string, env: NodeJS.ProcessEnv = process.env) {
+  return {
+    stateDir: path.join(dataDir, "sandboxes"),
+    imagesDir: path.resolve(env[SANDBOX_IMAGES_ENV] ?? path.join(dataDir, "images")),
+  };
+}
+
 export function createSandboxRuntime(opts: {
   dataDir: string;
   storage: Pick<Storage, "sandboxes" | "sandboxBoxes">;
@@ -25,7 +33,7 @@ export function createSandboxRuntime(opts: {
   env?: NodeJS.ProcessEnv;
 }): BoxService {
   const env = opts.env ?? process.env;
-  const stateDir = path.join(opts.dataDir, "sandboxes");
+  const { stateDir, imagesDir } = sandboxDirs(opts.dataDir, env);
   const volumes = new LocalProvisioner(path.join(opts.dataDir, "volumes"));
   const pidsMax = Number(env[SANDBOX_PIDS_MAX_ENV] ?? 1024);
   if (!Number.isInteger(pidsMax) || pidsMax < 8) {
@@ -36,10 +44,7 @@ export function createSandboxRuntime(opts: {
   let service: BoxService | null = null;
   const driver = new LocalSandboxDriver({
     stateDir,
-    images: new ImageStore(
-      path.resolve(env[SANDBOX_IMAGES_ENV] ?? path.join(opts.dataDir, "images")),
-      stateDir,
-    ),
+    images: new ImageStore(imagesDir, stateDir),
     volumePath: (id) => volumes.pathOf(id),
     pidsMax,
     onExit: (id, reason) => service?.onSandboxExit(id, reason),

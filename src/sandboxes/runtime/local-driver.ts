@@ -21,7 +21,7 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { closeSync, existsSync, openSync } from "node:fs";
-import { access, mkdir, rm } from "node:fs/promises";
+import { access, chmod, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { ExecProcess, ExecRequest, SandboxDriver, SandboxSpec } from "../provisioner.js";
 import { type Cgroups, detectCgroups } from "./cgroups.js";
@@ -52,6 +52,13 @@ const procHardening = (): string[] => [
 ];
 
 const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/** Directories every sandbox has, made in its own layer when its image lacks them: HOME, and /tmp. */
+const EXPECTED_DIRS = [
+  ["root", 0o700],
+  ["tmp", 0o1777],
+] as const;
+/** In a sandbox's state directory: the manifest digest of the imported image it was booted from. */
+export const IMAGE_DIGEST_FILE = "image-digest";
 const REQUIRED_TOOLS = ["bwrap", "unshare", "nsenter", "mount"];
 
 export interface LocalDriverOptions {
@@ -68,6 +75,8 @@ export interface LocalDriverOptions {
 
 interface Running {
   spec: SandboxSpec;
+  /** The image's environment, under each command's own. */
+  env: Record<string, string>;
   init: ChildProcess;
   /** Host pid of the holder (outer bwrap, in the private mount namespace) and of the sandbox's pid 1. */
   holderPid: number;
@@ -139,9 +148,10 @@ export class LocalSandboxDriver implements SandboxDriver {
     this.#cleanedUp ??= this.#cgroups?.removeStale(new Set()).catch(() => {}) ?? Promise.resolve();
     await this.#cleanedUp;
 
-    const layers = await this.#opts.images.resolve(spec.image);
+    const image = await this.#opts.images.resolve(spec.image);
     const root = this.#root(spec.id);
-    const mountArgs = await this.#prepareLayers(spec.id, layers);
+    const mountArgs = await this.#prepareLayers(spec.id, image.layers);
+    await writeFile(path.join(this.#dir(spec.id), IMAGE_DIGEST_FILE), image.digest ?? "");
     const cgroupProcs = this.#cgroups
       ? await this.#cgroups.create(spec.id, {
           memoryBytes: spec.memoryBytes,
@@ -213,6 +223,7 @@ export class LocalSandboxDriver implements SandboxDriver {
     }
     const running: Running = {
       spec,
+      env: image.env,
       init,
       holderPid: init.pid!,
       pid1,
@@ -244,7 +255,11 @@ export class LocalSandboxDriver implements SandboxDriver {
     }
   }
 
-  /** Creates each layer's upper and work dirs; returns the overlay (options, target) pairs. */
+  /**
+   * Creates each layer's upper and work dirs; returns the overlay (options, target) pairs. The root
+   * layer gets the directories commands expect (HOME and a /tmp) in the sandbox's own layer when the
+   * image has none (a minimal image may not).
+   */
   async #prepareLayers(id: string, layers: ImageLayer[]): Promise<string[]> {
     const root = this.#root(id);
     await mkdir(root, { recursive: true });
@@ -254,6 +269,13 @@ export class LocalSandboxDriver implements SandboxDriver {
       const work = path.join(this.#dir(id), `layer-${i}`, "work");
       await mkdir(upper, { recursive: true });
       await mkdir(work, { recursive: true });
+      if (layer.at === "/") {
+        for (const [dir, mode] of EXPECTED_DIRS) {
+          if (layer.lower.some((lower) => existsSync(path.join(lower, dir)))) continue;
+          await mkdir(path.join(upper, dir), { recursive: true });
+          await chmod(path.join(upper, dir), mode);
+        }
+      }
       const target = layer.at === "/" ? root : path.join(root, layer.at);
       args.push(`lowerdir=${layer.lower.join(":")},upperdir=${upper},workdir=${work}`, target);
     }
@@ -279,10 +301,10 @@ export class LocalSandboxDriver implements SandboxDriver {
   exec(id: string, request: ExecRequest): ExecProcess {
     const running = this.#running.get(id);
     if (!running) throw new Error(`sandbox ${id} is not running`);
-    const { holderPid, pid1, spec } = running;
+    const { holderPid, pid1, spec, env: imageEnv } = running;
     const ns = (kind: string) => `/proc/${pid1}/ns/${kind}`;
     const pidns = openSync(ns("pid"), "r");
-    const env = { PATH: DEFAULT_PATH, HOME: "/root", HOSTNAME: spec.hostname, ...request.env };
+    const env = { PATH: DEFAULT_PATH, HOME: "/root", ...imageEnv, HOSTNAME: spec.hostname, ...request.env };
     const child = spawn(
       "/bin/sh",
       [
@@ -405,4 +427,14 @@ async function onPath(tool: string): Promise<boolean> {
     } catch {}
   }
   return false;
+}
+
+/** The sandboxes (running or stopped) under `stateDir` whose files come from the imported image `digest`. */
+export async function sandboxesOnImage(stateDir: string, digest: string): Promise<string[]> {
+  const users: string[] = [];
+  for (const id of await readdir(stateDir).catch(() => [] as string[])) {
+    const used = await readFile(path.join(stateDir, id, IMAGE_DIGEST_FILE), "utf8").catch(() => "");
+    if (used === digest) users.push(id);
+  }
+  return users;
 }
