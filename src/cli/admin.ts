@@ -24,9 +24,6 @@ import { ImageNotFound, ImageStore, ImageStoreError } from "../sandboxes/runtime
 import { sandboxDirs } from "../sandboxes/runtime/index.js";
 import { sandboxesOnImage } from "../sandboxes/runtime/local-driver.js";
 import type { Storage } from "../storage/ports.js";
-import { openPostgres, openSqlite } from "../storage/sql/database.js";
-import { openPostgresStorage, openSqliteStorage } from "../storage/sql/index.js";
-import { MIGRATIONS } from "../storage/sql/migrations.js";
 
 export const ADMIN_COMMANDS = {
   keys: "Manage API keys: create --org <name> | list | revoke <id|prefix>",
@@ -59,6 +56,13 @@ export async function runAdmin(command: AdminCommand, argv: string[]): Promise<v
       process.stdout.write(`${await images(positionals, values)}\n`);
       return;
     }
+    // Loaded only by the commands that open the database (`images` has none: it starts faster).
+    const [{ openPostgres, openSqlite }, { openPostgresStorage, openSqliteStorage }, { MIGRATIONS }] =
+      await Promise.all([
+        import("../storage/sql/database.js"),
+        import("../storage/sql/index.js"),
+        import("../storage/sql/migrations.js"),
+      ]);
     const postgresUri = values["postgres-uri"] || process.env.POSTGRES_URI || undefined;
     if (command === "migrate") {
       // Opening a database migrates it (once, across processes opening it at once).
@@ -143,8 +147,9 @@ async function images([action, ...rest]: string[], values: Values): Promise<stri
     );
   }
   if (!rest[0]) throw new UsageError("images rm needs the image's name");
-  const ref = await store.remove(rest[0], (digest) => sandboxesOnImage(stateDir, digest));
-  return `Removed ${ref.name}.`;
+  const { ref, keptFor } = await store.remove(rest[0], (digest) => sandboxesOnImage(stateDir, digest));
+  const kept = keptFor.length ? ` Its content stays while sandboxes use it: ${keptFor.join(", ")}.` : "";
+  return `Removed ${ref.name}.${kept}`;
 }
 
 async function keys(storage: Storage, [action, ...rest]: string[], values: Values): Promise<string> {

@@ -84,6 +84,11 @@ export class BoxService {
     this.#log = opts.log;
   }
 
+  /** Why no sandbox could boot from `image` (the driver's image store has no such image), or null. */
+  imageProblem(image: string): Promise<string | null> {
+    return this.#driver.imageProblem(image);
+  }
+
   /** Boots again the boxes that were running before the server stopped, and fills the pools. */
   async start(): Promise<void> {
     this.#sweeper = setInterval(() => void this.#sweep(), SWEEP_INTERVAL_MS);

@@ -109,6 +109,8 @@ export interface ExecProcess {
 export interface SandboxDriver {
   /** Why this driver cannot run sandboxes here, or null when it can. */
   unavailable(): Promise<string | null>;
+  /** Why no sandbox could boot from `image` (its image store has no such image), or null. */
+  imageProblem(image: string): Promise<string | null>;
   /** Starts the sandbox (idempotent for a running one); resolves once commands can run. */
   boot(spec: SandboxSpec): Promise<void>;
   isRunning(id: string): boolean;

@@ -91,15 +91,15 @@ const nameOf = (c: Parameters<typeof params>[0]): string => params(c, S.NamePath
 
 export function sandboxRoutes(deps: SandboxDeps): Hono<AppEnv> {
   const provisioner = deps.provisioner ?? new LocalProvisioner(path.join(deps.config.dataDir, "volumes"));
+  const boxes =
+    deps.sandboxRuntime ??
+    createSandboxRuntime({ dataDir: deps.config.dataDir, storage: deps.storage, log: silentLogger });
   const service = new SandboxService({
     repo: deps.storage.sandboxes,
     provisioner,
     defaultQuotaBytes: deps.defaultQuotaBytes ?? sandboxStorageQuotaFromEnv(),
+    imageProblem: (image) => boxes.imageProblem(image),
   });
-
-  const boxes =
-    deps.sandboxRuntime ??
-    createSandboxRuntime({ dataDir: deps.config.dataDir, storage: deps.storage, log: silentLogger });
 
   return (
     new Hono<AppEnv>()

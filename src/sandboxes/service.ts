@@ -31,6 +31,8 @@ export interface SandboxServiceOptions {
    * configuration on first use; other organizations get it as their initial quota.
    */
   defaultQuotaBytes: number;
+  /** Why no sandbox could boot from an image (the sandbox driver's image store), or null. */
+  imageProblem?: (image: string) => Promise<string | null>;
 }
 
 const volumeNotFound = (name: string) => notFound(`Volume '${name}' not found`, "NotFound");
@@ -40,6 +42,7 @@ export class SandboxService {
   readonly #repo: SandboxesRepo;
   readonly #provisioner: VolumeProvisioner;
   readonly #defaultQuotaBytes: number;
+  readonly #imageProblem: SandboxServiceOptions["imageProblem"];
   readonly #orgsReady = new Map<OrgId, Promise<void>>();
   readonly #provisioning = new Map<string, Promise<void>>();
 
@@ -47,6 +50,7 @@ export class SandboxService {
     this.#repo = opts.repo;
     this.#provisioner = opts.provisioner;
     this.#defaultQuotaBytes = opts.defaultQuotaBytes;
+    this.#imageProblem = opts.imageProblem;
   }
 
   get storageClasses(): readonly string[] {
@@ -166,6 +170,9 @@ export class SandboxService {
     input: { name: string; image: string; resources: TemplateResources; volume_mounts: VolumeMount[] },
   ): Promise<TemplateRecord> {
     await this.ready(org);
+    // Refused now rather than at every sandbox's boot.
+    const imageProblem = await this.#imageProblem?.(input.image);
+    if (imageProblem) throw badRequest(imageProblem, "ImageNotFound");
     const result = await this.#repo.createTemplate(org, { id: randomUUID(), ...input });
     switch (result.status) {
       case "name_taken":

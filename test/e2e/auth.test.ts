@@ -179,7 +179,7 @@ describe("API keys and tenant isolation", () => {
     assert.equal((await http(h.url, "POST", "/v2/sandboxes/volumes", volume, as(KEY_B))).status, 201);
     const template = {
       name: "tpl",
-      image: "python:3.12",
+      image: "hangar/host",
       resources: { cpu: "500m", memory: "512Mi" },
       volume_mounts: [{ volume_name: "shared-name", mount_path: "/data" }],
     };

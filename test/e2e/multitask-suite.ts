@@ -1,7 +1,7 @@
 /**
  * The double-texting (multitask) behaviour, as one suite run against every deployment shape: the
  * embedded server (multitask.test.ts) and the scale-out cluster of API and worker processes
- * (scale-out.test.ts), so "behaves exactly as in embedded mode" is the same assertions, not a claim.
+ * (scale-out-multitask.test.ts), so "behaves exactly as in embedded mode" is the same assertions, not a claim.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";

@@ -115,6 +115,11 @@ describe("sandboxes on imported images", () => {
       );
       const digestOf = (name: string) => listed.find((r) => r.name === name)?.digest;
       assert.equal(digestOf("busybox-again:latest"), digestOf("busybox:oci"));
+      assert.equal(
+        digestOf("busybox-layout:latest"),
+        digestOf("busybox:oci"),
+        "the archive of a layout is that layout",
+      );
     },
   );
 
@@ -186,40 +191,111 @@ describe("sandboxes on imported images", () => {
     },
   );
 
-  test("bad inputs: a clear message and exit 1; an image in use is not removed", T, async () => {
-    const cases: [string[], RegExp][] = [
-      [["import", "x", "/no/such/archive.tar"], /No such file or directory: \/no\/such\/archive\.tar/],
-      [["import", "x", join(REPO_ROOT, "package.json")], /is not a tar archive/],
-      [["import", "Not An Image", image.ociArchive], /'Not An Image' is not an image name/],
-      [["import", "x", REPO_ROOT], /is not an OCI layout directory/],
-      [["import", "x"], /images import needs <name> <archive or OCI layout dir>/],
-      [["rm", "never-imported"], /Image 'never-imported' is not an imported image/],
-      [["frobnicate"], /unknown images action "frobnicate"/],
-    ];
-    for (const [args, message] of cases) {
-      const r = await images(h, ...args);
-      assert.notEqual(r.code, 0, `images ${args.join(" ")} succeeded`);
-      assert.match(r.stderr, message, `images ${args.join(" ")}`);
-    }
+  test(
+    "a root filesystem directory laid into the store by hand, named with a tag, works too",
+    T,
+    async () => {
+      const listed = JSON.parse((await images(h, "list", "--json")).stdout) as {
+        name: string;
+        digest: string;
+      }[];
+      const unpacked = join(h.dataDir, "images", ".oci", ...listed[0]!.digest.split(":"), "rootfs");
+      await run("cp", ["-a", unpacked, join(h.dataDir, "images", "handmade:1")]);
+      await c.createTemplate("handmade", { image: "handmade:1" });
+      const box = await c.createSandbox("handmade", { name: "handmade-1", timeout: 60 });
+      assert.deepEqual(await box.run('echo ok; [ -z "$GREETING" ] && echo no image env', SH), {
+        stdout: "ok\nno image env\n",
+        stderr: "",
+        exit_code: 0,
+      });
+      await c.deleteSandbox("handmade-1");
+    },
+  );
 
-    const box = await c.createSandbox("bb", { name: "user", timeout: 60 });
-    const refused = await images(h, "rm", "busybox:oci");
-    assert.equal(refused.code, 1);
-    assert.match(refused.stderr, new RegExp(`in use by sandbox ${box.id}: delete it first`));
-    await c.deleteSandbox("user");
-    // Another name still refers to the content: it stays until the last name goes.
-    assert.equal((await images(h, "rm", "busybox:oci")).code, 0);
-    const still = await c.createSandbox("bb-docker", { name: "still", timeout: 60 });
-    assert.equal((await still.run("echo ok", SH)).stdout, "ok\n");
-    await c.deleteSandbox("still");
+  test(
+    "bad inputs: a clear message and a non-zero exit; removing an image leaves its sandboxes their files",
+    T,
+    async () => {
+      const cases: [string[], RegExp][] = [
+        [["import", "x", "/no/such/archive.tar"], /No such file or directory: \/no\/such\/archive\.tar/],
+        [["import", "x", join(REPO_ROOT, "package.json")], /is not a tar archive/],
+        [["import", "Not An Image", image.ociArchive], /'Not An Image' is not an image name/],
+        [["import", "Python:3", image.ociArchive], /'Python:3' is not an image name/],
+        [["import", "hangar/host", image.ociArchive], /built-in image's name/],
+        [["import", "x", REPO_ROOT], /is not an OCI layout directory/],
+        [["import", "x"], /images import needs <name> <archive or OCI layout dir>/],
+        [["rm", "never-imported"], /Image 'never-imported' is not an imported image/],
+        [["frobnicate"], /unknown images action "frobnicate"/],
+      ];
+      const results = await Promise.all(cases.map(([args]) => images(h, ...args)));
+      for (const [i, [args, message]] of cases.entries()) {
+        assert.notEqual(results[i]!.code, 0, `images ${args.join(" ")} succeeded`);
+        assert.match(results[i]!.stderr, message, `images ${args.join(" ")}`);
+      }
 
-    // A template on an image that is not in the store fails its sandboxes, saying how to import it.
-    await c.createTemplate("gone", { image: "busybox:oci" });
-    const err = await c.createSandbox("gone", { name: "gone-1" }).then(
-      () => null,
-      (e: Error) => e,
+      // Removing the name of an image a sandbox booted from leaves the sandbox its content.
+      const box = await c.createSandbox("bb", { name: "user", timeout: 60 });
+      const removed = await images(h, "rm", "busybox:oci");
+      assert.equal(removed.code, 0, removed.stderr);
+      assert.equal(removed.stdout, "Removed busybox:oci.\n", "busybox-again still names the content");
+      await box.stop();
+      await box.start({ timeout: 60 });
+      assert.equal((await box.run("echo still here", SH)).stdout, "still here\n");
+      await c.deleteSandbox("user");
+      // Another name (busybox-again) still refers to the content.
+      await c.createTemplate("again", { image: "busybox-again" });
+      const still = await c.createSandbox("again", { name: "still", timeout: 60 });
+      assert.equal((await still.run("echo ok", SH)).stdout, "ok\n");
+      await c.deleteSandbox("still");
+
+      // A template whose image was removed after it was made fails its new sandboxes, saying how to
+      // import it again; a new template on that image is refused at once.
+      const err = await c.createSandbox("bb", { name: "gone-1" }).then(
+        () => null,
+        (e: Error) => e,
+      );
+      assert.ok(err instanceof LangSmithSandboxCreationError, String(err));
+      assert.match(err.message, /hangar images import busybox:oci/);
+      await c.deleteSandbox("gone-1");
+      const noTemplate = await c.createTemplate("gone", { image: "busybox:oci" }).then(
+        () => null,
+        (e: Error) => e,
+      );
+      assert.match(String(noTemplate), /Image 'busybox:oci' is not in the image store/);
+    },
+  );
+
+  test("a sandbox keeps the content it booted from when its image's name is imported again", T, async () => {
+    const digests = async () =>
+      Object.fromEntries(
+        (JSON.parse((await images(h, "list", "--json")).stdout) as { name: string; digest: string }[]).map(
+          (r) => [r.name, r.digest],
+        ),
+      );
+    assert.equal((await images(h, "import", "moving", image.ociArchive)).code, 0);
+    const first = (await digests())["moving:latest"]!;
+    await c.createTemplate("moving", { image: "moving" });
+    const box = await c.createSandbox("moving", { name: "pinned", timeout: 60 });
+    await box.write("/root/mine.txt", "mine");
+    // The name now refers to other content (the docker save import of the same files).
+    assert.equal((await images(h, "import", "moving", image.dockerArchive)).code, 0);
+    assert.notEqual((await digests())["moving:latest"], first);
+    const unpacked = join(h.dataDir, "images", ".oci", ...first.split(":"));
+    // busybox-layout and busybox-again still name the first content; once they go, the sandbox alone
+    // keeps it.
+    assert.equal((await images(h, "rm", "busybox-layout")).stdout, "Removed busybox-layout:latest.\n");
+    const removed = await images(h, "rm", "busybox-again");
+    assert.equal(
+      removed.stdout,
+      `Removed busybox-again:latest. Its content stays while sandboxes use it: ${box.id}.\n`,
     );
-    assert.ok(err instanceof LangSmithSandboxCreationError, String(err));
-    assert.match(err.message, /hangar images import busybox:oci/);
+    assert.ok(existsSync(unpacked), "content a sandbox booted from was removed");
+    await box.stop();
+    await box.start({ timeout: 60 });
+    assert.equal((await box.run("cat /root/mine.txt", SH)).stdout, "mine");
+    await c.deleteSandbox("pinned");
+    // With no name and no sandbox left, the next removal takes it.
+    assert.equal((await images(h, "rm", "moving")).code, 0);
+    assert.ok(!existsSync(unpacked), "unused content was kept");
   });
 });

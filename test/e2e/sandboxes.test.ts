@@ -6,7 +6,8 @@
  * drops the body of some statuses (reference/sandbox.md sections 4 and 9).
  */
 import assert from "node:assert/strict";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
@@ -87,11 +88,23 @@ const volumeDirs = (h: Hangar): string[] => {
   return existsSync(root) ? readdirSync(root).sort() : [];
 };
 
+/**
+ * An image store with the images these templates name, as root filesystem directories (a template's
+ * image must be in the store; no sandbox boots here, so the directories stay empty).
+ */
+function imageStore(): { HANGAR_SANDBOX_IMAGES: string } {
+  const dir = mkdtempSync(join(tmpdir(), "hangar-images-"));
+  for (const image of ["python:3.12-slim", "node:20-slim", "x", "python:3.12", "busybox"]) {
+    mkdirSync(join(dir, image));
+  }
+  return { HANGAR_SANDBOX_IMAGES: dir };
+}
+
 describe("sandboxes: volumes and templates", () => {
   let h: Hangar;
   let c: SandboxClient;
   before(async () => {
-    h = await startHangar();
+    h = await startHangar({ env: imageStore() });
     c = sandboxClient(h);
   });
   after(async () => {
@@ -654,6 +667,29 @@ describe("sandboxes: volumes and templates", () => {
     assert.equal(res.status, 404);
     assert.equal(typeof res.body.detail, "string");
   });
+
+  test(
+    "a template's image must be in the server's image store: 400 ImageNotFound, saying how to import it",
+    T,
+    async () => {
+      const missing = await api(h, "POST", "/templates", {
+        name: "no-such-image",
+        image: "python:3.13-slim",
+        resources: { cpu: "500m", memory: "512Mi" },
+      });
+      assert.equal(missing.status, 400, missing.text);
+      assert.equal(missing.body.detail.error, "ImageNotFound");
+      assert.match(missing.body.detail.message, /Image 'python:3\.13-slim' is not in the image store/);
+      assert.match(missing.body.detail.message, /hangar images import python:3\.13-slim/);
+      assert.equal((await api(h, "GET", "/templates/no-such-image")).status, 404);
+      const err = await thrown(c.createTemplate("no-such-image", { image: "ghcr.io/acme/agent:1" }));
+      assert.ok(err instanceof LangSmithSandboxError, String(err));
+      assert.match(err.message, /ghcr\.io\/acme\/agent:1' is not in the image store/);
+      // The built-in image is always there.
+      assert.equal((await c.createTemplate("builtin", { image: "hangar/host" })).image, "hangar/host");
+      await c.deleteTemplate("builtin");
+    },
+  );
 });
 
 describe("sandboxes: the organization's storage quota", () => {

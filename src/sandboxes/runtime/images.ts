@@ -88,34 +88,52 @@ export class ImageStore {
     readonly stateDir: string,
   ) {}
 
-  async resolve(image: string): Promise<ResolvedImage> {
+  /**
+   * `pinned`: the digest a sandbox booted from before. While the store has that content, the sandbox
+   * keeps it (its own layer was written over it), even if its image's name now refers to another.
+   */
+  async resolve(image: string, pinned?: string): Promise<ResolvedImage> {
     if (image === BUILTIN_IMAGE) {
       this.#builtin ??= this.#makeBuiltin();
       return { layers: await this.#builtin, env: {} };
     }
-    const ref = await this.ref(image);
-    if (ref) {
-      const unpacked = this.#unpacked(ref.digest);
+    const digest =
+      pinned && DIGEST.test(pinned) && this.#content(pinned) ? pinned : (await this.ref(image))?.digest;
+    if (digest) {
+      const unpacked = this.#content(digest);
+      if (!unpacked) {
+        throw new ImageNotFound(`Image '${image}' has lost its content (${digest}): import it again`);
+      }
       const layers = [{ lower: [path.join(unpacked, "rootfs")], at: "/" }];
-      return { layers, env: await imageEnv(unpacked), digest: ref.digest };
+      return { layers, env: await imageEnv(unpacked), digest };
     }
+    const dir = await this.#handLaid(image);
+    if (dir) return { layers: [{ lower: [dir], at: "/" }], env: {} };
+    throw new ImageNotFound((await this.problem(image)) ?? `Image '${image}' not found`);
+  }
+
+  /** Why no sandbox can boot from `image` here (the store has no such image), or null when one can. */
+  async problem(image: string): Promise<string | null> {
+    if (image === BUILTIN_IMAGE || (await this.ref(image)) || (await this.#handLaid(image))) return null;
+    if (!normalizeImageName(image)) return `'${image}' is not an image name (such as python:3.12-slim)`;
+    return (
+      `Image '${image}' is not in the image store (${this.imagesDir}): import it with ` +
+      `'hangar images import ${image} <docker save or OCI archive, or OCI layout directory>', ` +
+      `or use the built-in image '${BUILTIN_IMAGE}'`
+    );
+  }
+
+  /** The root filesystem directory laid into the store by hand under `image`'s name, if there is one. */
+  async #handLaid(image: string): Promise<string | null> {
     const dir = path.resolve(this.imagesDir, image);
-    // The name is the user's: it must stay inside the store.
-    if (!dir.startsWith(path.resolve(this.imagesDir) + path.sep) || image.includes(",")) {
-      throw new ImageNotFound(`Image '${image}' is not a valid image name for the local image store`);
-    }
+    // The name is the user's: it must stay inside the store, clear of the store's own dot-directories.
+    const inside = dir.startsWith(path.resolve(this.imagesDir) + path.sep) && !image.startsWith(".");
+    if (!inside || image.includes(",")) return null;
     const isDir = await stat(dir).then(
       (s) => s.isDirectory(),
       () => false,
     );
-    if (!isDir) {
-      throw new ImageNotFound(
-        `Image '${image}' is not in the image store (${this.imagesDir}): import it with ` +
-          `'hangar images import ${image} <docker save or OCI archive, or OCI layout directory>', ` +
-          `or use the built-in image '${BUILTIN_IMAGE}'`,
-      );
-    }
-    return { layers: [{ lower: [dir], at: "/" }], env: {} };
+    return isDir ? dir : null;
   }
 
   // ---- imported images ---------------------------------------------------------------------------
@@ -125,7 +143,16 @@ export class ImageStore {
   }
 
   #unpacked(digest: string): string {
+    if (!DIGEST.test(digest)) throw new ImageStoreError(`Not an image digest: ${digest}`);
     return path.join(this.imagesDir, ".oci", ...digest.split(":"));
+  }
+
+  /** The unpacked content of `digest`, when the store has it whole. */
+  #content(digest: string): string | null {
+    const unpacked = this.#unpacked(digest);
+    return existsSync(path.join(unpacked, "rootfs")) && existsSync(path.join(unpacked, "config.json"))
+      ? unpacked
+      : null;
   }
 
   /** The imported image a name refers to (in any of its spellings), or null. */
@@ -157,7 +184,11 @@ export class ImageStore {
   async import(image: string, source: string): Promise<ImageRef & { unpacked: boolean }> {
     const name = normalizeImageName(image);
     if (!name) throw new ImageStoreError(`'${image}' is not an image name (such as python:3.12-slim)`);
+    if (name === normalizeImageName(BUILTIN_IMAGE)) {
+      throw new ImageStoreError(`'${BUILTIN_IMAGE}' is the built-in image's name: import under another`);
+    }
     const from = await skopeoSource(path.resolve(source));
+    await this.#sweepAbandonedImports();
     const work = path.join(this.imagesDir, ".tmp", randomUUID());
     await mkdir(work, { recursive: true });
     try {
@@ -165,8 +196,9 @@ export class ImageStore {
       const index = JSON.parse(await readFile(path.join(work, "layout", "index.json"), "utf8"));
       const digest: string = index.manifests[0].digest;
       const unpacked = this.#unpacked(digest);
-      const fresh = !existsSync(unpacked);
+      const fresh = !this.#content(digest);
       if (fresh) {
+        await this.#discard(unpacked); // a removal or an unpack cut short left part of it
         await tool("umoci", ["unpack", "--image", `${work}/layout:image`, `${work}/bundle`]);
         await mkdir(path.dirname(unpacked), { recursive: true });
         await rename(`${work}/bundle`, unpacked).catch((err) => {
@@ -189,23 +221,45 @@ export class ImageStore {
   }
 
   /**
-   * Removes an imported image's name, and its unpacked content once no other name refers to it.
-   * `inUse` lists the sandboxes whose files come from that content: while there are any, it stays.
+   * Removes an imported image's name; then every unpacked content that no name refers to and no
+   * sandbox uses goes. `inUse` lists the sandboxes whose files come from a content (they booted from
+   * it): they keep it, so a removal never breaks a sandbox, and the content goes with the last of them
+   * (at a later removal). Returns the removed name and the sandboxes that keep its content.
    */
-  async remove(image: string, inUse: (digest: string) => Promise<string[]>): Promise<ImageRef> {
+  async remove(
+    image: string,
+    inUse: (digest: string) => Promise<string[]>,
+  ): Promise<{ ref: ImageRef; keptFor: string[] }> {
     const ref = await this.ref(image);
     if (!ref) throw new ImageNotFound(`Image '${image}' is not an imported image of ${this.imagesDir}`);
-    const users = await inUse(ref.digest);
-    if (users.length) {
-      throw new ImageStoreError(
-        `Image '${ref.name}' is in use by sandbox${users.length > 1 ? "es" : ""} ${users.join(", ")}: delete ${users.length > 1 ? "them" : "it"} first`,
-      );
-    }
     await rm(this.#refFile(ref.name));
-    if (!(await this.list()).some((other) => other.digest === ref.digest)) {
-      await rm(this.#unpacked(ref.digest), { recursive: true, force: true });
+    // The content no name refers to and no sandbox uses (this one's, and any a re-import left) goes.
+    const named = new Set((await this.list()).map((r) => r.digest));
+    const stored = await readdir(path.join(this.imagesDir, ".oci", "sha256")).catch(() => [] as string[]);
+    for (const digest of stored.map((hex) => `sha256:${hex}`).filter((d) => DIGEST.test(d))) {
+      if (!named.has(digest) && (await inUse(digest)).length === 0)
+        await this.#discard(this.#unpacked(digest));
     }
-    return ref;
+    return { ref, keptFor: named.has(ref.digest) ? [] : await inUse(ref.digest) };
+  }
+
+  /** Deletes a directory of the store as one step (renamed away first), so no half of it is ever read. */
+  async #discard(dir: string): Promise<void> {
+    if (!existsSync(dir)) return;
+    const away = path.join(this.imagesDir, ".tmp", `discard-${randomUUID()}`);
+    await mkdir(path.dirname(away), { recursive: true });
+    await rename(dir, away);
+    await rm(away, { recursive: true, force: true });
+  }
+
+  /** Imports cut short (a crash, Ctrl-C) leave their work directory: gone after an hour. */
+  async #sweepAbandonedImports(): Promise<void> {
+    const tmp = path.join(this.imagesDir, ".tmp");
+    for (const entry of await readdir(tmp).catch(() => [] as string[])) {
+      const at = path.join(tmp, entry);
+      const { mtimeMs } = await stat(at).catch(() => ({ mtimeMs: Date.now() }));
+      if (Date.now() - mtimeMs > 3600_000) await rm(at, { recursive: true, force: true });
+    }
   }
 
   /** The skeleton root and a mask layer of overlayfs whiteouts that hides HIDDEN_ETC; made once per process. */
@@ -235,18 +289,34 @@ export class ImageStore {
   }
 }
 
+const DIGEST = /^sha256:[0-9a-f]{64}$/;
+/** Docker's reference grammar: a path component, a tag, a registry host (with a port). */
+const COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
+const TAG = /^[\w][\w.-]{0,127}$/;
+const HOST =
+  /^(?:localhost|[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)+|[a-zA-Z0-9-]+:[0-9]+|[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)+:[0-9]+)$/;
+/** A ref file's name is the encoded name: it must fit a file name (255 bytes). */
+const MAX_ENCODED_NAME = 240;
+
 /**
  * The name an image is stored under, as Docker reads it: `python` = `python:latest` =
- * `docker.io/library/python:latest`. Null when it is not an image reference.
+ * `library/python:latest` = `docker.io/library/python:latest`. Null when it is not an image reference
+ * (Docker's grammar: lowercase path components, an optional registry host, tag and digest).
  */
 export function normalizeImageName(image: string): string | null {
-  let name = image.trim();
-  if (!/^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$/.test(name) || name.includes("..") || name.includes("//"))
+  const match = /^([^@]+?)(?::([^:/@]+))?(@sha256:[0-9a-f]{64})?$/.exec(image.trim());
+  if (!match) return null;
+  const [, repository, tag, digest] = match;
+  const parts = repository!.split("/");
+  if (parts.length > 1 && HOST.test(parts[0]!)) parts.shift();
+  else if (parts.length > 1 && !COMPONENT.test(parts[0]!)) return null;
+  const host = repository!.split("/").length > parts.length ? repository!.split("/")[0]! : null;
+  if (!parts.length || !parts.every((p) => COMPONENT.test(p)) || (tag !== undefined && !TAG.test(tag)))
     return null;
-  name = name.replace(/^(docker\.io|index\.docker\.io)\/(library\/)?/, "");
-  const last = name.slice(name.lastIndexOf("/") + 1);
-  if (!last.includes(":") && !name.includes("@")) name += ":latest";
-  return name;
+  const official = host === null || host === "docker.io" || host === "index.docker.io";
+  if (official && parts.length === 2 && parts[0] === "library") parts.shift();
+  const name = `${official ? "" : `${host}/`}${parts.join("/")}${tag !== undefined ? `:${tag}` : digest ? "" : ":latest"}${digest ?? ""}`;
+  return encodeURIComponent(name).length <= MAX_ENCODED_NAME ? name : null;
 }
 
 /** skopeo's name for an image source: an OCI layout directory, an OCI archive or a `docker save` archive. */
@@ -273,7 +343,11 @@ async function skopeoSource(source: string): Promise<string> {
 async function imageEnv(unpacked: string): Promise<Record<string, string>> {
   const spec = JSON.parse(await readFile(path.join(unpacked, "config.json"), "utf8").catch(() => "{}"));
   const env: string[] = spec.process?.env ?? [];
-  return Object.fromEntries(env.map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]));
+  return Object.fromEntries(
+    env
+      .filter((e) => e.indexOf("=") > 0)
+      .map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]),
+  );
 }
 
 /** Runs one of the image tools; its stderr is the error's message. */

@@ -20,7 +20,7 @@
  * a `kill` kills.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, existsSync, openSync } from "node:fs";
+import { closeSync, existsSync, lstatSync, openSync } from "node:fs";
 import { access, chmod, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { ExecProcess, ExecRequest, SandboxDriver, SandboxSpec } from "../provisioner.js";
@@ -127,6 +127,10 @@ export class LocalSandboxDriver implements SandboxDriver {
     return null;
   }
 
+  imageProblem(image: string): Promise<string | null> {
+    return this.#opts.images.problem(image);
+  }
+
   isRunning(id: string): boolean {
     return this.#running.has(id);
   }
@@ -148,10 +152,13 @@ export class LocalSandboxDriver implements SandboxDriver {
     this.#cleanedUp ??= this.#cgroups?.removeStale(new Set()).catch(() => {}) ?? Promise.resolve();
     await this.#cleanedUp;
 
-    const image = await this.#opts.images.resolve(spec.image);
+    // A sandbox booted before keeps the image content its own layer was written over.
+    const digestFile = path.join(this.#dir(spec.id), IMAGE_DIGEST_FILE);
+    const pinned = await readFile(digestFile, "utf8").catch(() => undefined);
+    const image = await this.#opts.images.resolve(spec.image, pinned);
     const root = this.#root(spec.id);
     const mountArgs = await this.#prepareLayers(spec.id, image.layers);
-    await writeFile(path.join(this.#dir(spec.id), IMAGE_DIGEST_FILE), image.digest ?? "");
+    await writeFile(digestFile, image.digest ?? "");
     const cgroupProcs = this.#cgroups
       ? await this.#cgroups.create(spec.id, {
           memoryBytes: spec.memoryBytes,
@@ -271,13 +278,18 @@ export class LocalSandboxDriver implements SandboxDriver {
       await mkdir(work, { recursive: true });
       if (layer.at === "/") {
         for (const [dir, mode] of EXPECTED_DIRS) {
-          if (layer.lower.some((lower) => existsSync(path.join(lower, dir)))) continue;
-          await mkdir(path.join(upper, dir), { recursive: true });
+          if (layer.lower.some((lower) => lexists(path.join(lower, dir)))) continue;
+          // Only where the sandbox's own layer has nothing: what it left there (a symlink to a host
+          // path, say) must not be followed by the server.
+          if (lexists(path.join(upper, dir))) continue;
+          await mkdir(path.join(upper, dir));
           await chmod(path.join(upper, dir), mode);
         }
       }
       const target = layer.at === "/" ? root : path.join(root, layer.at);
-      args.push(`lowerdir=${layer.lower.join(":")},upperdir=${upper},workdir=${work}`, target);
+      // overlayfs separates lower dirs with ':'; one in a directory's name (python:3.12-slim) is escaped.
+      const lower = layer.lower.map((dir) => dir.replaceAll(":", "\\:")).join(":");
+      args.push(`lowerdir=${lower},upperdir=${upper},workdir=${work}`, target);
     }
     return args;
   }
@@ -397,6 +409,16 @@ export class LocalSandboxDriver implements SandboxDriver {
   async close(): Promise<void> {
     await Promise.all([...this.#running.keys()].map((id) => this.stop(id).catch(() => {})));
     await this.#cgroups?.removeScope();
+  }
+}
+
+/** Whether anything is at `p`, a dangling or foreign symlink included (not followed). */
+function lexists(p: string): boolean {
+  try {
+    lstatSync(p);
+    return true;
+  } catch {
+    return false;
   }
 }
 
