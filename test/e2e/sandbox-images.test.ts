@@ -192,6 +192,35 @@ describe("sandboxes on imported images", () => {
   );
 
   test(
+    "concurrent imports and removals of one content leave it whole, once, under every name",
+    T,
+    async () => {
+      const names = ["para-1", "para-2", "para-3"];
+      const results = await Promise.all(names.map((n) => images(h, "import", n, image.dockerArchive)));
+      for (const r of results) assert.equal(r.code, 0, r.stderr);
+      const listed = JSON.parse((await images(h, "list", "--json")).stdout) as {
+        name: string;
+        digest: string;
+      }[];
+      const digests = new Set(listed.filter((r) => r.name.startsWith("para-")).map((r) => r.digest));
+      assert.equal(digests.size, 1);
+      const [digest] = [...digests];
+      const store = join(h.dataDir, "images");
+      assert.ok(existsSync(join(store, ".oci", ...digest!.split(":"), "rootfs", "bin", "busybox")));
+      // Two of its names go at once while a third is imported again: the content stays for the rest.
+      const mixed = await Promise.all([
+        images(h, "rm", "para-1"),
+        images(h, "rm", "para-2"),
+        images(h, "import", "para-3", image.dockerArchive),
+      ]);
+      for (const r of mixed) assert.equal(r.code, 0, r.stderr);
+      assert.ok(existsSync(join(store, ".oci", ...digest!.split(":"), "rootfs", "bin", "busybox")));
+      assert.ok(!existsSync(join(store, ".lock")), "the store's lock was left behind");
+      assert.equal((await images(h, "rm", "para-3")).code, 0);
+    },
+  );
+
+  test(
     "a root filesystem directory laid into the store by hand, named with a tag, works too",
     T,
     async () => {

@@ -81,6 +81,7 @@ const run = promisify(execFile);
 
 export class ImageStore {
   #builtin: Promise<ImageLayer[]> | null = null;
+  #lockQueue: Promise<unknown> = Promise.resolve();
 
   /** `imagesDir` holds one root filesystem per image name; `stateDir` is where the built-in image's skeleton is made. */
   constructor(
@@ -196,24 +197,40 @@ export class ImageStore {
       const index = JSON.parse(await readFile(path.join(work, "layout", "index.json"), "utf8"));
       const digest: string = index.manifests[0].digest;
       const unpacked = this.#unpacked(digest);
-      const fresh = !this.#content(digest);
-      if (fresh) {
-        await this.#discard(unpacked); // a removal or an unpack cut short left part of it
-        await tool("umoci", ["unpack", "--image", `${work}/layout:image`, `${work}/bundle`]);
-        await mkdir(path.dirname(unpacked), { recursive: true });
-        await rename(`${work}/bundle`, unpacked).catch((err) => {
-          if (!existsSync(unpacked)) throw err; // else an import of the same content finished first
-        });
-      }
+      const bundle = `${work}/bundle`;
+      const unpack = () => tool("umoci", ["unpack", "--image", `${work}/layout:image`, bundle]);
+      // Unpacked outside the lock (it is the long part), moved in under it.
+      if (!this.#content(digest)) await unpack();
       const ref: ImageRef = {
         name,
         digest,
         imported_at: new Date().toISOString(),
         source: path.resolve(source),
       };
-      await mkdir(path.dirname(this.#refFile(name)), { recursive: true });
       await writeFile(`${work}/ref.json`, JSON.stringify(ref));
-      await rename(`${work}/ref.json`, this.#refFile(name));
+      let fresh = false;
+      const committed = await this.withLock(async () => {
+        if (!this.#content(digest)) {
+          if (!existsSync(bundle)) return false; // removed since it was found whole: unpack, then again
+          await this.#moveAway(unpacked); // what a removal or an unpack cut short left of it
+          await mkdir(path.dirname(unpacked), { recursive: true });
+          await rename(bundle, unpacked);
+          fresh = true;
+        }
+        await mkdir(path.dirname(this.#refFile(name)), { recursive: true });
+        await rename(`${work}/ref.json`, this.#refFile(name));
+        return true;
+      });
+      if (!committed) {
+        await unpack();
+        await this.withLock(async () => {
+          await this.#moveAway(unpacked);
+          await mkdir(path.dirname(unpacked), { recursive: true });
+          await rename(bundle, unpacked);
+          fresh = true;
+          await rename(`${work}/ref.json`, this.#refFile(name));
+        });
+      }
       return { ...ref, unpacked: fresh };
     } finally {
       await rm(work, { recursive: true, force: true });
@@ -230,26 +247,68 @@ export class ImageStore {
     image: string,
     inUse: (digest: string) => Promise<string[]>,
   ): Promise<{ ref: ImageRef; keptFor: string[] }> {
-    const ref = await this.ref(image);
-    if (!ref) throw new ImageNotFound(`Image '${image}' is not an imported image of ${this.imagesDir}`);
-    await rm(this.#refFile(ref.name));
-    // The content no name refers to and no sandbox uses (this one's, and any a re-import left) goes.
-    const named = new Set((await this.list()).map((r) => r.digest));
-    const stored = await readdir(path.join(this.imagesDir, ".oci", "sha256")).catch(() => [] as string[]);
-    for (const digest of stored.map((hex) => `sha256:${hex}`).filter((d) => DIGEST.test(d))) {
-      if (!named.has(digest) && (await inUse(digest)).length === 0)
-        await this.#discard(this.#unpacked(digest));
-    }
-    return { ref, keptFor: named.has(ref.digest) ? [] : await inUse(ref.digest) };
+    const { ref, keptFor, discarded } = await this.withLock(async () => {
+      const ref = await this.ref(image);
+      if (!ref) throw new ImageNotFound(`Image '${image}' is not an imported image of ${this.imagesDir}`);
+      await rm(this.#refFile(ref.name));
+      // The content no name refers to and no sandbox uses (this one's, and any a re-import left) goes.
+      const named = new Set((await this.list()).map((r) => r.digest));
+      const stored = await readdir(path.join(this.imagesDir, ".oci", "sha256")).catch(() => [] as string[]);
+      const discarded: string[] = [];
+      for (const digest of stored.map((hex) => `sha256:${hex}`).filter((d) => DIGEST.test(d))) {
+        if (named.has(digest) || (await inUse(digest)).length > 0) continue;
+        const away = await this.#moveAway(this.#unpacked(digest));
+        if (away) discarded.push(away);
+      }
+      return { ref, keptFor: named.has(ref.digest) ? [] : await inUse(ref.digest), discarded };
+    });
+    // Deleted outside the lock: a large image takes a while, and nothing reads it any more.
+    for (const away of discarded) await rm(away, { recursive: true, force: true });
+    return { ref, keptFor };
   }
 
-  /** Deletes a directory of the store as one step (renamed away first), so no half of it is ever read. */
-  async #discard(dir: string): Promise<void> {
-    if (!existsSync(dir)) return;
+  /**
+   * Runs `fn` holding the store's lock (a directory, so other processes see it too): imports, removals
+   * and a sandbox's boot (which records the content it uses) do not interleave. A lock older than a
+   * minute was left by a crash (every holder is brief) and is taken over.
+   */
+  withLock<T>(fn: () => Promise<T>): Promise<T> {
+    // Holders in this process queue here instead of polling the directory.
+    const turn = this.#lockQueue.then(() => this.#withDirLock(fn));
+    this.#lockQueue = turn.catch(() => {});
+    return turn;
+  }
+
+  async #withDirLock<T>(fn: () => Promise<T>): Promise<T> {
+    const lock = path.join(this.imagesDir, ".lock");
+    await mkdir(this.imagesDir, { recursive: true });
+    for (let waited = 0; ; waited += LOCK_POLL_MS) {
+      try {
+        await mkdir(lock);
+        break;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+        const { mtimeMs } = await stat(lock).catch(() => ({ mtimeMs: Date.now() }));
+        if (Date.now() - mtimeMs > 60_000) await rm(lock, { recursive: true, force: true });
+        else if (waited > 30_000)
+          throw new ImageStoreError(`The image store is locked (${lock}) by another process`);
+        else await new Promise((r) => setTimeout(r, LOCK_POLL_MS));
+      }
+    }
+    try {
+      return await fn();
+    } finally {
+      await rm(lock, { recursive: true, force: true });
+    }
+  }
+
+  /** Moves a directory of the store out of sight in one step (to be deleted later); its new path. */
+  async #moveAway(dir: string): Promise<string | null> {
+    if (!existsSync(dir)) return null;
     const away = path.join(this.imagesDir, ".tmp", `discard-${randomUUID()}`);
     await mkdir(path.dirname(away), { recursive: true });
     await rename(dir, away);
-    await rm(away, { recursive: true, force: true });
+    return away;
   }
 
   /** Imports cut short (a crash, Ctrl-C) leave their work directory: gone after an hour. */
@@ -290,6 +349,7 @@ export class ImageStore {
 }
 
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
+const LOCK_POLL_MS = 50;
 /** Docker's reference grammar: a path component, a tag, a registry host (with a port). */
 const COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
 const TAG = /^[\w][\w.-]{0,127}$/;

@@ -152,13 +152,18 @@ export class LocalSandboxDriver implements SandboxDriver {
     this.#cleanedUp ??= this.#cgroups?.removeStale(new Set()).catch(() => {}) ?? Promise.resolve();
     await this.#cleanedUp;
 
-    // A sandbox booted before keeps the image content its own layer was written over.
+    // A sandbox booted before keeps the image content its own layer was written over. The content it
+    // uses is recorded under the store's lock, so a removal running meanwhile sees it in use.
     const digestFile = path.join(this.#dir(spec.id), IMAGE_DIGEST_FILE);
-    const pinned = await readFile(digestFile, "utf8").catch(() => undefined);
-    const image = await this.#opts.images.resolve(spec.image, pinned);
+    const image = await this.#opts.images.withLock(async () => {
+      const pinned = await readFile(digestFile, "utf8").catch(() => undefined);
+      const resolved = await this.#opts.images.resolve(spec.image, pinned);
+      await mkdir(this.#dir(spec.id), { recursive: true });
+      await writeFile(digestFile, resolved.digest ?? "");
+      return resolved;
+    });
     const root = this.#root(spec.id);
     const mountArgs = await this.#prepareLayers(spec.id, image.layers);
-    await writeFile(digestFile, image.digest ?? "");
     const cgroupProcs = this.#cgroups
       ? await this.#cgroups.create(spec.id, {
           memoryBytes: spec.memoryBytes,
