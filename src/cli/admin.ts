@@ -20,7 +20,7 @@ import { parseArgs } from "node:util";
 import { ConfigError, loadConfig } from "../config/index.js";
 import { generateApiKey, hashApiKey } from "../http/auth.js";
 import { formatGi, QuantityError, toBytes } from "../sandboxes/quantity.js";
-import { ImageNotFound, ImageStore, ImageStoreError } from "../sandboxes/runtime/images.js";
+import { ImageStore } from "../sandboxes/runtime/images.js";
 import { sandboxDirs } from "../sandboxes/runtime/index.js";
 import { sandboxesOnImage } from "../sandboxes/runtime/local-driver.js";
 import type { Storage } from "../storage/ports.js";
@@ -86,11 +86,6 @@ export async function runAdmin(command: AdminCommand, argv: string[]): Promise<v
     process.stdout.write(`${out}\n`);
   } catch (err) {
     if (err instanceof UsageError) return usage(command, err.message);
-    if (err instanceof ImageNotFound || err instanceof ImageStoreError) {
-      process.stderr.write(`hangar: ${err.message}\n`);
-      process.exitCode = 1;
-      return;
-    }
     process.stderr.write(`hangar: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exitCode = 1;
   } finally {
