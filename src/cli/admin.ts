@@ -22,7 +22,7 @@ import { generateApiKey, hashApiKey } from "../http/auth.js";
 import { formatGi, QuantityError, toBytes } from "../sandboxes/quantity.js";
 import { ImageStore } from "../sandboxes/runtime/images.js";
 import { sandboxDirs } from "../sandboxes/runtime/index.js";
-import { sandboxesOnImage } from "../sandboxes/runtime/local-driver.js";
+import { sandboxesByImage } from "../sandboxes/runtime/local-driver.js";
 import type { Storage } from "../storage/ports.js";
 
 export const ADMIN_COMMANDS = {
@@ -142,7 +142,7 @@ async function images([action, ...rest]: string[], values: Values): Promise<stri
     );
   }
   if (!rest[0]) throw new UsageError("images rm needs the image's name");
-  const { ref, keptFor } = await store.remove(rest[0], (digest) => sandboxesOnImage(stateDir, digest));
+  const { ref, keptFor } = await store.remove(rest[0], () => sandboxesByImage(stateDir));
   const kept = keptFor.length ? ` Its content stays while sandboxes use it: ${keptFor.join(", ")}.` : "";
   return `Removed ${ref.name}.${kept}`;
 }

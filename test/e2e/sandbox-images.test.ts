@@ -47,6 +47,11 @@ async function images(h: Hangar, ...args: string[]) {
   );
 }
 
+/** `hangar images list --json`: the imported names and their digests. */
+async function imported(h: Hangar): Promise<{ name: string; digest: string }[]> {
+  return JSON.parse((await images(h, "list", "--json")).stdout);
+}
+
 /** A busybox image as an OCI layout, an OCI archive and a docker save archive. */
 async function buildBusyboxImage(dir: string) {
   const layout = join(dir, "layout");
@@ -105,10 +110,7 @@ describe("sandboxes on imported images", () => {
       const again = await images(h, "import", "busybox-again", image.ociArchive);
       assert.match(again.stdout, /content already in the store/);
 
-      const listed = JSON.parse((await images(h, "list", "--json")).stdout) as {
-        name: string;
-        digest: string;
-      }[];
+      const listed = await imported(h);
       assert.deepEqual(
         listed.map((r) => r.name),
         ["busybox-again:latest", "busybox-layout:latest", "busybox:1.36", "busybox:oci"],
@@ -176,10 +178,7 @@ describe("sandboxes on imported images", () => {
             exit_code: 0,
           },
         );
-        const listed = JSON.parse((await images(h, "list", "--json")).stdout) as {
-          name: string;
-          digest: string;
-        }[];
+        const listed = await imported(h);
         const digest = listed.find((r) => r.name === "busybox:oci")!.digest.replace(":", "/");
         const rootfs = join(h.dataDir, "images", ".oci", digest, "rootfs");
         assert.ok(existsSync(join(rootfs, "bin", "ls")));
@@ -198,10 +197,7 @@ describe("sandboxes on imported images", () => {
       const names = ["para-1", "para-2", "para-3"];
       const results = await Promise.all(names.map((n) => images(h, "import", n, image.dockerArchive)));
       for (const r of results) assert.equal(r.code, 0, r.stderr);
-      const listed = JSON.parse((await images(h, "list", "--json")).stdout) as {
-        name: string;
-        digest: string;
-      }[];
+      const listed = await imported(h);
       const digests = new Set(listed.filter((r) => r.name.startsWith("para-")).map((r) => r.digest));
       assert.equal(digests.size, 1);
       const [digest] = [...digests];
@@ -224,10 +220,7 @@ describe("sandboxes on imported images", () => {
     "a root filesystem directory laid into the store by hand, named with a tag, works too",
     T,
     async () => {
-      const listed = JSON.parse((await images(h, "list", "--json")).stdout) as {
-        name: string;
-        digest: string;
-      }[];
+      const listed = await imported(h);
       const unpacked = join(h.dataDir, "images", ".oci", ...listed[0]!.digest.split(":"), "rootfs");
       await run("cp", ["-a", unpacked, join(h.dataDir, "images", "handmade:1")]);
       await c.createTemplate("handmade", { image: "handmade:1" });
@@ -295,12 +288,7 @@ describe("sandboxes on imported images", () => {
   );
 
   test("a sandbox keeps the content it booted from when its image's name is imported again", T, async () => {
-    const digests = async () =>
-      Object.fromEntries(
-        (JSON.parse((await images(h, "list", "--json")).stdout) as { name: string; digest: string }[]).map(
-          (r) => [r.name, r.digest],
-        ),
-      );
+    const digests = async () => Object.fromEntries((await imported(h)).map((r) => [r.name, r.digest]));
     assert.equal((await images(h, "import", "moving", image.ociArchive)).code, 0);
     const first = (await digests())["moving:latest"]!;
     await c.createTemplate("moving", { image: "moving" });

@@ -199,8 +199,6 @@ export class ImageStore {
       const unpacked = this.#unpacked(digest);
       const bundle = `${work}/bundle`;
       const unpack = () => tool("umoci", ["unpack", "--image", `${work}/layout:image`, bundle]);
-      // Unpacked outside the lock (it is the long part), moved in under it.
-      if (!this.#content(digest)) await unpack();
       const ref: ImageRef = {
         name,
         digest,
@@ -208,30 +206,24 @@ export class ImageStore {
         source: path.resolve(source),
       };
       await writeFile(`${work}/ref.json`, JSON.stringify(ref));
-      let fresh = false;
-      const committed = await this.withLock(async () => {
-        if (!this.#content(digest)) {
-          if (!existsSync(bundle)) return false; // removed since it was found whole: unpack, then again
-          await this.#moveAway(unpacked); // what a removal or an unpack cut short left of it
-          await mkdir(path.dirname(unpacked), { recursive: true });
-          await rename(bundle, unpacked);
-          fresh = true;
-        }
-        await mkdir(path.dirname(this.#refFile(name)), { recursive: true });
-        await rename(`${work}/ref.json`, this.#refFile(name));
-        return true;
-      });
-      if (!committed) {
-        await unpack();
-        await this.withLock(async () => {
-          await this.#moveAway(unpacked);
-          await mkdir(path.dirname(unpacked), { recursive: true });
-          await rename(bundle, unpacked);
-          fresh = true;
+      // Unpacked outside the lock (it is the long part), moved in under it; again if a removal took the
+      // content between the look and the lock.
+      for (let fresh = false; ; ) {
+        if (!this.#content(digest) && !existsSync(bundle)) await unpack();
+        const committed = await this.withLock(async () => {
+          if (!this.#content(digest)) {
+            if (!existsSync(bundle)) return false;
+            await this.#moveAway(unpacked); // what a removal or an unpack cut short left of it
+            await mkdir(path.dirname(unpacked), { recursive: true });
+            await rename(bundle, unpacked);
+            fresh = true;
+          }
+          await mkdir(path.dirname(this.#refFile(name)), { recursive: true });
           await rename(`${work}/ref.json`, this.#refFile(name));
+          return true;
         });
+        if (committed) return { ...ref, unpacked: fresh };
       }
-      return { ...ref, unpacked: fresh };
     } finally {
       await rm(work, { recursive: true, force: true });
     }
@@ -239,13 +231,13 @@ export class ImageStore {
 
   /**
    * Removes an imported image's name; then every unpacked content that no name refers to and no
-   * sandbox uses goes. `inUse` lists the sandboxes whose files come from a content (they booted from
-   * it): they keep it, so a removal never breaks a sandbox, and the content goes with the last of them
-   * (at a later removal). Returns the removed name and the sandboxes that keep its content.
+   * sandbox uses goes. `sandboxesByDigest` tells which sandboxes' files come from which content (they
+   * booted from it): they keep it, so a removal never breaks a sandbox, and the content goes with the
+   * last of them (at a later removal). Returns the removed name and the sandboxes that keep its content.
    */
   async remove(
     image: string,
-    inUse: (digest: string) => Promise<string[]>,
+    sandboxesByDigest: () => Promise<Map<string, string[]>>,
   ): Promise<{ ref: ImageRef; keptFor: string[] }> {
     const { ref, keptFor, discarded } = await this.withLock(async () => {
       const ref = await this.ref(image);
@@ -253,14 +245,15 @@ export class ImageStore {
       await rm(this.#refFile(ref.name));
       // The content no name refers to and no sandbox uses (this one's, and any a re-import left) goes.
       const named = new Set((await this.list()).map((r) => r.digest));
+      const used = await sandboxesByDigest();
       const stored = await readdir(path.join(this.imagesDir, ".oci", "sha256")).catch(() => [] as string[]);
       const discarded: string[] = [];
       for (const digest of stored.map((hex) => `sha256:${hex}`).filter((d) => DIGEST.test(d))) {
-        if (named.has(digest) || (await inUse(digest)).length > 0) continue;
+        if (named.has(digest) || used.has(digest)) continue;
         const away = await this.#moveAway(this.#unpacked(digest));
         if (away) discarded.push(away);
       }
-      return { ref, keptFor: named.has(ref.digest) ? [] : await inUse(ref.digest), discarded };
+      return { ref, keptFor: named.has(ref.digest) ? [] : (used.get(ref.digest) ?? []), discarded };
     });
     // Deleted outside the lock: a large image takes a while, and nothing reads it any more.
     for (const away of discarded) await rm(away, { recursive: true, force: true });

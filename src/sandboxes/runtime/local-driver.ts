@@ -456,12 +456,12 @@ async function onPath(tool: string): Promise<boolean> {
   return false;
 }
 
-/** The sandboxes (running or stopped) under `stateDir` whose files come from the imported image `digest`. */
-export async function sandboxesOnImage(stateDir: string, digest: string): Promise<string[]> {
-  const users: string[] = [];
+/** The sandboxes (running or stopped) under `stateDir` by the imported image content their files come from. */
+export async function sandboxesByImage(stateDir: string): Promise<Map<string, string[]>> {
+  const byDigest = new Map<string, string[]>();
   for (const id of await readdir(stateDir).catch(() => [] as string[])) {
-    const used = await readFile(path.join(stateDir, id, IMAGE_DIGEST_FILE), "utf8").catch(() => "");
-    if (used === digest) users.push(id);
+    const digest = await readFile(path.join(stateDir, id, IMAGE_DIGEST_FILE), "utf8").catch(() => "");
+    if (digest) byDigest.set(digest, [...(byDigest.get(digest) ?? []), id]);
   }
-  return users;
+  return byDigest;
 }
