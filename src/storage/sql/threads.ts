@@ -35,28 +35,6 @@ import type { Dialect } from "./dialect.js";
 import { sql } from "./kysely.js";
 import type { Tables, ThreadsTable } from "./tables.js";
 
-/**
- * The columns a thread row is read with: named, because Postgres' table also has the generated
- * `has_values` column, which a copied row must not carry into its INSERT.
- */
-export const THREAD_COLUMNS = [
-  "thread_id",
-  "org_id",
-  "status",
-  "metadata",
-  "config",
-  "values",
-  "interrupts",
-  "error",
-  "temporary",
-  "created_at",
-  "updated_at",
-  "state_updated_at",
-  "ttl_minutes",
-  "ttl_strategy",
-  "ttl_swept_at",
-] as const satisfies readonly (keyof ThreadsTable)[];
-
 export type ThreadRow = Selectable<ThreadsTable>;
 
 /**
@@ -99,6 +77,12 @@ export const newThreadRow = (
   ...ttlColumns(ttl),
   ...fields,
 });
+
+/**
+ * The columns a thread row is read with, a new row's: named, because Postgres' table also has the
+ * generated `has_values` column, which a copied row must not carry into its INSERT.
+ */
+const THREAD_COLUMNS = Object.keys(newThreadRow("", "", "", undefined, {})) as (keyof ThreadRow)[];
 
 /** `values` and `error` are SQL NULL until set; a stored JSON null comes back as the text `null`. */
 export const toThread = (r: ThreadRow): Thread => {
@@ -337,19 +321,7 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
   }
 
   async bindGraph(org: OrgId, threadId: string, graphId: string, assistantId: string): Promise<void> {
-    const updatedAt = new Date().toISOString();
-    const d = this.dialect;
-    await this.database.transaction(function* (tx) {
-      const row = yield* first(threadRow(tx, d, threadId, true, org));
-      if (!row) return;
-      const metadata = { ...JSON.parse(row.metadata), graph_id: graphId, assistant_id: assistantId };
-      yield* changed(
-        tx
-          .updateTable("threads")
-          .set({ metadata: JSON.stringify(metadata), updated_at: updatedAt })
-          .where("thread_id", "=", threadId),
-      );
-    });
+    await this.patch(org, threadId, { graph_id: graphId, assistant_id: assistantId });
   }
 
   /**
