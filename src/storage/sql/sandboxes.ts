@@ -4,7 +4,7 @@
  * grow-only sizes, the storage quota, no deleting a mounted volume, a warm box claimed once) is checked
  * and written in one `inOrg` transaction; UNIQUE (org_id, name) is the backstop.
  */
-import type { ExpressionBuilder, Insertable, Selectable, Updateable } from "kysely";
+import type { ExpressionBuilder, Insertable, Selectable, SelectQueryBuilder, Updateable } from "kysely";
 import type {
   BoxClaim,
   BoxInput,
@@ -143,6 +143,11 @@ const mounts = (ex: Executor, templateIds: string[]) =>
     .orderBy("m.template_id")
     .orderBy("m.position");
 
+/** The names the query selects, sorted: what still uses a volume or a template, so it is not deleted. */
+function* namesOf(query: SelectQueryBuilder<any, any, { name: string }>): TxSteps<string[]> {
+  return (yield* all(query.orderBy("name"))).map((r) => r.name);
+}
+
 function* withMounts(tx: Executor, row: TemplateRow): TxSteps<TemplateRecord> {
   return toTemplate(row, yield* all(mounts(tx, [row.id])));
 }
@@ -223,16 +228,15 @@ export class SqlSandboxes extends SandboxRepo implements SandboxesRepo {
     return this.inOrg(org, function* (tx): TxSteps<DeleteVolumeResult> {
       const row = yield* first(volume(tx, org, name));
       if (!row) return { status: "not_found" };
-      const users = yield* all(
+      const templates = yield* namesOf(
         tx
           .selectFrom("sandbox_template_mounts as m")
           .innerJoin("sandbox_templates as t", "t.id", "m.template_id")
           .select("t.name")
           .distinct()
-          .where("m.volume_id", "=", row.id)
-          .orderBy("t.name"),
+          .where("m.volume_id", "=", row.id),
       );
-      if (users.length > 0) return { status: "in_use", templates: users.map((u) => u.name) };
+      if (templates.length > 0) return { status: "in_use", templates };
       yield* changed(tx.deleteFrom("sandbox_volumes").where("id", "=", row.id));
       return { status: "deleted", volume: toVolume(row) };
     });
@@ -307,20 +311,12 @@ export class SqlSandboxes extends SandboxRepo implements SandboxesRepo {
       const row = yield* first(templateRow(tx, org, name));
       if (!row) return { status: "not_found" };
       // Warm pool members count as their pool.
-      const sandboxes = yield* all(
-        tx
-          .selectFrom("sandbox_boxes")
-          .select("name")
-          .where("template_id", "=", row.id)
-          .where("pool_id", "is", null)
-          .orderBy("name"),
+      const unpooledBoxes = tx.selectFrom("sandbox_boxes").select("name").where("pool_id", "is", null);
+      const sandboxes = yield* namesOf(unpooledBoxes.where("template_id", "=", row.id));
+      const pools = yield* namesOf(
+        tx.selectFrom("sandbox_pools").select("name").where("template_id", "=", row.id),
       );
-      const pools = yield* all(
-        tx.selectFrom("sandbox_pools").select("name").where("template_id", "=", row.id).orderBy("name"),
-      );
-      if (sandboxes.length > 0 || pools.length > 0) {
-        return { status: "in_use", sandboxes: sandboxes.map((r) => r.name), pools: pools.map((r) => r.name) };
-      }
+      if (sandboxes.length > 0 || pools.length > 0) return { status: "in_use", sandboxes, pools };
       yield* changed(tx.deleteFrom("sandbox_template_mounts").where("template_id", "=", row.id));
       yield* changed(tx.deleteFrom("sandbox_templates").where("id", "=", row.id));
       return { status: "deleted" };
