@@ -2,7 +2,7 @@
  * Assistants and their versions. Every change writes a new row of `assistant_versions` and copies it
  * into `assistants` (the latest); `setLatest` copies an older version back.
  */
-import type { Expression, Selectable, SqlBool } from "kysely";
+import type { Expression, SqlBool } from "kysely";
 import { conflict } from "../../errors.js";
 import {
   type Assistant,
@@ -29,28 +29,16 @@ import {
   type TxSteps,
 } from "./database.js";
 import type { Dialect } from "./dialect.js";
-import type { AssistantsTable, AssistantVersionsTable } from "./tables.js";
+import { ASSISTANT_JSON, type Row, recordOf } from "./tables.js";
 import { deleteThreads, deletion, settledStatusExpression } from "./threads.js";
 
 /** System (default) assistants have org_id '' and are visible to every organization. */
 const SYSTEM = "";
 
-type AssistantRow = Selectable<AssistantsTable>;
-type VersionRow = Selectable<AssistantVersionsTable>;
+type AssistantRow = Row<"assistants">;
 
-const toVersion = (r: VersionRow): AssistantVersion => ({
-  assistant_id: r.assistant_id,
-  graph_id: r.graph_id,
-  version: r.version,
-  name: r.name,
-  description: r.description,
-  config: JSON.parse(r.config),
-  context: JSON.parse(r.context),
-  metadata: JSON.parse(r.metadata),
-  created_at: r.created_at,
-});
-
-const toAssistant = (r: AssistantRow): Assistant => ({ ...toVersion(r), updated_at: r.updated_at });
+const toAssistant = (r: AssistantRow): Assistant => recordOf(r, ["org_id"], ASSISTANT_JSON);
+const toVersion = (r: Row<"assistant_versions">): AssistantVersion => recordOf(r, [], ASSISTANT_JSON);
 
 const visible = (ex: Executor, org: OrgId, assistantId: string) =>
   ex

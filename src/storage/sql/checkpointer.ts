@@ -31,7 +31,6 @@ import {
   TASKS,
   WRITES_IDX_MAP,
 } from "@langchain/langgraph-checkpoint";
-import type { Selectable } from "kysely";
 import type { CheckpointStore } from "../ports.js";
 import {
   copyThreadCheckpoints,
@@ -43,7 +42,7 @@ import {
 } from "./checkpoint-rows.js";
 import { type Executor, Prepared, type SqlDatabase, slot, slots } from "./database.js";
 import { fromExcluded, sql } from "./kysely.js";
-import type { CheckpointsTable, CheckpointWritesTable } from "./tables.js";
+import type { Row } from "./tables.js";
 
 /** Rows fetched per query while `list` pages through history. */
 const LIST_PAGE = 100;
@@ -57,8 +56,8 @@ const WRITES_PER_STATEMENT = 500;
 const KEY = ["thread_id", "checkpoint_ns", "checkpoint_id"] as const;
 const CHECKPOINT_COLUMNS = [...KEY, "parent_checkpoint_id", "type", "checkpoint", "metadata"] as const;
 
-type CheckpointRow = Pick<Selectable<CheckpointsTable>, (typeof CHECKPOINT_COLUMNS)[number]>;
-type WriteRow = Pick<Selectable<CheckpointWritesTable>, "task_id" | "channel" | "type" | "value">;
+type CheckpointRow = Pick<Row<"checkpoints">, (typeof CHECKPOINT_COLUMNS)[number]>;
+type WriteRow = Pick<Row<"checkpoint_writes">, "task_id" | "channel" | "type" | "value">;
 
 /** Config keys that describe the call site, not the run: never copied into checkpoint metadata. */
 const NON_METADATA_KEYS = new Set([

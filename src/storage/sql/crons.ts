@@ -1,28 +1,17 @@
 /** Crons (table `crons`): deleting a cron's thread or assistant deletes it (ON DELETE CASCADE). */
-import type { Expression, Selectable, SqlBool } from "kysely";
+import type { Expression, SqlBool } from "kysely";
 import { notFound } from "../../errors.js";
 import type { Cron, CronFilter, CronInput, CronPatch, CronQuery, CronsRepo, DueCron } from "../cron-ports.js";
 import type { OrgId } from "../ports.js";
 import { changed, countOf, type Executor, first, SqlRepo, searchPage } from "./database.js";
-import type { CronsTable } from "./tables.js";
+import { CRON_JSON, type Row, recordOf } from "./tables.js";
 
-type CronRow = Selectable<CronsTable>;
+type CronRow = Row<"crons">;
 
 const toCron = (r: CronRow): Cron => ({
-  cron_id: r.cron_id,
-  assistant_id: r.assistant_id,
-  thread_id: r.thread_id,
-  user_id: r.user_id,
-  schedule: r.schedule,
-  timezone: r.timezone,
-  end_time: r.end_time,
+  ...recordOf(r, ["org_id", "enabled", "next_run_at"], CRON_JSON),
   enabled: Boolean(r.enabled),
-  on_run_completed: r.on_run_completed,
-  payload: JSON.parse(r.payload),
-  metadata: JSON.parse(r.metadata),
   next_run_date: r.next_run_at === null ? null : new Date(r.next_run_at).toISOString(),
-  created_at: r.created_at,
-  updated_at: r.updated_at,
 });
 
 const own = (ex: Executor, org: OrgId, cronId: string) =>

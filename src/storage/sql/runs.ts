@@ -19,14 +19,7 @@
  * disagree must not take each other's live runs for dead ones. Due times (`not_before`) are the
  * admitting process's clock, compared with the claiming process's.
  */
-import type {
-  Expression,
-  ExpressionBuilder,
-  Selectable,
-  SelectQueryBuilder,
-  SqlBool,
-  Updateable,
-} from "kysely";
+import type { Expression, ExpressionBuilder, SelectQueryBuilder, SqlBool, Updateable } from "kysely";
 import { conflict, notFound } from "../../errors.js";
 import type {
   AdmissionResult,
@@ -60,7 +53,7 @@ import {
   type TxSteps,
 } from "./database.js";
 import { sql } from "./kysely.js";
-import type { RunsTable, Tables } from "./tables.js";
+import { type Row, RUN_JSON, recordOf, type Tables } from "./tables.js";
 import {
   deleteThreads,
   hasRuns,
@@ -76,20 +69,11 @@ import {
   threadRow,
 } from "./threads.js";
 
-type RunRow = Selectable<RunsTable>;
+type RunRow = Row<"runs">;
 
-const toRun = (r: RunRow): Run => ({
-  run_id: r.run_id,
-  thread_id: r.thread_id,
-  assistant_id: r.assistant_id,
-  created_at: r.created_at,
-  updated_at: r.updated_at,
-  status: r.status,
-  metadata: JSON.parse(r.metadata),
-  kwargs: JSON.parse(r.kwargs),
-  multitask_strategy: r.multitask_strategy,
-  attempt: r.attempt,
-});
+/** A run's record: its row without the queue's own columns. */
+const toRun = (r: RunRow): Run =>
+  recordOf(r, ["org_id", "not_before", "worker_id", "lease_expires_at", "stop_requested"], RUN_JSON);
 
 /** How many due candidates one claim looks at before giving up on threads other processes hold. */
 const CLAIM_CANDIDATES = 16;
@@ -165,7 +149,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
   }
 
   /** One UPDATE of the run's row. */
-  *#update(tx: Executor, runId: string, set: Updateable<RunsTable>): TxSteps<void> {
+  *#update(tx: Executor, runId: string, set: Updateable<Tables["runs"]>): TxSteps<void> {
     yield* changed(tx.updateTable("runs").set(set).where("run_id", "=", runId));
   }
 

@@ -4,7 +4,7 @@
  * grow-only sizes, the storage quota, no deleting a mounted volume, a warm box claimed once) is checked
  * and written in one `inOrg` transaction; UNIQUE (org_id, name) is the backstop.
  */
-import type { ExpressionBuilder, Insertable, Selectable, SelectQueryBuilder, Updateable } from "kysely";
+import type { ExpressionBuilder, Insertable, SelectQueryBuilder, Updateable } from "kysely";
 import type {
   BoxClaim,
   BoxInput,
@@ -53,14 +53,7 @@ import {
 } from "./database.js";
 import type { Dialect } from "./dialect.js";
 import { fromExcluded, sql } from "./kysely.js";
-import type {
-  SandboxBoxesTable,
-  SandboxPoolsTable,
-  SandboxTemplateMountsTable,
-  SandboxTemplatesTable,
-  SandboxVolumesTable,
-  Tables,
-} from "./tables.js";
+import type { Row, Tables } from "./tables.js";
 
 /** The advisory-lock space of the sandbox area's organization locks. */
 const ORG_LOCK_SPACE = 726855;
@@ -87,8 +80,8 @@ abstract class SandboxRepo extends SqlRepo {
 const mounted = (ex: Executor, column: "volume_id" | "template_id", id: string) =>
   ex.selectFrom("sandbox_template_mounts").select(sql.lit(1).as("one")).where(column, "=", id).limit(1);
 
-type VolumeRow = Selectable<SandboxVolumesTable>;
-type TemplateRow = Omit<Selectable<SandboxTemplatesTable>, "seq"> & { seq?: number };
+type VolumeRow = Row<"sandbox_volumes">;
+type TemplateRow = Omit<Row<"sandbox_templates">, "seq"> & { seq?: number };
 
 const toVolume = ({ seq: _, ...volume }: VolumeRow): VolumeRecord => volume;
 
@@ -258,7 +251,7 @@ export class SqlSandboxes extends SandboxRepo implements SandboxesRepo {
     const row = { ...fields, org_id: org, cpu, memory, storage, created_at: now, updated_at: now };
     return this.inOrg(org, function* (tx, dialect): TxSteps<CreateTemplateResult> {
       if (yield* first(templateRow(tx, org, input.name))) return { status: "name_taken" };
-      const mountRows: Insertable<SandboxTemplateMountsTable>[] = [];
+      const mountRows: Insertable<Tables["sandbox_template_mounts"]>[] = [];
       const missing: string[] = [];
       for (const [position, { volume_name, mount_path }] of volume_mounts.entries()) {
         const found = yield* first(volume(tx, org, volume_name));
@@ -324,8 +317,8 @@ export class SqlSandboxes extends SandboxRepo implements SandboxesRepo {
   }
 }
 
-type BoxRow = Selectable<SandboxBoxesTable> & { template_name: string | null };
-type PoolRow = Selectable<SandboxPoolsTable> & { template_name: string };
+type BoxRow = Row<"sandbox_boxes"> & { template_name: string | null };
+type PoolRow = Row<"sandbox_pools"> & { template_name: string };
 
 const toBox = ({ seq: _, ...box }: BoxRow): BoxRecord => box as BoxRecord;
 const toPool = ({ seq: _, ...pool }: PoolRow): PoolRecord => pool;
@@ -360,7 +353,7 @@ const withTemplateName = (eb: ExpressionBuilder<Tables, "sandbox_boxes">) =>
     .as("template_name");
 
 /** The UPDATE of one box, returning it with its template's name. */
-const boxUpdate = (ex: Executor, id: string, set: Updateable<SandboxBoxesTable>) =>
+const boxUpdate = (ex: Executor, id: string, set: Updateable<Tables["sandbox_boxes"]>) =>
   ex.updateTable("sandbox_boxes").set(set).where("id", "=", id).returningAll().returning(withTemplateName);
 
 function* poolById(tx: Executor, id: string): TxSteps<PoolRecord | null> {

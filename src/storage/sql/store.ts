@@ -21,10 +21,10 @@ import type {
 import { all, changed, type Executor, SqlRepo } from "./database.js";
 import type { Dialect } from "./dialect.js";
 import { fromExcluded, sql } from "./kysely.js";
-import type { StoreItemsTable } from "./tables.js";
+import type { Tables } from "./tables.js";
 
-type ItemRow = StoreItemsTable & { score?: number | null };
-type Eb = ExpressionBuilder<{ i: StoreItemsTable }, "i">;
+type ItemRow = Tables["store_items"] & { score?: number | null };
+type Eb = ExpressionBuilder<{ i: Tables["store_items"] }, "i">;
 type Read<R> = (ex: Executor) => SelectQueryBuilder<any, any, R>;
 
 const MINUTE_MS = 60_000;

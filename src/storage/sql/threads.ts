@@ -2,7 +2,7 @@
  * Threads, one implementation over Kysely for both engines. Row helpers the run queue (runs.ts) shares
  * are exported: the thread row lock, the insert, the settled-status expression.
  */
-import type { Expression, ExpressionBuilder, Selectable, SelectQueryBuilder, SqlBool } from "kysely";
+import type { Expression, ExpressionBuilder, SelectQueryBuilder, SqlBool } from "kysely";
 import { conflict } from "../../errors.js";
 import type {
   JsonObject,
@@ -33,9 +33,9 @@ import {
 } from "./database.js";
 import type { Dialect } from "./dialect.js";
 import { sql } from "./kysely.js";
-import type { Tables, ThreadsTable } from "./tables.js";
+import { type Row, recordOf, type Tables, THREAD_JSON } from "./tables.js";
 
-export type ThreadRow = Selectable<ThreadsTable>;
+export type ThreadRow = Row<"threads">;
 
 /**
  * Run statuses in WHERE clauses are SQL literals, not parameters, and so are constant LIMITs: SQLite
@@ -86,16 +86,11 @@ const THREAD_COLUMNS = Object.keys(newThreadRow("", "", "", undefined, {})) as (
 
 /** `values` and `error` are SQL NULL until set; a stored JSON null comes back as the text `null`. */
 export const toThread = (r: ThreadRow): Thread => {
-  const thread: Thread = {
-    thread_id: r.thread_id,
-    created_at: r.created_at,
-    updated_at: r.updated_at,
-    state_updated_at: r.state_updated_at,
-    metadata: JSON.parse(r.metadata),
-    status: r.status,
-    config: JSON.parse(r.config),
-    interrupts: JSON.parse(r.interrupts),
-  };
+  const thread: Thread = recordOf(
+    r,
+    ["org_id", "temporary", "ttl_minutes", "ttl_strategy", "ttl_swept_at", "values", "error"],
+    THREAD_JSON,
+  );
   if (r.values !== null) thread.values = JSON.parse(r.values);
   if (r.error !== null) thread.error = JSON.parse(r.error);
   return thread;
