@@ -12,17 +12,21 @@ type OrgId = string;
 /** One `{ status }` member per refusal, so that callers narrow on each. */
 export type Refusal<S extends string> = S extends string ? { status: S } : never;
 
-export interface VolumeRecord {
+/** What every record of the area has: its id, its organization, its name (unique there), its times. */
+interface SandboxRecord {
   id: string;
   org_id: OrgId;
   name: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface VolumeRecord extends SandboxRecord {
   /** The size as the client wrote it (`10Gi`), echoed back. */
   size: string;
   /** The same size in bytes; what every comparison and the quota use. */
   size_bytes: number;
   storage_class: string;
-  created_at: string;
-  updated_at: string;
 }
 
 export type VolumeInput = Omit<VolumeRecord, "org_id" | "created_at" | "updated_at">;
@@ -38,16 +42,11 @@ export interface VolumeMount {
   mount_path: string;
 }
 
-export interface TemplateRecord {
-  id: string;
-  org_id: OrgId;
-  name: string;
+export interface TemplateRecord extends SandboxRecord {
   image: string;
   resources: TemplateResources;
   /** In creation order; `volume_name` is the mounted volume's current name (mounts follow renames). */
   volume_mounts: VolumeMount[];
-  created_at: string;
-  updated_at: string;
 }
 
 export interface SandboxListQuery {
@@ -151,10 +150,7 @@ export interface SandboxesRepo {
 
 export type BoxStatus = "provisioning" | "ready" | "failed" | "stopped";
 
-export interface BoxRecord {
-  id: string;
-  org_id: OrgId;
-  name: string;
+export interface BoxRecord extends SandboxRecord {
   template_id: string;
   /** The template's current name (boxes follow renames). */
   template_name: string;
@@ -170,19 +166,12 @@ export interface BoxRecord {
   expires_at: string | null;
   /** The last data-plane call (ISO); where the idle TTL counts from. */
   last_active_at: string;
-  created_at: string;
-  updated_at: string;
 }
 
-export interface PoolRecord {
-  id: string;
-  org_id: OrgId;
-  name: string;
+export interface PoolRecord extends SandboxRecord {
   template_id: string;
   template_name: string;
   replicas: number;
-  created_at: string;
-  updated_at: string;
 }
 
 export type BoxPatch = Partial<Pick<BoxRecord, "name" | "ttl_seconds" | "idle_ttl_seconds" | "expires_at">>;
