@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond npm packages: Debian's chromium, which the browser test
-# (test/e2e/docs.test.ts) drives through playwright-core; bubblewrap (`bwrap`), the local sandbox
-# driver's isolation tool (test/e2e/sandbox-runtime.test.ts); skopeo and umoci, the sandbox image store's
+# (test/e2e/docs.test.ts) drives through playwright-core; the sandbox engines: bubblewrap (`bwrap`) and
+# gVisor (`runsc`, with tini as its sandboxes' init) (test/e2e/sandbox-runtime*.test.ts), and e2fsprogs
+# for the sandboxes' size-limited file systems; skopeo and umoci, the sandbox image store's
 # tools, and busybox-static, from which test/e2e/sandbox-images.test.ts builds an image.
 # Idempotent: installs only what is missing.
 # Needs apt-get and root (or sudo).
 set -euo pipefail
 
 CHROMIUM=/usr/bin/chromium
+# gVisor releases before 2023 refuse the statx flags glibc's ls and stat pass (EINVAL), so Debian 12's
+# own runsc (2022-12) cannot run a Debian userland; bookworm-backports has a 2024 release.
+RUNSC_SINCE=20230101
+runsc_release() { runsc --version 2>/dev/null | grep -o '20[0-9]\{6\}' | head -1; }
 missing=()
 [ -x "$CHROMIUM" ] || missing+=(chromium)
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+[ "$(runsc_release || true)" -ge "$RUNSC_SINCE" ] 2>/dev/null || missing+=(runsc)
+command -v tini-static >/dev/null 2>&1 || missing+=(tini)
+command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
 command -v skopeo >/dev/null 2>&1 || missing+=(skopeo)
 command -v umoci >/dev/null 2>&1 || missing+=(umoci)
 [ -x /bin/busybox ] || missing+=(busybox-static)
@@ -18,6 +26,7 @@ command -v umoci >/dev/null 2>&1 || missing+=(umoci)
 if [ ${#missing[@]} -eq 0 ]; then
   echo "== chromium present: $("$CHROMIUM" --version 2>/dev/null || echo "$CHROMIUM")"
   echo "== bubblewrap present: $(bwrap --version)"
+  echo "== gVisor present: $(runsc --version | head -1)"
   echo "== image tools present: $(skopeo --version), $(umoci --version)"
   exit 0
 fi
@@ -39,8 +48,22 @@ fi
 
 echo "== installing ${missing[*]} (apt-get)"
 export DEBIAN_FRONTEND=noninteractive
+from_backports=()
+if [[ " ${missing[*]} " == *" runsc "* ]] && grep -q '^12' /etc/debian_version 2>/dev/null; then
+  rest=()
+  for package in "${missing[@]}"; do [ "$package" = runsc ] || rest+=("$package"); done
+  missing=(${rest[@]+"${rest[@]}"})
+  from_backports=(runsc)
+  echo "Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" | $SUDO tee /etc/apt/sources.list.d/bookworm-backports.sources >/dev/null
+fi
 $SUDO apt-get update
-$SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+[ ${#missing[@]} -eq 0 ] || $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+[ ${#from_backports[@]} -eq 0 ] || $SUDO apt-get install -y --no-install-recommends -t bookworm-backports "${from_backports[@]}"
 echo "== chromium: $("$CHROMIUM" --version 2>/dev/null || echo "$CHROMIUM")"
 echo "== bubblewrap: $(bwrap --version)"
+echo "== gVisor: $(runsc --version | head -1)"
 echo "== image tools: $(skopeo --version), $(umoci --version)"

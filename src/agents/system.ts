@@ -1,9 +1,12 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../http/context.js";
+import { sandboxEngine } from "../sandboxes/runtime/index.js";
 
 const VERSION = "0.1.0";
 
-export function systemRoutes() {
+/** `sandboxEngine`: what isolates this server's sandboxes (default: what the settings choose). */
+export function systemRoutes(opts: { sandboxEngine?: string } = {}) {
+  const engine = opts.sandboxEngine ?? sandboxEngine();
   return new Hono<AppEnv>()
     .get("/ok", (c) => c.json({ ok: true }))
     .get("/info", (c) =>
@@ -13,6 +16,7 @@ export function systemRoutes() {
         context: "js",
         flags: { assistants: true, crons: true, langsmith: false, langsmith_tracing_replicas: false },
         metadata: {},
+        sandboxes: { engine },
       }),
     );
 }

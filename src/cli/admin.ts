@@ -20,9 +20,9 @@ import { parseArgs } from "node:util";
 import { ConfigError, loadConfig } from "../config/index.js";
 import { generateApiKey, hashApiKey } from "../http/auth.js";
 import { formatGi, QuantityError, toBytes } from "../sandboxes/quantity.js";
+import { sandboxesByImage } from "../sandboxes/runtime/host-driver.js";
 import { ImageStore } from "../sandboxes/runtime/images.js";
 import { sandboxDirs } from "../sandboxes/runtime/index.js";
-import { sandboxesByImage } from "../sandboxes/runtime/local-driver.js";
 import type { Storage } from "../storage/ports.js";
 
 export const ADMIN_COMMANDS = {

@@ -151,7 +151,7 @@ export function createApp(deps: AgentDeps, log: Logger, custom?: Hono<any>): Hon
 /** The built-in route groups, less those langgraph.json `http.disable_*` turns off. */
 function mountBuiltIns(app: Hono<AppEnv>, deps: AgentDeps, log: Logger): void {
   const http = deps.config.http;
-  if (!http.disable_meta) app.route("/", systemRoutes());
+  if (!http.disable_meta) app.route("/", systemRoutes({ sandboxEngine: deps.sandboxRuntime?.engine }));
   if (!http.disable_meta) app.route("/", metricsRoutes(deps));
   if (!http.disable_assistants) app.route("/", assistantRoutes(deps));
   if (!http.disable_threads) app.route("/", threadRoutes(deps));

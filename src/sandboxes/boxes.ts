@@ -85,6 +85,11 @@ export class BoxService {
   }
 
   /** Why no sandbox could boot from `image` (the driver's image store has no such image), or null. */
+  /** What isolates the sandboxes (the driver's engine). */
+  get engine(): string {
+    return this.#driver.engine;
+  }
+
   imageProblem(image: string): Promise<string | null> {
     return this.#driver.imageProblem(image);
   }
@@ -208,6 +213,7 @@ export class BoxService {
       image: template.image,
       cpuMillicores: toMillicores(template.resources.cpu),
       memoryBytes: toBytes(template.resources.memory),
+      storageBytes: template.resources.storage == null ? null : toBytes(template.resources.storage),
       mounts,
     };
   }

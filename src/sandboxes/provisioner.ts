@@ -75,6 +75,8 @@ export interface SandboxSpec {
   image: string;
   cpuMillicores: number;
   memoryBytes: number;
+  /** The most the sandbox's own files (its writable layer) may take (the template's `storage`); null: no limit. */
+  storageBytes: number | null;
   /** The template's volumes, by the volume's id (its backing storage) and where they appear. */
   mounts: { volumeId: string; mountPath: string }[];
 }
@@ -102,11 +104,14 @@ export interface ExecProcess {
  * The sandbox driver port: runs sandboxes and commands in them. The control plane decides names,
  * lifecycles, TTLs and pools; a driver only boots, runs, stops and removes.
  *
- * - `LocalSandboxDriver` (runtime/local-driver.ts): Linux namespaces through bubblewrap on this machine.
+ * - `HostSandboxDriver` (runtime/host-driver.ts) on this machine, with gVisor (`runsc`, gvisor.ts) or
+ *   bubblewrap (bwrap.ts) isolating the processes.
  * - A Kubernetes driver (docs/sandboxes.md) would boot a pod per sandbox (gVisor runtime class, the
  *   volumes as PVCs) and exec through the pod's exec API.
  */
 export interface SandboxDriver {
+  /** What isolates the sandboxes (`runsc`, `bwrap`), as `/info` reports it. */
+  readonly engine: string;
   /** Why this driver cannot run sandboxes here, or null when it can. */
   unavailable(): Promise<string | null>;
   /** Why no sandbox could boot from `image` (its image store has no such image), or null. */

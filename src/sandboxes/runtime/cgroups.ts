@@ -10,7 +10,7 @@
  * - cgroup v2 (unified): `/sys/fs/cgroup/hangar/<scope>/<id>` with `memory.max`, `pids.max`, `cpu.max`.
  *
  * `detectCgroups()` returns null when neither is writable (not root, or no controllers); the driver then
- * falls back to an address-space rlimit (see local-driver.ts).
+ * falls back to an address-space rlimit (see host-driver.ts).
  */
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
@@ -29,6 +29,8 @@ export interface SandboxLimits {
 
 export interface Cgroups {
   readonly version: 1 | 2;
+  /** The sandbox's group, as an OCI runtime's `cgroupsPath` names it (the same under every controller). */
+  pathOf(id: string): string;
   /** Creates the sandbox's group with its limits; returns the `cgroup.procs` files a process must join. */
   create(id: string, limits: SandboxLimits): Promise<string[]>;
   /** Removes the group (its processes must be gone). Idempotent. */
@@ -79,6 +81,10 @@ class CgroupsV1 implements Cgroups {
 
   constructor(readonly scope: string) {}
 
+  pathOf(id: string): string {
+    return `/${this.scope}/${id}`;
+  }
+
   #dir(controller: string, id: string) {
     return path.join(ROOT, controller, this.scope, id);
   }
@@ -118,6 +124,10 @@ class CgroupsV2 implements Cgroups {
   readonly version = 2 as const;
 
   constructor(readonly scope: string) {}
+
+  pathOf(id: string): string {
+    return `/${this.scope}/${id}`;
+  }
 
   #dir(id: string) {
     return path.join(ROOT, this.scope, id);

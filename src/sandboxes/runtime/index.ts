@@ -1,8 +1,10 @@
 /**
- * Builds the sandbox runtime of one server process: the local driver (bubblewrap) with its image
- * store, and the BoxService over it. Settings (environment):
+ * Builds the sandbox runtime of one server process: a driver on this machine with its image store,
+ * and the BoxService over it. Settings (environment):
  *
- * - `HANGAR_SANDBOX_IMAGES`: the image store, a directory per image name (default `<dataDir>/images`).
+ * - `HANGAR_SANDBOX_ENGINE`: what isolates sandboxes: `runsc` (gVisor, gvisor.ts) or `bwrap`
+ *   (bubblewrap, bwrap.ts). Default: `runsc` when it is on PATH, `bwrap` otherwise.
+ * - `HANGAR_SANDBOX_IMAGES`: the image store (default `<dataDir>/images`).
  * - `HANGAR_SANDBOX_PIDS_MAX`: most processes per sandbox (default 1024).
  *
  * A sandbox's own files live in `<dataDir>/sandboxes/<id>/`; volumes in `<dataDir>/volumes/<id>/`.
@@ -12,11 +14,29 @@ import type { Logger } from "../../logger.js";
 import type { Storage } from "../../storage/ports.js";
 import { BoxService } from "../boxes.js";
 import { LocalProvisioner } from "../provisioner.js";
+import { BwrapDriver } from "./bwrap.js";
+import { GvisorDriver } from "./gvisor.js";
+import { onPath } from "./host-driver.js";
 import { ImageStore } from "./images.js";
-import { LocalSandboxDriver } from "./local-driver.js";
 
+export const SANDBOX_ENGINE_ENV = "HANGAR_SANDBOX_ENGINE";
 export const SANDBOX_IMAGES_ENV = "HANGAR_SANDBOX_IMAGES";
 export const SANDBOX_PIDS_MAX_ENV = "HANGAR_SANDBOX_PIDS_MAX";
+
+const ENGINES = { runsc: GvisorDriver, bwrap: BwrapDriver };
+export type SandboxEngine = keyof typeof ENGINES;
+
+/** The engine the settings name, or the best one this machine has. */
+export function sandboxEngine(env: NodeJS.ProcessEnv = process.env): SandboxEngine {
+  const named = env[SANDBOX_ENGINE_ENV];
+  if (named === undefined || named === "") return onPath("runsc") ? "runsc" : "bwrap";
+  if (!Object.hasOwn(ENGINES, named)) {
+    throw new Error(
+      `${SANDBOX_ENGINE_ENV} must be one of ${Object.keys(ENGINES).join(", ")}, got '${named}'`,
+    );
+  }
+  return named as SandboxEngine;
+}
 
 /** Where a data dir's sandboxes keep their own files, and the image store they boot from. */
 export function sandboxDirs(dataDir: string, env: NodeJS.ProcessEnv = process.env) {
@@ -42,7 +62,7 @@ export function createSandboxRuntime(opts: {
     );
   }
   let service: BoxService | null = null;
-  const driver = new LocalSandboxDriver({
+  const driver = new ENGINES[sandboxEngine(env)]({
     stateDir,
     images: new ImageStore(imagesDir, stateDir),
     volumePath: (id) => volumes.pathOf(id),
