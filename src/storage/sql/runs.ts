@@ -98,7 +98,7 @@ interface Settlement {
 }
 
 /** What recovering an orphaned run did to it (`SweepResult`'s lists). */
-type Recovery = "requeued" | "failed" | "interrupted" | "rolledBack";
+type Recovery = keyof SweepResult;
 
 /**
  * No other run of the run's thread is executing, for a query on `runs as r` (typed loosely: it serves
@@ -115,6 +115,20 @@ const dueInQueueOrder = <O>(qb: SelectQueryBuilder<any, any, O>, now: unknown) =
     .where(threadNotRunning)
     .orderBy("r.not_before")
     .orderBy("r.seq");
+
+/** The earliest due time after `now` of a pending run (a delayed one), as `t`; typed loosely, as above. */
+const nextDue = (
+  ex: { selectFrom(table: "runs"): SelectQueryBuilder<any, any, object> },
+  now: unknown,
+): SelectQueryBuilder<any, any, { t: number | null }> =>
+  ex
+    .selectFrom("runs")
+    .select((s) => s.fn.min("not_before").as("t"))
+    .where("status", "=", PENDING)
+    .where("not_before", ">", now);
+
+/** An epoch-ms time read from the database (null: none) as a Date. */
+const dateOf = (ms: number | string | null | undefined) => (ms == null ? null : new Date(Number(ms)));
 
 export class SqlRuns extends SqlRepo implements RunsRepo {
   constructor(
@@ -406,8 +420,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
     const [look] = await this.database
       .prepared("runs.look", (db) => this.#pickQuery(db, slot("now"), [], false))
       .execute(this.database.db, { now: Date.now() });
-    if (look.thread_id === null && !look.due)
-      return { run: null, nextDueAt: look.next_due === null ? null : new Date(Number(look.next_due)) };
+    if (look.thread_id === null && !look.due) return { run: null, nextDueAt: dateOf(look.next_due) };
     return this.#transaction(function* (tx): TxSteps<ClaimResult> {
       const now = Date.now();
       const nowIso = new Date(now).toISOString();
@@ -418,7 +431,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
           let t = pick.next_due === null ? null : Number(pick.next_due);
           // Due runs whose threads were locked, or claimed by another process since: look again soon.
           if (pick.due || tried.length) t = Math.min(t ?? Number.POSITIVE_INFINITY, now + CONTENDED_RETRY_MS);
-          return { run: null, nextDueAt: t === null ? null : new Date(t) };
+          return { run: null, nextDueAt: dateOf(t) };
         }
         const row = yield* this.database
           .prepared("runs.claimOn", (db) => this.#claimOn(db))
@@ -450,21 +463,11 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
     const oldestDue = this.database.prepared("runs.oldestDue", (db) =>
       dueInQueueOrder(db.selectFrom("runs as r").selectAll(), slot("now")).limit(sql.lit(1)),
     );
-    const nextDue = this.database.prepared("runs.nextDue", (db) =>
-      db
-        .selectFrom("runs")
-        .select((s) => s.fn.min("not_before").as("t"))
-        .where("status", "=", PENDING)
-        .where("not_before", ">", slot("now")),
-    );
-    const none = (next?: { t: number | null }): ClaimResult => ({
-      run: null,
-      nextDueAt: next?.t == null ? null : new Date(Number(next.t)),
-    });
+    const delayed = this.database.prepared("runs.nextDue", (db) => nextDue(db, slot("now")));
     return this.#transaction(function* (): TxSteps<ClaimResult> {
       const now = Date.now();
       const row = yield* oldestDue.first({ now });
-      if (!row) return none(yield* nextDue.first({ now }));
+      if (!row) return { run: null, nextDueAt: dateOf((yield* delayed.first({ now }))?.t) };
       const nowIso = new Date(now).toISOString();
       const claim = this.database.prepared("runs.claimById", (db) =>
         db.updateTable("runs").set(this.#claimSet).where("run_id", "=", slot("run_id")),
@@ -547,12 +550,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
         return [
           (lock ? this.dialect.lock(thread, { of: "t", skipLocked: true }) : thread).as("thread_id"),
           eb.exists(eb.selectFrom("due").select(sql.lit(1).as("one"))).as("due"),
-          eb
-            .selectFrom("runs")
-            .select((s) => s.fn.min("not_before").as("t"))
-            .where("status", "=", PENDING)
-            .where("not_before", ">", now)
-            .as("next_due"),
+          nextDue(eb, now).as("next_due"),
         ];
       });
   }
