@@ -1,10 +1,12 @@
 /**
  * Sandbox bench: create-to-ready time (cold, and claimed from a pool) and the `echo` round trip (over
  * the WebSocket and over HTTP), through the official client (`langsmith` 0.5.21), against a fresh
- * Hangar on a free 127.0.0.1 port with a fresh data dir. Needs root and bubblewrap, like the driver.
+ * Hangar on a free 127.0.0.1 port with a fresh data dir, once per isolation engine on the machine
+ * (gVisor's runsc, bubblewrap). Needs root and the engines' tools, like the driver.
  *
- *   node --import tsx bench/sandboxes.ts            # 20 creates per kind, 200 echoes per transport
- *   node --import tsx bench/sandboxes.ts --quick    # 5 and 30
+ *   node --import tsx bench/sandboxes.ts                 # 20 creates per kind, 200 echoes per transport
+ *   node --import tsx bench/sandboxes.ts --quick         # 5 and 30
+ *   node --import tsx bench/sandboxes.ts --engine bwrap  # one engine only
  *
  * Prints a markdown table (milliseconds); bench/SANDBOX-RESULTS.md keeps the last one written down.
  */
@@ -14,13 +16,17 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { SandboxClient } from "langsmith-sbx/experimental/sandbox";
+import { onPath } from "../src/sandboxes/runtime/host-driver.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const quick = process.argv.includes("--quick");
 const CREATES = quick ? 5 : 20;
 const ECHOES = quick ? 30 : 200;
+const ENGINES = ["runsc", "bwrap"] as const;
+const engineArg = process.argv.indexOf("--engine");
+const engines = engineArg > 0 ? [process.argv[engineArg + 1]!] : ENGINES.filter((e) => onPath(e));
 
-async function startServer(dataDir: string): Promise<{ url: string; child: ChildProcess }> {
+async function startServer(dataDir: string, engine: string): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(
     process.execPath,
     [
@@ -35,7 +41,11 @@ async function startServer(dataDir: string): Promise<{ url: string; child: Child
       "--data-dir",
       dataDir,
     ],
-    { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"], env: { ...process.env, LANGSMITH_TRACING: "false" } },
+    {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "inherit"],
+      env: { ...process.env, LANGSMITH_TRACING: "false", HANGAR_SANDBOX_ENGINE: engine },
+    },
   );
   const url = await new Promise<string>((resolve, reject) => {
     let out = "";
@@ -50,12 +60,12 @@ async function startServer(dataDir: string): Promise<{ url: string; child: Child
   return { url, child };
 }
 
-function summary(name: string, samples: number[]): string {
+function summary(engine: string, name: string, samples: number[]): string {
   const s = [...samples].sort((a, b) => a - b);
   const at = (q: number) => s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
   const mean = s.reduce((a, b) => a + b, 0) / s.length;
   const f = (n: number) => n.toFixed(1);
-  return `| ${name} | ${s.length} | ${f(at(0.5))} | ${f(at(0.9))} | ${f(s[s.length - 1]!)} | ${f(mean)} |`;
+  return `| ${engine} | ${name} | ${s.length} | ${f(at(0.5))} | ${f(at(0.9))} | ${f(s[s.length - 1]!)} | ${f(mean)} |`;
 }
 
 async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
@@ -64,10 +74,9 @@ async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
   return [performance.now() - t, value];
 }
 
-async function main() {
+async function bench(engine: string, rows: string[]) {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), "hangar-bench-sbx-"));
-  const { url, child } = await startServer(dataDir);
-  const rows: string[] = [];
+  const { url, child } = await startServer(dataDir, engine);
   try {
     const c = new SandboxClient({ apiEndpoint: `${url}/v2/sandboxes`, apiKey: "bench", maxRetries: 0 });
     await c.createTemplate("bench", { image: "hangar/host" });
@@ -79,7 +88,7 @@ async function main() {
       cold.push(ms);
       await c.deleteSandbox(box.name);
     }
-    rows.push(summary("create → ready (cold boot)", cold));
+    rows.push(summary(engine, "create → ready (cold boot)", cold));
 
     await c.createPool("warm", { templateName: "pooled", replicas: 2, timeout: 60 });
     const warm: number[] = [];
@@ -90,13 +99,13 @@ async function main() {
       // Let the pool boot the replacement before the next claim.
       await new Promise((r) => setTimeout(r, 400));
     }
-    rows.push(summary("create → ready (claimed from a pool)", warm));
+    rows.push(summary(engine, "create → ready (claimed from a pool)", warm));
 
     const box = await c.createSandbox("bench", { name: "echo", timeout: 60 });
     await box.run("echo warmup");
     const ws: number[] = [];
     for (let i = 0; i < ECHOES; i++) ws.push((await timed(() => box.run("echo hi")))[0]);
-    rows.push(summary("`echo hi` round trip, WebSocket", ws));
+    rows.push(summary(engine, "`echo hi` round trip, WebSocket", ws));
     const httpSamples: number[] = [];
     for (let i = 0; i < ECHOES; i++) {
       const [ms] = await timed(async () => {
@@ -109,19 +118,24 @@ async function main() {
       });
       httpSamples.push(ms);
     }
-    rows.push(summary("`echo hi` round trip, HTTP POST /execute", httpSamples));
+    rows.push(summary(engine, "`echo hi` round trip, HTTP POST /execute", httpSamples));
   } finally {
     child.kill("SIGTERM");
     await new Promise((r) => child.once("exit", r));
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+async function main() {
+  const rows: string[] = [];
+  for (const engine of engines) await bench(engine, rows);
   const cpus = os.cpus();
   process.stdout.write(
     [
       `Sandboxes, ${new Date().toISOString()}, ${cpus.length} × ${cpus[0]?.model ?? "cpu"}, node ${process.version}`,
       "",
-      "| figure (ms) | n | median | p90 | max | mean |",
-      "| --- | --- | --- | --- | --- | --- |",
+      "| engine | figure (ms) | n | median | p90 | max | mean |",
+      "| --- | --- | --- | --- | --- | --- | --- |",
       ...rows,
       "",
     ].join("\n"),
