@@ -24,14 +24,12 @@ import type {
   Compilable,
   DatabaseConnection,
   Expression,
-  ExpressionBuilder,
   Dialect as KyselyDialect,
   QueryResult,
   SelectQueryBuilder,
   SqlBool,
 } from "kysely";
 import pg from "pg";
-import type { SandboxListQuery, SandboxPage } from "../sandbox-ports.js";
 import { type Dialect, postgresDialect, sqliteDialect } from "./dialect.js";
 import { CompiledQuery, Kysely, kysely, sql } from "./kysely.js";
 import { migrate } from "./migrations.js";
@@ -241,57 +239,10 @@ export abstract class SqlRepo {
   }
 }
 
-/**
- * The write's result, or undefined when a unique constraint refused it (a concurrent write took the
- * name). On SQLite the transaction goes on; on Postgres the failed statement aborted it, so the caller
- * returns at once and the transaction rejects (its COMMIT rolls back).
- */
-export function* unlessDuplicate<T>(dialect: Dialect, write: TxSteps<T>): TxSteps<T | undefined> {
-  try {
-    return yield* write;
-  } catch (err) {
-    if (dialect.isUniqueViolation(err)) return undefined;
-    throw err;
-  }
-}
-
 /** `column` contains `text`, case-insensitively (LIKE with the text's wildcards escaped): one SQL for both. */
 export function nameContains(column: string, text: string): Expression<SqlBool> {
   const pattern = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
   return sql<SqlBool>`lower(${sql.ref(column)}) LIKE lower(${pattern}) ESCAPE '\\'`;
-}
-
-/** Where the row (of the table `prefix` names, as `"b."`) is the organization's and is called `name`. */
-export const orgNamed =
-  (org: string, name: string, prefix = "") =>
-  (eb: ExpressionBuilder<any, any>) =>
-    eb.and([eb(`${prefix}org_id`, "=", org), eb(`${prefix}name`, "=", name)]);
-
-/**
- * The query of a page in creation order (`<alias>.seq`) of the rows whose name contains
- * `q.name_contains`, one row more than asked for: `toPage` tells from it whether there are more.
- */
-export const pageQuery = <O>(qb: SelectQueryBuilder<Tables, any, O>, alias: string, q: SandboxListQuery) =>
-  qb
-    .$if(!!q.name_contains, (b) => b.where(nameContains(`${alias}.name`, q.name_contains!)))
-    .orderBy(sql.ref(`${alias}.seq`))
-    .limit(q.limit + 1)
-    .offset(q.offset);
-
-export const toPage = <O>(rows: O[], q: SandboxListQuery): SandboxPage<O> => ({
-  items: rows.slice(0, q.limit),
-  hasMore: rows.length > q.limit,
-});
-
-/** `pageQuery`, run outside a transaction, its rows made records by `to`. */
-export async function page<O, T>(
-  qb: SelectQueryBuilder<Tables, any, O>,
-  alias: string,
-  q: SandboxListQuery,
-  to: (row: O) => T,
-): Promise<SandboxPage<T>> {
-  const { items, hasMore } = toPage(await pageQuery(qb, alias, q).execute(), q);
-  return { items: items.map(to), hasMore };
 }
 
 /** How many rows a filtered select finds. */

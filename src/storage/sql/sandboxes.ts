@@ -38,19 +38,7 @@ import type {
   VolumePatch,
   VolumeRecord,
 } from "../sandbox-ports.js";
-import {
-  all,
-  changed,
-  type Executor,
-  first,
-  orgNamed,
-  page,
-  pageQuery,
-  SqlRepo,
-  type TxSteps,
-  toPage,
-  unlessDuplicate,
-} from "./database.js";
+import { all, changed, type Executor, first, nameContains, SqlRepo, type TxSteps } from "./database.js";
 import type { Dialect } from "./dialect.js";
 import { fromExcluded, sql } from "./kysely.js";
 import type { Row, Tables } from "./tables.js";
@@ -74,6 +62,53 @@ abstract class SandboxRepo extends SqlRepo {
       return yield* body(tx, dialect);
     });
   }
+}
+
+/**
+ * The write's result, or undefined when a unique constraint refused it (a concurrent write took the
+ * name). On SQLite the transaction goes on; on Postgres the failed statement aborted it, so the caller
+ * returns at once and the transaction rejects (its COMMIT rolls back).
+ */
+function* unlessDuplicate<T>(dialect: Dialect, write: TxSteps<T>): TxSteps<T | undefined> {
+  try {
+    return yield* write;
+  } catch (err) {
+    if (dialect.isUniqueViolation(err)) return undefined;
+    throw err;
+  }
+}
+
+/** Where the row (of the table `prefix` names, as `"b."`) is the organization's and is called `name`. */
+const orgNamed =
+  (org: string, name: string, prefix = "") =>
+  (eb: ExpressionBuilder<any, any>) =>
+    eb.and([eb(`${prefix}org_id`, "=", org), eb(`${prefix}name`, "=", name)]);
+
+/**
+ * The query of a page in creation order (`<alias>.seq`) of the rows whose name contains
+ * `q.name_contains`, one row more than asked for: `toPage` tells from it whether there are more.
+ */
+const pageQuery = <O>(qb: SelectQueryBuilder<Tables, any, O>, alias: string, q: SandboxListQuery) =>
+  qb
+    .$if(!!q.name_contains, (b) => b.where(nameContains(`${alias}.name`, q.name_contains!)))
+    .orderBy(sql.ref(`${alias}.seq`))
+    .limit(q.limit + 1)
+    .offset(q.offset);
+
+const toPage = <O>(rows: O[], q: SandboxListQuery): SandboxPage<O> => ({
+  items: rows.slice(0, q.limit),
+  hasMore: rows.length > q.limit,
+});
+
+/** `pageQuery`, run outside a transaction, its rows made records by `to`. */
+async function page<O, T>(
+  qb: SelectQueryBuilder<Tables, any, O>,
+  alias: string,
+  q: SandboxListQuery,
+  to: (row: O) => T,
+): Promise<SandboxPage<T>> {
+  const { items, hasMore } = toPage(await pageQuery(qb, alias, q).execute(), q);
+  return { items: items.map(to), hasMore };
 }
 
 /** One mount of the volume (`volume_id`) or of the template (`template_id`), if there is one. */
