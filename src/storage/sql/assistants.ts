@@ -28,7 +28,6 @@ import {
   searchPage,
   type TxSteps,
 } from "./database.js";
-import type { Dialect } from "./dialect.js";
 import { ASSISTANT_JSON, type Row, recordOf } from "./tables.js";
 import { deleteThreads, deletion, settledStatusExpression } from "./threads.js";
 
@@ -47,22 +46,6 @@ const visible = (ex: Executor, org: OrgId, assistantId: string) =>
     .where("assistant_id", "=", assistantId)
     .where("org_id", "in", [org, SYSTEM]);
 
-/**
- * In a transaction: the assistant the organization sees, locked (FOR UPDATE). System assistants are
- * shared by every organization, so only the default organization (the operator's; everyone's when auth
- * is off) may change them; others get a conflict that says what to do instead.
- */
-function* toChange(tx: Executor, d: Dialect, org: OrgId, id: string): TxSteps<AssistantRow | undefined> {
-  const row = yield* first(d.lock(visible(tx, org, id)));
-  if (row?.org_id === SYSTEM && org !== DEFAULT_ORG) {
-    throw conflict(
-      `Assistant ${row.assistant_id} is a default assistant shared by every organization and cannot be changed; ` +
-        `create an assistant of your own for graph "${row.graph_id}" instead`,
-    );
-  }
-  return row;
-}
-
 export class SqlAssistants extends SqlRepo implements AssistantsRepo {
   create(org: OrgId, input: AssistantInput, ifExists: "raise" | "do_nothing"): Promise<Assistant> {
     const now = new Date().toISOString();
@@ -78,7 +61,7 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
       created_at: now,
     };
     const row: AssistantRow = { ...version, org_id: org, updated_at: now };
-    return this.database.transaction(function* (tx) {
+    return this.transaction(function* (tx) {
       // ON CONFLICT DO NOTHING: two processes ensuring the same system assistant at once both succeed.
       const inserted = yield* changed(
         tx
@@ -101,6 +84,22 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
     });
   }
 
+  /**
+   * In a transaction: the assistant the organization sees, locked (FOR UPDATE). System assistants are
+   * shared by every organization, so only the default organization (the operator's; everyone's when auth
+   * is off) may change them; others get a conflict that says what to do instead.
+   */
+  *#toChange(tx: Executor, org: OrgId, id: string): TxSteps<AssistantRow | undefined> {
+    const row = yield* first(this.dialect.lock(visible(tx, org, id)));
+    if (row?.org_id === SYSTEM && org !== DEFAULT_ORG) {
+      throw conflict(
+        `Assistant ${row.assistant_id} is a default assistant shared by every organization and cannot be changed; ` +
+          `create an assistant of your own for graph "${row.graph_id}" instead`,
+      );
+    }
+    return row;
+  }
+
   ensureSystem(input: AssistantInput): Promise<Assistant> {
     return this.create(SYSTEM, input, "do_nothing");
   }
@@ -111,10 +110,9 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
   }
 
   update(org: OrgId, assistantId: string, patch: AssistantPatch): Promise<Assistant | null> {
-    const { dialect } = this;
-    return this.database.transaction(function* (tx) {
+    return this.transaction(function* (tx) {
       // The row lock serializes concurrent updates, so each gets its own version number.
-      const row = yield* toChange(tx, dialect, org, assistantId);
+      const row = yield* this.#toChange(tx, org, assistantId);
       if (!row) return null;
       const { max } = (yield* first(
         tx
@@ -142,8 +140,7 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
   }
 
   delete(org: OrgId, assistantId: string, opts: { deleteThreads: boolean }): Promise<AssistantDeletion> {
-    const { dialect } = this;
-    return this.database.transaction(function* (tx) {
+    return this.transaction(function* (tx) {
       // System assistants are shared; an organization cannot delete them for everyone.
       const deleted = yield* changed(
         tx.deleteFrom("assistants").where("assistant_id", "=", assistantId).where("org_id", "=", org),
@@ -153,12 +150,12 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
       // run can be admitted on them between the look at their runs and their deletion.
       const threads = opts.deleteThreads
         ? (yield* all(
-            dialect.lock(
+            this.dialect.lock(
               tx
                 .selectFrom("threads")
                 .select("thread_id")
                 .where("org_id", "=", org)
-                .where(dialect.jsonContains("metadata", { assistant_id: assistantId }))
+                .where(this.dialect.jsonContains("metadata", { assistant_id: assistantId }))
                 .orderBy("thread_id"),
             ),
           )).map((r) => r.thread_id)
@@ -248,9 +245,8 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
   }
 
   setLatest(org: OrgId, assistantId: string, version: number): Promise<Assistant | null> {
-    const { dialect } = this;
-    return this.database.transaction(function* (tx) {
-      const current = yield* toChange(tx, dialect, org, assistantId);
+    return this.transaction(function* (tx) {
+      const current = yield* this.#toChange(tx, org, assistantId);
       if (!current) return null;
       const v = yield* first(
         tx

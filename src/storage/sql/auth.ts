@@ -46,10 +46,9 @@ export class SqlAuth extends SqlRepo implements AuthRepo {
   }
 
   revokeKey(idOrPrefix: string): Promise<ApiKeyRecord | null> {
-    const { dialect } = this;
-    return this.database.transaction(function* (tx) {
+    return this.transaction(function* (tx) {
       const matches = yield* all(
-        dialect.lock(
+        this.dialect.lock(
           tx
             .selectFrom("api_keys")
             .select(KEY_COLUMNS)

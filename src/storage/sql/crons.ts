@@ -29,19 +29,18 @@ export class SqlCrons extends SqlRepo implements CronsRepo {
       created_at: now,
       updated_at: now,
     };
-    const { dialect } = this;
-    return this.database.transaction(function* (tx) {
+    return this.transaction(function* (tx) {
       const share = { share: true };
       if (input.thread_id !== null) {
         // FOR SHARE: the thread cannot be deleted between this check and the insert.
         const thread = tx.selectFrom("threads").select("thread_id").where("thread_id", "=", input.thread_id);
-        if (!(yield* first(dialect.lock(thread.where("org_id", "=", org), share))))
+        if (!(yield* first(this.dialect.lock(thread.where("org_id", "=", org), share))))
           throw notFound(`Thread with ID ${input.thread_id} not found`);
       }
       // The assistant too (locked against a concurrent delete, which would take the cron with it); one
       // deleted since the caller resolved it is reported as absent, not as a foreign-key error.
       const assistant = yield* first(
-        dialect.lock(
+        this.dialect.lock(
           tx.selectFrom("assistants").select("assistant_id").where("assistant_id", "=", input.assistant_id),
           share,
         ),
@@ -70,9 +69,8 @@ export class SqlCrons extends SqlRepo implements CronsRepo {
       ...(patch.next_run_at !== undefined && { next_run_at: patch.next_run_at }),
       updated_at: updatedAt,
     };
-    const { dialect } = this;
-    return this.database.transaction(function* (tx) {
-      const row = yield* first(dialect.lock(own(tx, org, cronId)));
+    return this.transaction(function* (tx) {
+      const row = yield* first(this.dialect.lock(own(tx, org, cronId)));
       if (!row) return null;
       yield* changed(tx.updateTable("crons").set(changes).where("cron_id", "=", cronId));
       return toCron({ ...row, ...changes });

@@ -237,6 +237,11 @@ export abstract class SqlRepo {
   constructor(protected readonly database: SqlDatabase) {
     this.dialect = database.dialect;
   }
+
+  /** `database.transaction`, with the body called on this repository. */
+  protected transaction<T>(body: (this: this, tx: Executor) => TxSteps<T>): Promise<T> {
+    return this.database.transaction((tx) => body.call(this, tx));
+  }
 }
 
 /** `column` contains `text`, case-insensitively (LIKE with the text's wildcards escaped): one SQL for both. */

@@ -138,11 +138,6 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
     super(database);
   }
 
-  /** `database.transaction`, with the body called on this repository. */
-  #transaction<T>(body: (this: SqlRuns, tx: Executor) => TxSteps<T>): Promise<T> {
-    return this.database.transaction((tx) => body.call(this, tx));
-  }
-
   /**
    * Takes the thread of `runId` (see the top of this file) in one statement and returns it, as it is
    * under the lock; undefined when the run is gone.
@@ -256,7 +251,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
     // enqueue needs nothing of the runs ahead of it and reject only whether there are any; only
     // interrupt and rollback read them (a long queue would otherwise be loaded on every admission).
     const settlesPriors = a.multitask_strategy === "interrupt" || a.multitask_strategy === "rollback";
-    return this.#transaction(function* (tx): TxSteps<AdmissionResult> {
+    return this.transaction(function* (tx): TxSteps<AdmissionResult> {
       // The thread row lock is what makes admission atomic per thread on Postgres: a concurrent
       // admission on the same thread waits here until this one commits, then sees its run.
       let thread = yield* lockThread(this.database, a.thread_id);
@@ -374,7 +369,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
   }
 
   async delete(org: OrgId, threadId: string, runId: string): Promise<"deleted" | "absent" | "running"> {
-    return this.#transaction(function* (tx) {
+    return this.transaction(function* (tx) {
       const thread = yield* this.#lockThreadOfRun(tx, runId);
       const row = thread && (yield* first(this.#run(tx, runId)));
       if (!thread || !row || row.org_id !== org || row.thread_id !== threadId) return "absent";
@@ -386,7 +381,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
   }
 
   async cancelPending(runId: string, action: "interrupt" | "rollback"): Promise<Run | null> {
-    return this.#transaction(function* (tx) {
+    return this.transaction(function* (tx) {
       const thread = yield* this.#lockThreadOfRun(tx, runId);
       const row = thread && (yield* first(this.#run(tx, runId)));
       if (!thread || row?.status !== "pending") return null;
@@ -421,7 +416,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
       .prepared("runs.look", (db) => this.#pickQuery(db, slot("now"), [], false))
       .execute(this.database.db, { now: Date.now() });
     if (look.thread_id === null && !look.due) return { run: null, nextDueAt: dateOf(look.next_due) };
-    return this.#transaction(function* (tx): TxSteps<ClaimResult> {
+    return this.transaction(function* (tx): TxSteps<ClaimResult> {
       const now = Date.now();
       const nowIso = new Date(now).toISOString();
       const tried: string[] = [];
@@ -464,7 +459,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
       dueInQueueOrder(db.selectFrom("runs as r").selectAll(), slot("now")).limit(sql.lit(1)),
     );
     const delayed = this.database.prepared("runs.nextDue", (db) => nextDue(db, slot("now")));
-    return this.#transaction(function* (): TxSteps<ClaimResult> {
+    return this.transaction(function* (): TxSteps<ClaimResult> {
       const now = Date.now();
       const row = yield* oldestDue.first({ now });
       if (!row) return { run: null, nextDueAt: dateOf((yield* delayed.first({ now }))?.t) };
@@ -638,7 +633,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
           ? JSON.stringify(c.error ?? { error: "Error", message: "Run failed" })
           : undefined,
     };
-    return this.#transaction(function* (tx) {
+    return this.transaction(function* (tx) {
       const thread = yield* this.#lockThreadOfRun(tx, c.run_id);
       if (!thread) return null;
       const now = new Date().toISOString();
@@ -661,7 +656,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
   }
 
   async completeRolledBack(runId: string): Promise<void> {
-    await this.#transaction(function* (tx) {
+    await this.transaction(function* (tx) {
       const thread = yield* this.#lockThreadOfRun(tx, runId);
       if (thread) yield* this.#rollBack(tx, thread, runId);
     });
@@ -699,7 +694,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
       .execute();
     const result: SweepResult = { requeued: [], failed: [], interrupted: [], rolledBack: [] };
     for (const { run_id: runId } of orphans) {
-      const recovery = await this.#transaction(function* (tx): TxSteps<Recovery | null> {
+      const recovery = await this.transaction(function* (tx): TxSteps<Recovery | null> {
         const thread = yield* this.#lockThreadOfRun(tx, runId);
         if (!thread) return null;
         const row = yield* first(

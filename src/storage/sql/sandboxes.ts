@@ -54,12 +54,11 @@ abstract class SandboxRepo extends SqlRepo {
    * transaction already holds the write lock; Postgres takes an advisory lock.
    */
   protected inOrg<T>(org: string, body: (tx: Executor, dialect: Dialect) => TxSteps<T>): Promise<T> {
-    const { dialect } = this;
-    return this.database.transaction(function* (tx) {
-      const lock = dialect.advisoryLock(ORG_LOCK_SPACE, org);
+    return this.transaction(function* (tx) {
+      const lock = this.dialect.advisoryLock(ORG_LOCK_SPACE, org);
       // A raw statement is not `Compilable` without a builder: compiled with the transaction's.
       if (lock) yield lock.compile(tx);
-      return yield* body(tx, dialect);
+      return yield* body(tx, this.dialect);
     });
   }
 }
@@ -309,7 +308,7 @@ export class SqlSandboxes extends SandboxRepo implements SandboxesRepo {
   }
 
   async listTemplates(org: string, query: SandboxListQuery): Promise<SandboxPage<TemplateRecord>> {
-    return this.database.transaction(function* (tx) {
+    return this.transaction(function* (tx) {
       const templates = tx.selectFrom("sandbox_templates").selectAll().where("org_id", "=", org);
       const { items, hasMore } = toPage(yield* all(pageQuery(templates, "sandbox_templates", query)), query);
       const ids = items.map((r) => r.id);
@@ -495,7 +494,7 @@ export class SqlSandboxBoxes extends SandboxRepo implements SandboxBoxesRepo {
   }
 
   async deleteBox(id: string): Promise<BoxRecord | null> {
-    return this.database.transaction(function* (tx) {
+    return this.transaction(function* (tx) {
       const row = yield* first(boxes(tx).where("b.id", "=", id));
       if (!row) return null;
       yield* changed(tx.deleteFrom("sandbox_boxes").where("id", "=", id));

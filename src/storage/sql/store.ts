@@ -122,7 +122,7 @@ export class SqlStore extends SqlRepo implements StoreRepo {
       // A field given twice keeps its last vector, as consecutive upserts would.
       vectors: [...new Map(w.vectors.map((v) => [v.field, dialect.vector(v.vector)])).entries()],
     }));
-    await this.database.transaction(function* (tx) {
+    await this.transaction(function* (tx) {
       for (const { w, namespace, value, vectors } of rows) {
         if (value === null) {
           yield* changed(tx.deleteFrom("store_items").where(itemKey(org, namespace, w.key)));
@@ -209,7 +209,7 @@ export class SqlStore extends SqlRepo implements StoreRepo {
   /** The rows `read` selects; with `refreshTtl`, their TTLs restart, in one transaction with the read. */
   async #read<R extends ItemRow>(org: OrgId, { refreshTtl, now }: StoreRead, read: Read<R>): Promise<R[]> {
     if (!refreshTtl) return read(this.database.db).execute();
-    return this.database.transaction(function* (tx) {
+    return this.transaction(function* (tx) {
       const rows = yield* all(read(tx));
       for (const { namespace, key, ttl_minutes } of rows) {
         if (ttl_minutes === null) continue;

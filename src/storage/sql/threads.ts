@@ -195,14 +195,13 @@ export function settledStatusExpression(threadId: string, hasNext: boolean, fail
 export class SqlThreads extends SqlRepo implements ThreadsRepo {
   async create(org: OrgId, input: ThreadInput, ifExists: "raise" | "do_nothing"): Promise<Thread> {
     const now = new Date().toISOString();
-    const database = this.database;
     const row = newThreadRow(org, input.thread_id, now, input.ttl, {
       metadata: JSON.stringify(input.metadata),
     });
-    return database.transaction(function* (tx) {
+    return this.transaction(function* (tx) {
       // One statement when the id is new; the existing row is read only when it was not.
-      if (yield* insertThread(database, row)) return toThread(row);
-      const existing = yield* first(threadRow(tx, database.dialect, input.thread_id, false));
+      if (yield* insertThread(this.database, row)) return toThread(row);
+      const existing = yield* first(threadRow(tx, this.dialect, input.thread_id, false));
       if (existing && ifExists === "do_nothing" && existing.org_id === org) return toThread(existing);
       throw conflict(`Thread ${input.thread_id} already exists`);
     });
@@ -215,11 +214,10 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
 
   async patch(org: OrgId, threadId: string, metadata: JsonObject, ttl?: ThreadTtl): Promise<Thread | null> {
     const updatedAt = new Date().toISOString();
-    const d = this.dialect;
-    return this.database.transaction(function* (tx) {
+    return this.transaction(function* (tx) {
       // The merge is computed here from the locked row: SQLite has no shallow JSON merge (`||` is
       // Postgres' only), and the row lock keeps concurrent patches from losing each other's keys.
-      const row = yield* first(threadRow(tx, d, threadId, true, org));
+      const row = yield* first(threadRow(tx, this.dialect, threadId, true, org));
       if (!row) return null;
       const set = {
         metadata: JSON.stringify({ ...JSON.parse(row.metadata), ...metadata }),
@@ -232,9 +230,8 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
   }
 
   async delete(org: OrgId, threadId: string): Promise<ThreadDeletion> {
-    const d = this.dialect;
-    return this.database.transaction(function* (tx) {
-      if (!(yield* first(threadRow(tx, d, threadId, true, org)))) return deletion(false);
+    return this.transaction(function* (tx) {
+      if (!(yield* first(threadRow(tx, this.dialect, threadId, true, org)))) return deletion(false);
       const inFlight = yield* all(runsInFlight(tx, threadId).select(["run_id", "status"]));
       yield* deleteThreads(tx, [threadId]);
       return deletion(true, inFlight);
@@ -272,9 +269,8 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
 
   async copy(org: OrgId, threadId: string, newThreadId: string): Promise<Thread | null> {
     const now = new Date().toISOString();
-    const database = this.database;
-    return database.transaction(function* (tx) {
-      const source = yield* first(threadRow(tx, database.dialect, threadId, false, org));
+    return this.transaction(function* (tx) {
+      const source = yield* first(threadRow(tx, this.dialect, threadId, false, org));
       if (!source) return null;
       const row: ThreadRow = {
         ...source,
@@ -285,7 +281,7 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
         updated_at: now,
         ttl_swept_at: null,
       };
-      if (!(yield* insertThread(database, row))) throw conflict(`Thread ${newThreadId} already exists`);
+      if (!(yield* insertThread(this.database, row))) throw conflict(`Thread ${newThreadId} already exists`);
       yield* copyThreadCheckpoints(tx, threadId, newThreadId);
       return toThread(row);
     });
@@ -295,9 +291,8 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
     const values = JSON.stringify(state.values ?? null);
     const interrupts = JSON.stringify(state.interrupts);
     const now = new Date().toISOString();
-    const d = this.dialect;
-    await this.database.transaction(function* (tx) {
-      if (!(yield* first(threadRow(tx, d, threadId, true, org)))) return;
+    await this.transaction(function* (tx) {
+      if (!(yield* first(threadRow(tx, this.dialect, threadId, true, org)))) return;
       const status = settledStatusExpression(threadId, state.hasNext, false);
       yield* changed(
         tx
@@ -327,7 +322,7 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
    */
   async sweepExpired(now: number, limit: number): Promise<ThreadSweep> {
     const d = this.dialect;
-    return this.database.transaction(function* (tx) {
+    return this.transaction(function* (tx) {
       const expired = yield* all(
         d.lock(
           tx
