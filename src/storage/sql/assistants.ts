@@ -17,17 +17,7 @@ import {
   type OrgId,
   type VersionQuery,
 } from "../ports.js";
-import {
-  all,
-  changed,
-  countOf,
-  type Executor,
-  first,
-  nameContains,
-  SqlRepo,
-  searchPage,
-  type TxSteps,
-} from "./database.js";
+import { all, changed, type Executor, first, nameContains, SqlRepo, type TxSteps } from "./database.js";
 import { ASSISTANT_JSON, type Row, recordOf } from "./tables.js";
 import { deleteThreads, deletion, settledStatusExpression } from "./threads.js";
 
@@ -216,17 +206,16 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
   }
 
   search(org: OrgId, q: AssistantQuery): Promise<{ items: Assistant[]; total: number }> {
-    return searchPage(
+    return this.searchPage(
       this.#filtered(org, q),
-      (qb) =>
-        qb.selectAll().orderBy(q.sort_by, q.sort_order).orderBy(this.dialect.insertionOrder(), q.sort_order),
+      (qb, order) => qb.selectAll().orderBy(q.sort_by, order),
       toAssistant,
       q,
     );
   }
 
   count(org: OrgId, q: AssistantFilter): Promise<number> {
-    return countOf(this.#filtered(org, q));
+    return this.countOf(this.#filtered(org, q));
   }
 
   async versions(org: OrgId, assistantId: string, q: VersionQuery): Promise<AssistantVersion[]> {

@@ -2,7 +2,7 @@
 import { randomUUID } from "node:crypto";
 import { conflict } from "../../errors.js";
 import type { ApiKeyRecord, AuthRepo, OrganizationRecord } from "../ports.js";
-import { all, changed, countOf, SqlRepo } from "./database.js";
+import { all, changed, SqlRepo } from "./database.js";
 
 const KEY_COLUMNS = ["id", "org_id", "prefix", "created_at", "revoked_at"] as const;
 
@@ -33,7 +33,7 @@ export class SqlAuth extends SqlRepo implements AuthRepo {
   }
 
   countActiveKeys(): Promise<number> {
-    return countOf(this.database.db.selectFrom("api_keys").where("revoked_at", "is", null));
+    return this.countOf(this.database.db.selectFrom("api_keys").where("revoked_at", "is", null));
   }
 
   listKeys(): Promise<ApiKeyRecord[]> {

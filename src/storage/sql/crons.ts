@@ -3,7 +3,7 @@ import type { Expression, SqlBool } from "kysely";
 import { notFound } from "../../errors.js";
 import type { Cron, CronFilter, CronInput, CronPatch, CronQuery, CronsRepo, DueCron } from "../cron-ports.js";
 import type { OrgId } from "../ports.js";
-import { changed, countOf, type Executor, first, SqlRepo, searchPage } from "./database.js";
+import { changed, type Executor, first, SqlRepo } from "./database.js";
 import { CRON_JSON, type Row, recordOf } from "./tables.js";
 
 type CronRow = Row<"crons">;
@@ -99,24 +99,18 @@ export class SqlCrons extends SqlRepo implements CronsRepo {
   }
 
   search(org: OrgId, q: CronQuery): Promise<{ items: Cron[]; total: number }> {
-    const order = q.sort_order === "asc" ? "asc" : "desc";
     const column = q.sort_by === "next_run_date" ? "next_run_at" : q.sort_by;
-    // NULLs (no thread, no end, not firing) sort last either way; the insertion order keeps ties in
-    // creation order.
-    return searchPage(
+    // NULLs (no thread, no end, not firing) sort last either way.
+    return this.searchPage(
       this.#filtered(org, q),
-      (qb) =>
-        qb
-          .selectAll()
-          .orderBy(column, (ob) => ob[order]().nullsLast())
-          .orderBy(this.dialect.insertionOrder(), order),
+      (qb, order) => qb.selectAll().orderBy(column, (ob) => ob[order]().nullsLast()),
       toCron,
       q,
     );
   }
 
   count(org: OrgId, q: CronFilter): Promise<number> {
-    return countOf(this.#filtered(org, q));
+    return this.countOf(this.#filtered(org, q));
   }
 
   async listDue(now: number, limit: number): Promise<DueCron[]> {

@@ -30,6 +30,7 @@ import type {
   SqlBool,
 } from "kysely";
 import pg from "pg";
+import type { SearchQuery, SortOrder } from "../ports.js";
 import { type Dialect, postgresDialect, sqliteDialect } from "./dialect.js";
 import { CompiledQuery, Kysely, kysely, sql } from "./kysely.js";
 import { migrate } from "./migrations.js";
@@ -242,32 +243,40 @@ export abstract class SqlRepo {
   protected transaction<T>(body: (this: this, tx: Executor) => TxSteps<T>): Promise<T> {
     return this.database.transaction((tx) => body.call(this, tx));
   }
+
+  /** How many rows a filtered select finds. */
+  protected async countOf(qb: SelectQueryBuilder<Tables, any, object>): Promise<number> {
+    const { n } = await qb.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
+    return Number(n);
+  }
+
+  /**
+   * A search: the page `q` asks for of the rows `filtered` selects, as `sorted` selects and orders them
+   * (in `q`'s order; ties in creation order), and how many there are in all.
+   */
+  protected async searchPage<TB extends keyof Tables, R, T>(
+    filtered: SelectQueryBuilder<Tables, TB, object>,
+    sorted: (
+      qb: SelectQueryBuilder<Tables, TB, object>,
+      order: SortOrder,
+    ) => SelectQueryBuilder<Tables, TB, R>,
+    to: (row: R) => T,
+    q: Pick<SearchQuery, "limit" | "offset" | "sort_order">,
+  ): Promise<{ items: T[]; total: number }> {
+    const order = q.sort_order === "asc" ? "asc" : "desc";
+    const rows = await sorted(filtered, order)
+      .orderBy(this.dialect.insertionOrder(), order)
+      .limit(q.limit)
+      .offset(q.offset)
+      .execute();
+    return { items: rows.map(to), total: await this.countOf(filtered) };
+  }
 }
 
 /** `column` contains `text`, case-insensitively (LIKE with the text's wildcards escaped): one SQL for both. */
 export function nameContains(column: string, text: string): Expression<SqlBool> {
   const pattern = `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
   return sql<SqlBool>`lower(${sql.ref(column)}) LIKE lower(${pattern}) ESCAPE '\\'`;
-}
-
-/** How many rows a filtered select finds. */
-export async function countOf(qb: SelectQueryBuilder<Tables, any, object>): Promise<number> {
-  const { n } = await qb.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
-  return Number(n);
-}
-
-/**
- * A search: the page `q` asks for of the rows `filtered` selects, in `sorted`'s order, and how many
- * there are in all.
- */
-export async function searchPage<TB extends keyof Tables, R, T>(
-  filtered: SelectQueryBuilder<Tables, TB, object>,
-  sorted: (qb: SelectQueryBuilder<Tables, TB, object>) => SelectQueryBuilder<Tables, TB, R>,
-  to: (row: R) => T,
-  q: { limit: number; offset: number },
-): Promise<{ items: T[]; total: number }> {
-  const rows = await sorted(filtered).limit(q.limit).offset(q.offset).execute();
-  return { items: rows.map(to), total: await countOf(filtered) };
 }
 
 /** Migrates a database just opened, closing it if that fails. */

@@ -21,12 +21,10 @@ import { copyThreadCheckpoints, deleteThreadCheckpoints, keepLatestCheckpoints }
 import {
   all,
   changed,
-  countOf,
   type Executor,
   first,
   type SqlDatabase,
   SqlRepo,
-  searchPage,
   slot,
   slots,
   type TxSteps,
@@ -253,18 +251,16 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
   }
 
   search(org: OrgId, q: ThreadQuery): Promise<{ items: Thread[]; total: number }> {
-    const order = q.sort_order === "asc" ? "asc" : "desc";
-    return searchPage(
+    return this.searchPage(
       this.#filtered(org, q),
-      (qb) =>
-        qb.select(THREAD_COLUMNS).orderBy(q.sort_by, order).orderBy(this.dialect.insertionOrder(), order),
+      (qb, order) => qb.select(THREAD_COLUMNS).orderBy(q.sort_by, order),
       toThread,
       q,
     );
   }
 
   count(org: OrgId, q: Pick<ThreadQuery, "metadata" | "values" | "status" | "auth">): Promise<number> {
-    return countOf(this.#filtered(org, q));
+    return this.countOf(this.#filtered(org, q));
   }
 
   async copy(org: OrgId, threadId: string, newThreadId: string): Promise<Thread | null> {
