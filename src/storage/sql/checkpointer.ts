@@ -40,8 +40,9 @@ import {
   WRITE_KEY,
   WRITE_VALUES,
 } from "./checkpoint-rows.js";
-import { type Executor, Prepared, type SqlDatabase, slot, slots } from "./database.js";
+import type { Executor, SqlDatabase } from "./database.js";
 import { fromExcluded, sql } from "./kysely.js";
+import { Prepared, slot, slots } from "./prepared.js";
 import type { Row } from "./tables.js";
 
 /** Rows fetched per query while `list` pages through history. */

@@ -34,6 +34,7 @@ import type { SearchQuery, SortOrder } from "../ports.js";
 import { type Dialect, postgresDialect, sqliteDialect } from "./dialect.js";
 import { CompiledQuery, Kysely, kysely, sql } from "./kysely.js";
 import { migrate } from "./migrations.js";
+import { Prepared } from "./prepared.js";
 import type { Tables } from "./tables.js";
 
 /** What queries are built with: the database, or a transaction's builder (whose queries are yielded). */
@@ -55,57 +56,6 @@ export function* first<R>(query: Compilable<R>): TxSteps<R | undefined> {
 /** Runs the write in the transaction: how many rows it inserted, updated or deleted. */
 export function* changed(query: Compilable<unknown>): TxSteps<number> {
   return Number((yield query.compile()).numAffectedRows ?? 0n);
-}
-
-// ── Queries compiled once ──────────────────────────────────────────────────────────────────────────
-
-const SLOT = "\u0000hangar-slot:";
-
-/** A placeholder in a query given to `Prepared`: the value bound to `name` at each execution. */
-export const slot = (name: string): any => SLOT + name;
-
-/** A row of `columns` for an INSERT given to `Prepared`, each the slot of its name (after `prefix`). */
-export const slots = (columns: readonly string[], prefix = ""): any =>
-  Object.fromEntries(columns.map((c) => [c, slot(prefix + c)]));
-
-/**
- * A query whose shape never changes, built with Kysely's builder and compiled once: Kysely builds and
- * compiles every query anew, which costs 20-80 µs for the hot ones, as much as running them on SQLite
- * (a micro-benchmark of 20k calls). Built with `slot(name)` placeholders (named by the column they
- * stand for); each execution binds its values by name, in the compiled SQL's order.
- */
-export class Prepared<R, K extends string = string> {
-  readonly #sql: string;
-  readonly slots: readonly K[];
-
-  constructor(query: Compilable<R>) {
-    const compiled = query.compile();
-    this.#sql = compiled.sql;
-    this.slots = compiled.parameters.map((p) => {
-      if (typeof p !== "string" || !p.startsWith(SLOT))
-        throw new Error(`A prepared query has a parameter that is not a slot: ${compiled.sql}`);
-      return p.slice(SLOT.length) as K;
-    });
-  }
-
-  #bind(values: Record<K, unknown> | unknown[]): CompiledQuery<R> {
-    return CompiledQuery.raw(this.#sql, Array.isArray(values) ? values : this.slots.map((s) => values[s]));
-  }
-
-  /** Outside a transaction. `values` by slot name, or already in the compiled SQL's order. */
-  async execute(ex: Executor, values: Record<K, unknown> | unknown[]): Promise<R[]> {
-    return (await ex.executeQuery<R>(this.#bind(values))).rows;
-  }
-
-  /** In a transaction: its first row. */
-  *first(values: Record<K, unknown> | unknown[]): TxSteps<R | undefined> {
-    return (yield this.#bind(values)).rows[0];
-  }
-
-  /** In a transaction: how many rows the write changed. */
-  *changed(values: Record<K, unknown> | unknown[]): TxSteps<number> {
-    return Number((yield this.#bind(values)).numAffectedRows ?? 0n);
-  }
 }
 
 /** Runs one compiled query: synchronously on SQLite. */

@@ -41,18 +41,9 @@ import type {
 import { DEFAULT_LEASE } from "../ports.js";
 import { THREAD_BUSY_MESSAGE } from "../statuses.js";
 import { deleteRunCheckpoints } from "./checkpoint-rows.js";
-import {
-  all,
-  changed,
-  type Executor,
-  first,
-  type SqlDatabase,
-  SqlRepo,
-  slot,
-  slots,
-  type TxSteps,
-} from "./database.js";
+import { all, changed, type Executor, first, type SqlDatabase, SqlRepo, type TxSteps } from "./database.js";
 import { sql } from "./kysely.js";
+import { slot, slots } from "./prepared.js";
 import { type Row, RUN_JSON, recordOf, type Tables } from "./tables.js";
 import {
   deleteThreads,

@@ -18,19 +18,10 @@ import type {
 } from "../ports.js";
 import type { RunStatus, ThreadStatus } from "../statuses.js";
 import { copyThreadCheckpoints, deleteThreadCheckpoints, keepLatestCheckpoints } from "./checkpoint-rows.js";
-import {
-  all,
-  changed,
-  type Executor,
-  first,
-  type SqlDatabase,
-  SqlRepo,
-  slot,
-  slots,
-  type TxSteps,
-} from "./database.js";
+import { all, changed, type Executor, first, type SqlDatabase, SqlRepo, type TxSteps } from "./database.js";
 import type { Dialect } from "./dialect.js";
 import { sql } from "./kysely.js";
+import { slot, slots } from "./prepared.js";
 import { type Row, recordOf, type Tables, THREAD_JSON } from "./tables.js";
 
 export type ThreadRow = Row<"threads">;
