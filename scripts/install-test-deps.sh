@@ -3,7 +3,8 @@
 # (test/e2e/docs.test.ts) drives through playwright-core; the sandbox engines: bubblewrap (`bwrap`) and
 # gVisor (`runsc`, with tini as its sandboxes' init) (test/e2e/sandbox-runtime*.test.ts), and e2fsprogs
 # for the sandboxes' size-limited file systems; skopeo and umoci, the sandbox image store's
-# tools, and busybox-static, from which test/e2e/sandbox-images.test.ts builds an image.
+# tools, and busybox-static, from which test/e2e/sandbox-images*.test.ts build an image; mmdebstrap, with
+# which `hangar images build` makes one from Debian packages (test/e2e/sandbox-image-build.test.ts).
 # Idempotent: installs only what is missing.
 # Needs apt-get and root (or sudo).
 set -euo pipefail
@@ -21,6 +22,7 @@ command -v tini-static >/dev/null 2>&1 || missing+=(tini)
 command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
 command -v skopeo >/dev/null 2>&1 || missing+=(skopeo)
 command -v umoci >/dev/null 2>&1 || missing+=(umoci)
+command -v mmdebstrap >/dev/null 2>&1 || missing+=(mmdebstrap)
 [ -x /bin/busybox ] || missing+=(busybox-static)
 
 if [ ${#missing[@]} -eq 0 ]; then

@@ -10,11 +10,14 @@
  *
  *   hangar migrate                         applies the database's pending migrations and exits
  *   hangar images import <name> <source>   imports a sandbox image (docker save / OCI archive, OCI layout)
+ *   hangar images build <name> --packages <a,b> [--suite <release>] [--variant <set>] [--mirror <url>]
+ *                                          builds one from Debian packages (mmdebstrap)
  *   hangar images list | rm <name>         (the image store is a directory: no database needed)
  *
  * Each takes --config / --data-dir (same resolution as `hangar dev`) to find the database, or
  * --postgres-uri / POSTGRES_URI for a Postgres deployment.
  */
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig } from "../config/index.js";
@@ -30,7 +33,7 @@ export const ADMIN_COMMANDS = {
   orgs: "Manage organizations: set <name> --sandbox-storage-quota <size> | list | show <name>",
   migrate: "Apply pending database migrations and exit: [--postgres-uri <uri> | --data-dir <path>]",
   images:
-    "Manage the sandbox image store: import <name> <docker save or OCI archive | OCI layout dir> | list | rm <name>",
+    "Manage the sandbox image store: import <name> <docker save or OCI archive | OCI layout dir> | build <name> --packages <a,b> [--suite <release>] [--variant <set>] [--mirror <url>] | list | rm <name>",
 } as const;
 export type AdminCommand = keyof typeof ADMIN_COMMANDS;
 
@@ -105,6 +108,10 @@ function parse(argv: string[]) {
       org: { type: "string" },
       "sandbox-storage-quota": { type: "string" },
       json: { type: "boolean" },
+      packages: { type: "string" },
+      suite: { type: "string" },
+      variant: { type: "string" },
+      mirror: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -120,7 +127,7 @@ function dataDir(values: Values): string {
 
 /** The image store of the data dir's sandboxes (`HANGAR_SANDBOX_IMAGES` or `<data dir>/images`). */
 async function images([action, ...rest]: string[], values: Values): Promise<string> {
-  if (!["import", "list", "rm"].includes(action ?? "")) {
+  if (!["import", "build", "list", "rm"].includes(action ?? "")) {
     throw new UsageError(action ? `unknown images action "${action}"` : "missing images action");
   }
   const { stateDir, imagesDir } = sandboxDirs(dataDir(values));
@@ -131,6 +138,20 @@ async function images([action, ...rest]: string[], values: Values): Promise<stri
     const ref = await store.import(name, source);
     if (values.json) return JSON.stringify(ref);
     return `Imported ${ref.name} (${ref.digest})${ref.unpacked ? "" : ", content already in the store"}.`;
+  }
+  if (action === "build") {
+    const [name] = rest;
+    if (!name || values.packages === undefined) {
+      throw new UsageError("images build needs <name> --packages <a,b,…> (an empty list: the variant alone)");
+    }
+    const ref = await store.build(name, {
+      packages: values.packages.split(",").filter(Boolean),
+      suite: values.suite ?? (await hostSuite()),
+      variant: values.variant ?? "minbase",
+      mirror: values.mirror,
+    });
+    if (values.json) return JSON.stringify(ref);
+    return `Built ${ref.name} (${ref.digest}) from ${ref.source}.`;
   }
   if (action === "list") {
     const refs = await store.list();
@@ -145,6 +166,12 @@ async function images([action, ...rest]: string[], values: Values): Promise<stri
   const { ref, keptFor } = await store.remove(rest[0], () => sandboxesByImage(stateDir));
   const kept = keptFor.length ? ` Its content stays while sandboxes use it: ${keptFor.join(", ")}.` : "";
   return `Removed ${ref.name}.${kept}`;
+}
+
+/** The host's Debian release (`VERSION_CODENAME`), the default suite of `images build`. */
+async function hostSuite(): Promise<string> {
+  const osRelease = await readFile("/etc/os-release", "utf8").catch(() => "");
+  return /^VERSION_CODENAME=(\w+)$/m.exec(osRelease)?.[1] ?? "stable";
 }
 
 async function keys(storage: Storage, [action, ...rest]: string[], values: Values): Promise<string> {

@@ -18,6 +18,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 import { LangSmithSandboxCreationError, SandboxClient } from "langsmith-sbx/experimental/sandbox";
+import { images } from "./images-cli.js";
 import { type Hangar, REPO_ROOT, startHangar } from "./server.js";
 
 const T = { timeout: 120_000 };
@@ -38,15 +39,6 @@ const BUSYBOX_APPLETS = [
 ];
 /** The image has no bash (the client's default shell), as alpine or distroless images have none. */
 const SH = { shell: "/bin/sh" };
-
-/** `hangar images …` on the server's data dir: exit code, stdout, stderr. */
-async function images(h: Hangar, ...args: string[]) {
-  const cli = join(REPO_ROOT, "bin", "hangar.js");
-  return run(process.execPath, [cli, "images", ...args, "--data-dir", h.dataDir]).then(
-    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-    (err) => ({ code: err.code as number, stdout: err.stdout as string, stderr: err.stderr as string }),
-  );
-}
 
 /** `hangar images list --json`: the imported names and their digests. */
 async function imported(h: Hangar): Promise<{ name: string; digest: string }[]> {

@@ -10,6 +10,8 @@
  *     <imagesDir>/.oci/sha256/<digest>/rootfs, config.json   the unpacked image (umoci's runtime bundle)
  *     <imagesDir>/.refs/<name, URI-encoded>.json             {name, digest, imported_at, source}
  *   Commands in a sandbox get the image's environment (its `Env`).
+ * - Built images (`hangar images build <name> --packages …`): a Debian root filesystem made by
+ *   mmdebstrap with those packages, packed as an OCI image by umoci, then imported as above.
  * - A directory `<imagesDir>/<image>/` laid there by hand (`python:3.12-slim` is the directory
  *   `python:3.12-slim`): a complete root filesystem, for example the output of `docker export`.
  * - The built-in image `BUILTIN_IMAGE`: the host's own `/usr` and `/etc` (so `/bin/sh`, `bash`,
@@ -28,6 +30,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 
 export const BUILTIN_IMAGE = "hangar/host";
+const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 export interface ImageLayer {
   /** Read-only directories, uppermost first (overlayfs `lowerdir` order). */
@@ -50,9 +53,25 @@ export interface ImageRef {
   /** The manifest digest, `sha256:<hex>`: what the unpacked image is stored under. */
   digest: string;
   imported_at: string;
-  /** The file or directory it was imported from. */
+  /** The file or directory it was imported from, or what it was built from. */
   source: string;
 }
+
+/** What `hangar images build` makes an image from. */
+export interface DebianBuild {
+  /** Debian packages installed over the variant. */
+  packages: string[];
+  /** The Debian release (`bookworm`, `trixie`, `stable`, …). */
+  suite: string;
+  /** mmdebstrap's package set under the packages: `essential`, `minbase` (as debian:*-slim), `apt`, … */
+  variant: string;
+  /** Where packages come from (default: mmdebstrap's, deb.debian.org for Debian). */
+  mirror?: string;
+}
+
+const BUILD_VARIANTS = ["essential", "required", "minbase", "apt", "important", "standard"];
+/** Debian's package-name grammar (policy 5.6.1). */
+const PACKAGE_NAME = /^[a-z0-9][a-z0-9+.-]+$/;
 
 export class ImageNotFound extends Error {}
 /** An import or removal that cannot be done as asked; the message says why. */
@@ -182,12 +201,8 @@ export class ImageStore {
    * Imports `source` (a `docker save` archive, an OCI archive or an OCI layout directory) under `image`.
    * An image whose content is already unpacked (the same manifest digest) is not unpacked again.
    */
-  async import(image: string, source: string): Promise<ImageRef & { unpacked: boolean }> {
-    const name = normalizeImageName(image);
-    if (!name) throw new ImageStoreError(`'${image}' is not an image name (such as python:3.12-slim)`);
-    if (name === normalizeImageName(BUILTIN_IMAGE)) {
-      throw new ImageStoreError(`'${BUILTIN_IMAGE}' is the built-in image's name: import under another`);
-    }
+  async import(image: string, source: string, builtFrom?: string): Promise<ImageRef & { unpacked: boolean }> {
+    const name = importableName(image);
     const from = await skopeoSource(path.resolve(source));
     await this.#sweepAbandonedImports();
     const work = path.join(this.imagesDir, ".tmp", randomUUID());
@@ -203,7 +218,7 @@ export class ImageStore {
         name,
         digest,
         imported_at: new Date().toISOString(),
-        source: path.resolve(source),
+        source: builtFrom ?? path.resolve(source),
       };
       await writeFile(`${work}/ref.json`, JSON.stringify(ref));
       // Unpacked outside the lock (it is the long part), moved in under it; again if a removal took the
@@ -224,6 +239,48 @@ export class ImageStore {
         });
         if (committed) return { ...ref, unpacked: fresh };
       }
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * Builds an image from Debian packages and imports it under `image`: mmdebstrap makes the root
+   * filesystem (downloading the packages from the mirror), umoci packs it as an OCI image.
+   */
+  async build(image: string, debian: DebianBuild): Promise<ImageRef & { unpacked: boolean }> {
+    importableName(image);
+    const bad = debian.packages.filter((p) => !PACKAGE_NAME.test(p));
+    if (bad.length) throw new ImageStoreError(`not Debian package names: ${bad.join(", ")}`);
+    if (!BUILD_VARIANTS.includes(debian.variant)) {
+      throw new ImageStoreError(
+        `--variant must be one of ${BUILD_VARIANTS.join(", ")}, got '${debian.variant}'`,
+      );
+    }
+    if (!/^[a-z][a-z0-9-]*$/.test(debian.suite))
+      throw new ImageStoreError(`'${debian.suite}' is not a Debian suite`);
+    const work = path.join(this.imagesDir, ".tmp", randomUUID());
+    const layout = `${work}/layout`;
+    const bundle = `${work}/bundle`;
+    await mkdir(work, { recursive: true });
+    try {
+      await tool("umoci", ["init", "--layout", layout]);
+      await tool("umoci", ["new", "--image", `${layout}:image`]);
+      await tool("umoci", ["unpack", "--image", `${layout}:image`, bundle]);
+      const include = debian.packages.length ? [`--include=${debian.packages.join(",")}`] : [];
+      const mirror = debian.mirror ? [debian.mirror] : [];
+      await tool("mmdebstrap", [
+        "--quiet",
+        `--variant=${debian.variant}`,
+        ...include,
+        debian.suite,
+        `${bundle}/rootfs`,
+        ...mirror,
+      ]);
+      await tool("umoci", ["repack", "--image", `${layout}:image`, bundle]);
+      await tool("umoci", ["config", "--image", `${layout}:image`, "--config.env", `PATH=${DEFAULT_PATH}`]);
+      const from = `debian ${debian.suite} (${debian.variant})${include.length ? ` + ${debian.packages.join(", ")}` : ""}`;
+      return await this.import(image, layout, from);
     } finally {
       await rm(work, { recursive: true, force: true });
     }
@@ -401,6 +458,16 @@ async function imageEnv(unpacked: string): Promise<Record<string, string>> {
       .filter((e) => e.indexOf("=") > 0)
       .map((e) => [e.slice(0, e.indexOf("=")), e.slice(e.indexOf("=") + 1)]),
   );
+}
+
+/** An image name one may import or build under (normalized), or why not. */
+function importableName(image: string): string {
+  const name = normalizeImageName(image);
+  if (!name) throw new ImageStoreError(`'${image}' is not an image name (such as python:3.12-slim)`);
+  if (name === normalizeImageName(BUILTIN_IMAGE)) {
+    throw new ImageStoreError(`'${BUILTIN_IMAGE}' is the built-in image's name: use another`);
+  }
+  return name;
 }
 
 /** Runs one of the image tools; its stderr is the error's message. */

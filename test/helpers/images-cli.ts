@@ -1,0 +1,16 @@
+/** `hangar images …` as a user runs it, on a test server's data dir. */
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { type Hangar, REPO_ROOT } from "./server.js";
+
+const run = promisify(execFile);
+
+/** Runs `hangar images <args> --data-dir <h's>`: its exit code, stdout and stderr. */
+export async function images(h: Hangar, ...args: string[]) {
+  const cli = join(REPO_ROOT, "bin", "hangar.js");
+  return run(process.execPath, [cli, "images", ...args, "--data-dir", h.dataDir]).then(
+    ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+    (err) => ({ code: err.code as number, stdout: err.stdout as string, stderr: err.stderr as string }),
+  );
+}
