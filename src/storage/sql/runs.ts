@@ -2,7 +2,7 @@
  * The run queue, one implementation over Kysely for both engines.
  *
  * Atomicity per thread: every transaction that changes a thread's runs first takes the thread
- * (`lockThread`, or `#lockThreadOfRun` for operations keyed by run id), then touches run rows.
+ * (`#lockThread`, or `#lockThreadOfRun` for operations keyed by run id), then touches run rows.
  * - SQLite: transactions begin IMMEDIATE (database.ts) and hold the file's write lock from their first
  *   statement, across the API thread's and the executor threads' connections, so admission and claiming
  *   are atomic without row locks; taking the thread is a plain read.
@@ -50,7 +50,6 @@ import {
   hasRuns,
   IN_FLIGHT,
   insertThread,
-  lockThread,
   newThreadRow,
   PENDING,
   RUNNING,
@@ -129,9 +128,17 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
     super(database);
   }
 
+  /** Takes the thread (see the top of this file) and returns it as it is under the lock. */
+  *#lockThread(threadId: string): TxSteps<ThreadRow | undefined> {
+    const query = this.database.prepared("runs.lockThread", (db) =>
+      threadRow(db, this.dialect, slot("thread_id"), true),
+    );
+    return yield* query.first({ thread_id: threadId });
+  }
+
   /**
-   * Takes the thread of `runId` (see the top of this file) in one statement and returns it, as it is
-   * under the lock; undefined when the run is gone.
+   * Takes the thread of `runId` in one statement and returns it, as it is under the lock; undefined when
+   * the run is gone.
    */
   *#lockThreadOfRun(_tx: Executor, runId: string): TxSteps<ThreadRow | undefined> {
     const query = this.database.prepared("runs.lockThreadOfRun", (db) => {
@@ -245,7 +252,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
     return this.transaction(function* (tx): TxSteps<AdmissionResult> {
       // The thread row lock is what makes admission atomic per thread on Postgres: a concurrent
       // admission on the same thread waits here until this one commits, then sees its run.
-      let thread = yield* lockThread(this.database, a.thread_id);
+      let thread = yield* this.#lockThread(a.thread_id);
       // Timestamps are taken under the lock, so the queue order of one thread's runs (not_before, then
       // seq) is their admission order: concurrent admissions may have computed `not_before` in another
       // order than they got the lock. A delayed run keeps its time.
@@ -265,7 +272,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
         // Two admissions creating the same thread at once (Postgres): the second one's insert waits on
         // the first's unique key, does nothing, and the lock below then waits for and sees its row.
         created = yield* insertThread(this.database, row);
-        thread = created ? row : yield* lockThread(this.database, a.thread_id);
+        thread = created ? row : yield* this.#lockThread(a.thread_id);
         if (!thread) throw notFound(`Thread with ID ${a.thread_id} not found`); // deleted in between
       }
       if (thread.org_id !== org) throw notFound(`Thread with ID ${a.thread_id} not found`);
@@ -737,6 +744,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
       .selectNoFrom((eb) => {
         const pendingDue = () =>
           eb.selectFrom("runs as r").where("r.status", "=", PENDING).where("r.not_before", "<=", now);
+        const oldestDue = () => pendingDue().select((s) => s.fn.min("r.not_before").as("t"));
         const count = (status: typeof PENDING) =>
           eb
             .selectFrom("runs")
@@ -745,9 +753,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
         return [
           count(PENDING).as("pending"),
           count(RUNNING).as("running"),
-          pendingDue()
-            .select((s) => s.fn.min("r.not_before").as("t"))
-            .as("oldest"),
+          oldestDue().as("oldest"),
           eb
             .selectFrom(
               pendingDue()
@@ -761,10 +767,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
             .select((s) => s.fn.avg<number>("d.not_before").as("m"))
             .where(sql.ref("d.rn"), "in", [sql<number>`(d.n + 1) / 2`, sql<number>`(d.n + 2) / 2`])
             .as("median"),
-          pendingDue()
-            .select((s) => s.fn.min("r.not_before").as("t"))
-            .where(threadNotRunning)
-            .as("unblocked"),
+          oldestDue().where(threadNotRunning).as("unblocked"),
         ];
       })
       .executeTakeFirstOrThrow();

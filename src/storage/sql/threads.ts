@@ -21,7 +21,7 @@ import { copyThreadCheckpoints, deleteThreadCheckpoints, keepLatestCheckpoints }
 import { all, changed, type Executor, first, type SqlDatabase, SqlRepo, type TxSteps } from "./database.js";
 import type { Dialect } from "./dialect.js";
 import { sql } from "./kysely.js";
-import { slot, slots } from "./prepared.js";
+import { slots } from "./prepared.js";
 import { type Row, recordOf, type Tables, THREAD_JSON } from "./tables.js";
 
 export type ThreadRow = Row<"threads">;
@@ -140,12 +140,6 @@ export function* deleteThreads(tx: Executor, threadIds: string[]): TxSteps<void>
   yield* deleteThreadCheckpoints(tx, threadIds);
   yield* changed(tx.deleteFrom("threads").where("thread_id", "in", threadIds));
 }
-
-/** `threadRow(id, locked)`, compiled once: what an admission takes first. */
-export const lockThread = (database: SqlDatabase, threadId: string) =>
-  database
-    .prepared("threads.lock", (db) => threadRow(db, database.dialect, slot("thread_id"), true))
-    .first({ thread_id: threadId });
 
 /**
  * Inserts the thread unless its id exists; returns whether it did. On Postgres, a concurrent insert of
