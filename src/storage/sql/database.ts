@@ -63,27 +63,23 @@ type RunSync = (query: CompiledQuery) => QueryResult<any>;
 
 /** The database, for `transaction`; openSqlite and openPostgres make one. */
 export class SqlDatabase {
-  readonly db: Kysely<Tables>;
   readonly dialect: Dialect;
   /** The builder transaction bodies get: it compiles, and refuses to execute (its queries are yielded). */
   readonly #builder: Kysely<Tables>;
   /** SQLite: runs a query on the connection synchronously. */
   readonly #runSync?: RunSync;
-  readonly #close: () => Promise<void>;
   readonly #prepared = new Map<string, Prepared<any>>();
   /** The migrations applied when this connection opened the database (migrations.ts). */
   migrated: string[] = [];
 
   constructor(
-    db: Kysely<Tables>,
+    readonly db: Kysely<Tables>,
     engine: { dialect: Dialect; kysely: KyselyDialect; runSync?: RunSync },
-    close: () => Promise<void>,
+    readonly close: () => Promise<void>,
   ) {
-    this.db = db;
     this.dialect = engine.dialect;
     this.#builder = compileOnly(engine.kysely);
     this.#runSync = engine.runSync;
-    this.#close = close;
   }
 
   /**
@@ -135,10 +131,6 @@ export class SqlDatabase {
       }
       await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * attempt));
     }
-  }
-
-  close(): Promise<void> {
-    return this.#close();
   }
 }
 
