@@ -126,6 +126,8 @@ export interface RunKwargs {
   interrupt_after?: string[] | "*";
   webhook?: string;
   feedback_keys?: string[];
+  /** When the run's checkpoints are written (LangGraph's `durability`); absent: LangGraph's default, `async`. */
+  durability?: "sync" | "async" | "exit";
   temporary: boolean;
   [k: string]: unknown;
 }
@@ -222,13 +224,8 @@ export interface LeaseRenewal {
   stopRequested: { run_id: string; action: StopAction }[];
 }
 
-export interface SweepResult {
-  requeued: string[];
-  failed: string[];
-  /** Settled as their recorded stop request asked: interrupted, or deleted by rollback. */
-  interrupted: string[];
-  rolledBack: string[];
-}
+/** The runs a sweep recovered: requeued, failed, or settled as their recorded stop request asked. */
+export type SweepResult = Record<"requeued" | "failed" | "interrupted" | "rolledBack", string[]>;
 
 /**
  * The run queue at one moment, for `GET /metrics` (the official server's `queue` figures). Waits are
