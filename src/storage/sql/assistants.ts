@@ -2,7 +2,6 @@
  * Assistants and their versions. Every change writes a new row of `assistant_versions` and copies it
  * into `assistants` (the latest); `setLatest` copies an older version back.
  */
-import type { Expression, SqlBool } from "kysely";
 import { conflict } from "../../errors.js";
 import {
   type Assistant,
@@ -195,14 +194,14 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
   }
 
   #filtered(org: OrgId, q: AssistantFilter) {
-    return this.database.db.selectFrom("assistants").where((eb) => {
-      const clauses: Expression<SqlBool>[] = [eb("org_id", "in", [org, SYSTEM])];
-      if (q.graph_id !== undefined) clauses.push(eb("graph_id", "=", q.graph_id));
-      if (q.name !== undefined) clauses.push(nameContains("name", q.name));
-      if (q.metadata) clauses.push(this.dialect.jsonContains("metadata", q.metadata));
-      if (q.auth) clauses.push(this.dialect.authFilter("metadata", q.auth));
-      return eb.and(clauses);
-    });
+    const d = this.dialect;
+    return this.database.db
+      .selectFrom("assistants")
+      .where("org_id", "in", [org, SYSTEM])
+      .$if(q.graph_id !== undefined, (qb) => qb.where("graph_id", "=", q.graph_id!))
+      .$if(q.name !== undefined, (qb) => qb.where(nameContains("name", q.name!)))
+      .$if(Boolean(q.metadata), (qb) => qb.where(d.jsonContains("metadata", q.metadata!)))
+      .$if(Boolean(q.auth), (qb) => qb.where(d.authFilter("metadata", q.auth!)));
   }
 
   search(org: OrgId, q: AssistantQuery): Promise<{ items: Assistant[]; total: number }> {

@@ -1,5 +1,4 @@
 /** Crons (table `crons`): deleting a cron's thread or assistant deletes it (ON DELETE CASCADE). */
-import type { Expression, SqlBool } from "kysely";
 import { notFound } from "../../errors.js";
 import type { Cron, CronFilter, CronInput, CronPatch, CronQuery, CronsRepo, DueCron } from "../cron-ports.js";
 import type { OrgId } from "../ports.js";
@@ -87,15 +86,15 @@ export class SqlCrons extends SqlRepo implements CronsRepo {
   }
 
   #filtered(org: OrgId, q: CronFilter) {
-    return this.database.db.selectFrom("crons").where((eb) => {
-      const clauses: Expression<SqlBool>[] = [eb("org_id", "=", org)];
-      if (q.assistant_id !== undefined) clauses.push(eb("assistant_id", "=", q.assistant_id));
-      if (q.thread_id !== undefined) clauses.push(eb("thread_id", "=", q.thread_id));
-      if (q.enabled !== undefined) clauses.push(eb("enabled", "=", this.dialect.bool(q.enabled)));
-      if (q.metadata) clauses.push(this.dialect.jsonContains("metadata", q.metadata));
-      if (q.auth) clauses.push(this.dialect.authFilter("metadata", q.auth));
-      return eb.and(clauses);
-    });
+    const d = this.dialect;
+    return this.database.db
+      .selectFrom("crons")
+      .where("org_id", "=", org)
+      .$if(q.assistant_id !== undefined, (qb) => qb.where("assistant_id", "=", q.assistant_id!))
+      .$if(q.thread_id !== undefined, (qb) => qb.where("thread_id", "=", q.thread_id!))
+      .$if(q.enabled !== undefined, (qb) => qb.where("enabled", "=", d.bool(q.enabled!)))
+      .$if(Boolean(q.metadata), (qb) => qb.where(d.jsonContains("metadata", q.metadata!)))
+      .$if(Boolean(q.auth), (qb) => qb.where(d.authFilter("metadata", q.auth!)));
   }
 
   search(org: OrgId, q: CronQuery): Promise<{ items: Cron[]; total: number }> {
