@@ -1,7 +1,7 @@
 /**
  * Request schemas of the agent-server area. They validate every request (422 on mismatch) and,
  * later, generate /openapi.json (DESIGN.md decision 7). Unknown fields are accepted and ignored,
- * because the official SDKs send fields this server does not use (`durability`, `ttl`, …); known
+ * because the official SDKs send fields this server does not use (`ttl`, `langsmith_tracer`, …); known
  * fields of the wrong type are rejected. `null` is accepted wherever the SDK may send it.
  */
 import { z } from "zod";

@@ -138,6 +138,7 @@ export async function executeRun(
       subgraphs,
       interruptBefore: kwargs.interrupt_before,
       interruptAfter: kwargs.interrupt_after,
+      durability: kwargs.durability,
       context: kwargs.context,
       // The run's organization sees its own long-term memory (LangGraph prefers config.store to graph.store).
       store: deps.store?.withOrg(org),

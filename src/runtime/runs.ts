@@ -30,6 +30,9 @@ export interface RunRequest {
   after_seconds?: number | null;
   on_completion?: "delete" | "keep" | null;
   feedback_keys?: string[] | null;
+  durability?: "sync" | "async" | "exit" | null;
+  /** Deprecated by the official API for `durability` (false means `exit`). */
+  checkpoint_during?: boolean | null;
 }
 
 /** How often a reader of a log written elsewhere checks storage for a run that settled without ending it. */
@@ -138,6 +141,7 @@ export class RunService {
       interrupt_after: body.interrupt_after ?? undefined,
       webhook: body.webhook ?? undefined,
       feedback_keys: body.feedback_keys ?? undefined,
+      durability: durabilityOf(body),
       temporary: stateless && (body.on_completion ?? "delete") === "delete",
     };
     const { run, runningToStop, pendingSettled } = await this.storage.runs.admit(org, {
@@ -355,6 +359,16 @@ const RUN_ONLY_KEYS = ["run_id", "checkpoint_id", "checkpoint_ns", "checkpoint_m
  * A thread's config after a run was admitted on it: the run's config (its `configurable` included, as
  * a graph factory reads it) without what belongs to that run alone.
  */
+/**
+ * `durability`, or what the deprecated `checkpoint_during` means (false: `exit`), as the official server
+ * reads them: `durability` wins when both are given.
+ */
+function durabilityOf(body: RunRequest): RunKwargs["durability"] {
+  if (body.durability) return body.durability;
+  if (body.checkpoint_during == null) return undefined;
+  return body.checkpoint_during ? "async" : "exit";
+}
+
 function threadConfig(config: RunKwargs["config"]): JsonObject {
   const configurable = { ...(config.configurable ?? {}) };
   for (const key of RUN_ONLY_KEYS) delete configurable[key];
