@@ -390,11 +390,6 @@ const withTemplateName = (eb: ExpressionBuilder<Tables, "sandbox_boxes">) =>
 const boxUpdate = (ex: Executor, id: string, set: Updateable<Tables["sandbox_boxes"]>) =>
   ex.updateTable("sandbox_boxes").set(set).where("id", "=", id).returningAll().returning(withTemplateName);
 
-function* poolById(tx: Executor, id: string): TxSteps<PoolRecord | null> {
-  const row = yield* first(pools(tx).where("p.id", "=", id));
-  return row ? toPool(row) : null;
-}
-
 function* nameTaken(tx: Executor, org: string, name: string, exceptId = ""): TxSteps<boolean> {
   const named = tx.selectFrom("sandbox_boxes").select("id").where(orgNamed(org, name));
   return (yield* first(named.where("id", "<>", exceptId))) !== undefined;
@@ -422,10 +417,7 @@ export class SqlSandboxBoxes extends SandboxRepo implements SandboxBoxesRepo {
       // Each warm box goes to one create: a box another transaction is claiming (or deleting) is skipped.
       const warm = yield* first(
         dialect.lock(
-          tx
-            .selectFrom("sandbox_boxes as b")
-            .innerJoin("sandbox_templates as t", "t.id", "b.template_id")
-            .select(["b.id", "b.name"])
+          boxes(tx)
             .where("b.org_id", "=", org)
             .where("t.name", "=", templateName)
             .where("b.pool_id", "is not", null)
@@ -505,21 +497,15 @@ export class SqlSandboxBoxes extends SandboxRepo implements SandboxBoxesRepo {
   async createPool(org: string, input: PoolInput): Promise<CreatePoolResult> {
     const now = new Date().toISOString();
     return this.inOrg(org, function* (tx, dialect): TxSteps<CreatePoolResult> {
-      const template = (yield* first(templateRow(tx, org, input.template_name)))?.id;
-      if (!template) return { status: "template_not_found" };
-      if (yield* first(mounted(tx, "template_id", template))) return { status: "template_has_volumes" };
+      const template_id = (yield* first(templateRow(tx, org, input.template_name)))?.id;
+      if (!template_id) return { status: "template_not_found" };
+      if (yield* first(mounted(tx, "template_id", template_id))) return { status: "template_has_volumes" };
       if (yield* first(poolNamed(tx, org, input.name))) return { status: "name_taken" };
-      const insert = tx.insertInto("sandbox_pools").values({
-        id: input.id,
-        org_id: org,
-        name: input.name,
-        template_id: template,
-        replicas: input.replicas,
-        created_at: now,
-        updated_at: now,
-      });
+      const { id, name, replicas, template_name } = input;
+      const pool = { id, org_id: org, name, template_id, replicas, created_at: now, updated_at: now };
+      const insert = tx.insertInto("sandbox_pools").values(pool);
       if ((yield* unlessDuplicate(dialect, changed(insert))) === undefined) return { status: "name_taken" };
-      return { status: "created", pool: (yield* poolById(tx, input.id))! };
+      return { status: "created", pool: { ...pool, template_name } };
     });
   }
 
@@ -545,7 +531,7 @@ export class SqlSandboxBoxes extends SandboxRepo implements SandboxBoxesRepo {
       if (renamed && (yield* first(poolNamed(tx, org, patch.name!)))) return { status: "name_taken" };
       const set = { name: patch.name ?? pool.name, replicas: patch.replicas ?? pool.replicas, updated_at };
       yield* changed(tx.updateTable("sandbox_pools").set(set).where("id", "=", pool.id));
-      return { status: "updated", pool: (yield* poolById(tx, pool.id))! };
+      return { status: "updated", pool: toPool({ ...pool, ...set }) };
     });
   }
 
