@@ -9,7 +9,6 @@
  *   check-then-write is atomic without row locks, and a thread busy running graphs does not keep the
  *   other threads' writes waiting. (An async body awaited each query, and every promise continuation
  *   queued on the thread ran inside the transaction: the executor held the lock ~1 ms per transaction.)
- *   Statements are prepared once per SQL text and reused.
  * - Postgres (`pg` pool): a transaction is one pooled connection and each yielded query is awaited; row
  *   locks come from `dialect.lock`. One the server aborted as a deadlock victim or serialization failure
  *   is run again.

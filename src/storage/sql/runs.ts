@@ -250,8 +250,6 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
     // interrupt and rollback read them (a long queue would otherwise be loaded on every admission).
     const settlesPriors = a.multitask_strategy === "interrupt" || a.multitask_strategy === "rollback";
     return this.transaction(function* (tx): TxSteps<AdmissionResult> {
-      // The thread row lock is what makes admission atomic per thread on Postgres: a concurrent
-      // admission on the same thread waits here until this one commits, then sees its run.
       let thread = yield* this.#lockThread(a.thread_id);
       // Timestamps are taken under the lock, so the queue order of one thread's runs (not_before, then
       // seq) is their admission order: concurrent admissions may have computed `not_before` in another
