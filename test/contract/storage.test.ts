@@ -1339,6 +1339,95 @@ for (const adapter of ADAPTERS) {
       );
     });
 
+    describe("records", () => {
+      test(
+        "a record has the port's fields only (not the table's own: org_id, seq, queue columns), as written and as read",
+        withStorage(async (s) => {
+          const keys = (record: object | null | undefined) => Object.keys(record ?? {}).sort();
+          const a = await makeAssistant(s, { k: 1 });
+          const assistantKeys = [
+            "assistant_id",
+            "config",
+            "context",
+            "created_at",
+            "description",
+            "graph_id",
+            "metadata",
+            "name",
+            "updated_at",
+            "version",
+          ];
+          assert.deepEqual(keys(a), assistantKeys);
+          assert.deepEqual(await s.assistants.get(ORG, a.assistant_id), a);
+          const updated = await s.assistants.update(ORG, a.assistant_id, { metadata: { k: 2 } });
+          assert.deepEqual(await s.assistants.get(ORG, a.assistant_id), updated);
+          const [version] = await s.assistants.versions(ORG, a.assistant_id, { limit: 1, offset: 0 });
+          assert.deepEqual(
+            keys(version),
+            assistantKeys.filter((k) => k !== "updated_at"),
+          );
+
+          const { run } = await s.runs.admit(ORG, admission(a, randomUUID(), { metadata: { m: 1 } }));
+          assert.deepEqual(keys(run), [
+            "assistant_id",
+            "attempt",
+            "created_at",
+            "kwargs",
+            "metadata",
+            "multitask_strategy",
+            "run_id",
+            "status",
+            "thread_id",
+            "updated_at",
+          ]);
+          assert.deepEqual(await s.runs.get(ORG, run.thread_id, run.run_id), run);
+          const thread = await s.threads.get(ORG, run.thread_id);
+          assert.deepEqual(keys(thread), [
+            "config",
+            "created_at",
+            "interrupts",
+            "metadata",
+            "state_updated_at",
+            "status",
+            "thread_id",
+            "updated_at",
+          ]);
+
+          const cron = await s.crons.create(ORG, {
+            cron_id: randomUUID(),
+            assistant_id: a.assistant_id,
+            thread_id: run.thread_id,
+            user_id: null,
+            schedule: "* * * * *",
+            timezone: null,
+            end_time: null,
+            enabled: true,
+            on_run_completed: null,
+            payload: { input: { x: 1 } },
+            metadata: { k: "v" },
+            next_run_at: 1_000,
+          });
+          assert.deepEqual(keys(cron), [
+            "assistant_id",
+            "created_at",
+            "cron_id",
+            "enabled",
+            "end_time",
+            "metadata",
+            "next_run_date",
+            "on_run_completed",
+            "payload",
+            "schedule",
+            "thread_id",
+            "timezone",
+            "updated_at",
+            "user_id",
+          ]);
+          assert.deepEqual(await s.crons.get(ORG, cron.cron_id), cron);
+        }),
+      );
+    });
+
     describe("sandboxes", () => {
       test(
         "volumes and templates: names, quota, grow-only, mounts, pages",
@@ -1528,6 +1617,7 @@ for (const adapter of ADAPTERS) {
           const pool = await s.sandboxBoxes.createPool(ORG, mkPool("p", "plain2"));
           assert.equal(pool.status, "created");
           if (pool.status !== "created") return;
+          assert.deepEqual(await s.sandboxBoxes.getPool(ORG, "p"), pool.pool);
           assert.equal((await s.sandboxBoxes.createPool(ORG, mkPool("p", "plain2"))).status, "name_taken");
           const warm = await s.sandboxBoxes.createBox(ORG, box("p-warm", "plain2", pool.pool.id));
           assert.equal(warm.status, "created");
@@ -1567,7 +1657,10 @@ for (const adapter of ADAPTERS) {
 
           const again = await s.sandboxBoxes.createBox(ORG, box("p-warm2", "plain2", pool.pool.id));
           assert.equal(again.status, "created");
-          assert.equal((await s.sandboxBoxes.updatePool(ORG, "p", { replicas: 0 })).status, "updated");
+          const resized = await s.sandboxBoxes.updatePool(ORG, "p", { replicas: 0 });
+          assert.equal(resized.status, "updated");
+          if (resized.status === "updated")
+            assert.deepEqual(await s.sandboxBoxes.getPool(ORG, "p"), resized.pool);
           assert.equal((await s.sandboxBoxes.getPool(ORG, "p"))?.replicas, 0);
           const deleted = await s.sandboxBoxes.deletePool(ORG, "p");
           assert.deepEqual(
