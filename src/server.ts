@@ -59,7 +59,6 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     if (config.redisUri) redis = await RedisLink.connect(config.redisUri, config.redisPrefix, log);
     // Graph code may use the SDK logger and the loopback client as it loads (here and in executor threads).
     provideGraphHost(log, listening);
-    // Executor threads load their graphs while this thread loads its own (storage is migrated by now).
     // What this process's workers do (`GET /metrics`): row 0 this thread's dispatcher, then each thread's.
     const workerStats = new WorkerStatsTable(1 + config.executorThreads);
     if (config.executorThreads > 0) threads = new ExecutorThreads(config, log, workerStats);
@@ -135,6 +134,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       : null;
     heard(serverUrl);
     threads?.start({ serverUrl, logs, localFetch, onStoreExpiry: (at) => sweeper.expiresAt(at) });
+    // Executor threads spawn when a run needs them: now, if the queue holds runs from before.
+    if (threads && (await storage.runs.stats()).n_pending > 0) threads.wakeWorkers();
     await dispatcher.start();
     scheduler.start(); // fires crons that came due while no process ran (once each), then follows them
     sweeper.start();

@@ -83,22 +83,44 @@ interface Thread {
 export class ExecutorThreads implements WorkerBus {
   readonly #log: Logger;
   readonly #threads: Thread[] = [];
+  readonly #data: ThreadData[];
   #services?: ThreadServices;
   #closing = false;
 
   /**
-   * Spawns `config.executorThreads` threads sharing `config.workers` slots. They load their graphs at
-   * once (while the API thread loads its own), and claim nothing until `start`. Thread i counts its
-   * work in row i + 1 of `stats` (row 0 is the API thread's).
+   * Threads for `config.executorThreads`, sharing `config.workers` slots. None is spawned until a run
+   * needs one (`wakeWorkers`: a run was admitted, or the queue held runs at start): a server at rest
+   * holds no graphs but the API thread's, and the first run waits for the threads to load theirs.
+   * Thread i counts its work in row i + 1 of `stats` (row 0 is the API thread's).
    */
   constructor(config: Config, log: Logger, stats: WorkerStatsTable) {
     this.#log = log;
     const count = config.executorThreads;
-    for (let i = 0; i < count; i++) {
+    this.#data = Array.from({ length: count }, (_, i) => ({
+      config,
       // The slots are shared out evenly, the first threads taking the remainder.
-      const slots = Math.floor(config.workers / count) + (i < config.workers % count ? 1 : 0);
-      this.#threads.push(this.#spawn({ config, slots, stats: stats.buffer, statsRow: i + 1 }));
+      slots: Math.floor(config.workers / count) + (i < config.workers % count ? 1 : 0),
+      stats: stats.buffer,
+      statsRow: i + 1,
+    }));
+  }
+
+  /** Spawns the threads (once); each starts claiming as soon as it has loaded its graphs and `start` was called. */
+  #spawnAll(): void {
+    if (this.#threads.length > 0 || this.#closing) return;
+    for (const data of this.#data) {
+      const thread = this.#spawn(data);
+      this.#threads.push(thread);
+      thread.ready.then(
+        () => this.#startThread(thread),
+        () => undefined, // the thread's exit handler stops the process
+      );
     }
+  }
+
+  #startThread(thread: Thread): void {
+    if (!this.#services || this.#closing) return;
+    thread.worker.postMessage({ type: "start", serverUrl: this.#services.serverUrl } satisfies ParentMessage);
   }
 
   #spawn(data: ThreadData): Thread {
@@ -148,15 +170,19 @@ export class ExecutorThreads implements WorkerBus {
     return { worker, ready, closed };
   }
 
-  /** Resolves once every thread has loaded its graphs; rejects (GraphLoadError) if one could not. */
+  /** Resolves once every spawned thread has loaded its graphs; rejects (GraphLoadError) if one could not. */
   async ready(): Promise<void> {
     await Promise.all(this.#threads.map((t) => t.ready));
   }
 
-  /** Lets the threads claim runs, reading and writing through `services`. */
+  /** Lets the threads claim runs (those spawned now, and later ones once loaded) through `services`. */
   start(services: ThreadServices): void {
     this.#services = services;
-    this.#post({ type: "start", serverUrl: services.serverUrl });
+    for (const thread of this.#threads)
+      void thread.ready.then(
+        () => this.#startThread(thread),
+        () => undefined,
+      );
   }
 
   #applyLogs(ops: LogOp[]): void {
@@ -190,6 +216,7 @@ export class ExecutorThreads implements WorkerBus {
   // WorkerBus, for the API thread's dispatcher: it executes nothing itself, so it only sends.
 
   wakeWorkers(): void {
+    this.#spawnAll(); // a thread's first claim, once started, takes what is due: no wake needed
     this.#post({ type: "wake" });
   }
 
