@@ -131,7 +131,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
   /** Takes the thread (see the top of this file) and returns it as it is under the lock. */
   *#lockThread(threadId: string): TxSteps<ThreadRow | undefined> {
     const query = this.database.prepared("runs.lockThread", (db) =>
-      threadRow(db, this.dialect, slot("thread_id"), true),
+      this.dialect.lock(threadRow(db, slot("thread_id"))),
     );
     return yield* query.first({ thread_id: threadId });
   }
@@ -146,7 +146,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
         .selectFrom("runs")
         .select("runs.thread_id")
         .where("runs.run_id", "=", slot("run_id"));
-      return threadRow(db, this.dialect, threadId, true);
+      return this.dialect.lock(threadRow(db, threadId));
     });
     return yield* query.first({ run_id: runId });
   }

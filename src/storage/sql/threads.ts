@@ -19,7 +19,6 @@ import type {
 import type { RunStatus, ThreadStatus } from "../statuses.js";
 import { copyThreadCheckpoints, deleteThreadCheckpoints, keepLatestCheckpoints } from "./checkpoint-rows.js";
 import { all, changed, type Executor, first, type SqlDatabase, SqlRepo, type TxSteps } from "./database.js";
-import type { Dialect } from "./dialect.js";
 import { sql } from "./kysely.js";
 import { slots } from "./prepared.js";
 import { type Row, recordOf, type Tables, THREAD_JSON } from "./tables.js";
@@ -86,24 +85,20 @@ export const toThread = (r: ThreadRow): Thread => {
 };
 
 /**
- * The query of the thread row (`threadId`: the id, or a subquery giving it; of `org` if given); with
- * `lock`, on Postgres, it locks the row for the rest of the caller's transaction: the lock every
- * transaction that changes a thread's runs takes first (runs.ts's header says why).
+ * The query of the thread row (`threadId`: the id, or a subquery giving it; of `org` if given). Locked
+ * (`dialect.lock`), it is the lock every transaction that changes a thread's runs takes first (runs.ts's
+ * header says why).
  */
-export function threadRow(
+export const threadRow = (
   ex: Executor,
-  d: Dialect,
   threadId: string | SelectQueryBuilder<Tables, "runs", { thread_id: string }>,
-  lock: boolean,
   org?: OrgId,
-) {
-  const qb = ex
+) =>
+  ex
     .selectFrom("threads")
     .select(THREAD_COLUMNS)
     .where("thread_id", "=", threadId)
     .$if(org !== undefined, (q) => q.where("org_id", "=", org!));
-  return lock ? d.lock(qb) : qb;
-}
 
 /** The thread's runs in flight, to select from. */
 export const runsInFlight = (ex: Executor, threadId: string) =>
@@ -184,14 +179,14 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
     return this.transaction(function* (tx) {
       // One statement when the id is new; the existing row is read only when it was not.
       if (yield* insertThread(this.database, row)) return toThread(row);
-      const existing = yield* first(threadRow(tx, this.dialect, input.thread_id, false));
+      const existing = yield* first(threadRow(tx, input.thread_id));
       if (existing && ifExists === "do_nothing" && existing.org_id === org) return toThread(existing);
       throw conflict(`Thread ${input.thread_id} already exists`);
     });
   }
 
   async get(org: OrgId, threadId: string): Promise<Thread | null> {
-    const row = await threadRow(this.database.db, this.dialect, threadId, false, org).executeTakeFirst();
+    const row = await threadRow(this.database.db, threadId, org).executeTakeFirst();
     return row ? toThread(row) : null;
   }
 
@@ -200,7 +195,7 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
     return this.transaction(function* (tx) {
       // The merge is computed here from the locked row: SQLite has no shallow JSON merge (`||` is
       // Postgres' only), and the row lock keeps concurrent patches from losing each other's keys.
-      const row = yield* first(threadRow(tx, this.dialect, threadId, true, org));
+      const row = yield* first(this.dialect.lock(threadRow(tx, threadId, org)));
       if (!row) return null;
       const set = {
         metadata: JSON.stringify({ ...JSON.parse(row.metadata), ...metadata }),
@@ -214,7 +209,7 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
 
   async delete(org: OrgId, threadId: string): Promise<ThreadDeletion> {
     return this.transaction(function* (tx) {
-      if (!(yield* first(threadRow(tx, this.dialect, threadId, true, org)))) return deletion(false);
+      if (!(yield* first(this.dialect.lock(threadRow(tx, threadId, org))))) return deletion(false);
       const inFlight = yield* all(runsInFlight(tx, threadId).select(["run_id", "status"]));
       yield* deleteThreads(tx, [threadId]);
       return deletion(true, inFlight);
@@ -251,7 +246,7 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
   async copy(org: OrgId, threadId: string, newThreadId: string): Promise<Thread | null> {
     const now = new Date().toISOString();
     return this.transaction(function* (tx) {
-      const source = yield* first(threadRow(tx, this.dialect, threadId, false, org));
+      const source = yield* first(threadRow(tx, threadId, org));
       if (!source) return null;
       const row: ThreadRow = {
         ...source,
@@ -273,7 +268,7 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
     const interrupts = JSON.stringify(state.interrupts);
     const now = new Date().toISOString();
     await this.transaction(function* (tx) {
-      if (!(yield* first(threadRow(tx, this.dialect, threadId, true, org)))) return;
+      if (!(yield* first(this.dialect.lock(threadRow(tx, threadId, org))))) return;
       const status = settledStatusExpression(threadId, state.hasNext, false);
       yield* changed(
         tx
