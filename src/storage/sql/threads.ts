@@ -73,7 +73,7 @@ export const newThreadRow = (
 const THREAD_COLUMNS = Object.keys(newThreadRow("", "", "", undefined, {})) as (keyof ThreadRow)[];
 
 /** `values` and `error` are SQL NULL until set; a stored JSON null comes back as the text `null`. */
-export const toThread = (r: ThreadRow): Thread => {
+const toThread = (r: ThreadRow): Thread => {
   const thread: Thread = recordOf(
     r,
     ["org_id", "temporary", "ttl_minutes", "ttl_strategy", "ttl_swept_at", "values", "error"],
