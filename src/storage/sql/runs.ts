@@ -140,7 +140,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
    * Takes the thread of `runId` in one statement and returns it, as it is under the lock; undefined when
    * the run is gone.
    */
-  *#lockThreadOfRun(_tx: Executor, runId: string): TxSteps<ThreadRow | undefined> {
+  *#lockThreadOfRun(runId: string): TxSteps<ThreadRow | undefined> {
     const query = this.database.prepared("runs.lockThreadOfRun", (db) => {
       const threadId = db
         .selectFrom("runs")
@@ -366,7 +366,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
 
   async delete(org: OrgId, threadId: string, runId: string): Promise<"deleted" | "absent" | "running"> {
     return this.transaction(function* (tx) {
-      const thread = yield* this.#lockThreadOfRun(tx, runId);
+      const thread = yield* this.#lockThreadOfRun(runId);
       const row = thread && (yield* first(this.#run(tx, runId)));
       if (!thread || !row || row.org_id !== org || row.thread_id !== threadId) return "absent";
       if (row.status === "running") return "running";
@@ -378,7 +378,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
 
   async cancelPending(runId: string, action: "interrupt" | "rollback"): Promise<Run | null> {
     return this.transaction(function* (tx) {
-      const thread = yield* this.#lockThreadOfRun(tx, runId);
+      const thread = yield* this.#lockThreadOfRun(runId);
       const row = thread && (yield* first(this.#run(tx, runId)));
       if (!thread || row?.status !== "pending") return null;
       const now = new Date().toISOString();
@@ -630,7 +630,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
           : undefined,
     };
     return this.transaction(function* (tx) {
-      const thread = yield* this.#lockThreadOfRun(tx, c.run_id);
+      const thread = yield* this.#lockThreadOfRun(c.run_id);
       if (!thread) return null;
       const now = new Date().toISOString();
       const ofAttempt = c.attempt !== undefined;
@@ -653,7 +653,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
 
   async completeRolledBack(runId: string): Promise<void> {
     await this.transaction(function* (tx) {
-      const thread = yield* this.#lockThreadOfRun(tx, runId);
+      const thread = yield* this.#lockThreadOfRun(runId);
       if (thread) yield* this.#rollBack(tx, thread, runId);
     });
   }
@@ -691,7 +691,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
     const result: SweepResult = { requeued: [], failed: [], interrupted: [], rolledBack: [] };
     for (const { run_id: runId } of orphans) {
       const recovery = await this.transaction(function* (tx): TxSteps<Recovery | null> {
-        const thread = yield* this.#lockThreadOfRun(tx, runId);
+        const thread = yield* this.#lockThreadOfRun(runId);
         if (!thread) return null;
         const row = yield* first(
           this.dialect.lock(
