@@ -3,19 +3,8 @@
  * into `assistants` (the latest); `setLatest` copies an older version back.
  */
 import { conflict } from "../../errors.js";
-import {
-  type Assistant,
-  type AssistantDeletion,
-  type AssistantFilter,
-  type AssistantInput,
-  type AssistantPatch,
-  type AssistantQuery,
-  type AssistantsRepo,
-  type AssistantVersion,
-  DEFAULT_ORG,
-  type OrgId,
-  type VersionQuery,
-} from "../ports.js";
+import type * as Port from "../ports.js";
+import { DEFAULT_ORG } from "../ports.js";
 import { all, changed, type Executor, first, nameContains, SqlRepo, type TxSteps } from "./database.js";
 import { ASSISTANT_JSON, type Row, recordOf } from "./tables.js";
 import { deleteThreads, deletion, settledStatusExpression } from "./threads.js";
@@ -25,18 +14,22 @@ const SYSTEM = "";
 
 type AssistantRow = Row<"assistants">;
 
-const toAssistant = (r: AssistantRow): Assistant => recordOf(r, ["org_id"], ASSISTANT_JSON);
-const toVersion = (r: Row<"assistant_versions">): AssistantVersion => recordOf(r, [], ASSISTANT_JSON);
+const toAssistant = (r: AssistantRow): Port.Assistant => recordOf(r, ["org_id"], ASSISTANT_JSON);
+const toVersion = (r: Row<"assistant_versions">): Port.AssistantVersion => recordOf(r, [], ASSISTANT_JSON);
 
-const visible = (ex: Executor, org: OrgId, assistantId: string) =>
+const visible = (ex: Executor, org: Port.OrgId, assistantId: string) =>
   ex
     .selectFrom("assistants")
     .selectAll()
     .where("assistant_id", "=", assistantId)
     .where("org_id", "in", [org, SYSTEM]);
 
-export class SqlAssistants extends SqlRepo implements AssistantsRepo {
-  create(org: OrgId, input: AssistantInput, ifExists: "raise" | "do_nothing"): Promise<Assistant> {
+export class SqlAssistants extends SqlRepo implements Port.AssistantsRepo {
+  create(
+    org: Port.OrgId,
+    input: Port.AssistantInput,
+    ifExists: "raise" | "do_nothing",
+  ): Promise<Port.Assistant> {
     const now = new Date().toISOString();
     const version = {
       assistant_id: input.assistant_id,
@@ -78,7 +71,7 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
    * shared by every organization, so only the default organization (the operator's; everyone's when auth
    * is off) may change them; others get a conflict that says what to do instead.
    */
-  *#toChange(tx: Executor, org: OrgId, id: string): TxSteps<AssistantRow | undefined> {
+  *#toChange(tx: Executor, org: Port.OrgId, id: string): TxSteps<AssistantRow | undefined> {
     const row = yield* first(this.dialect.lock(visible(tx, org, id)));
     if (row?.org_id === SYSTEM && org !== DEFAULT_ORG) {
       throw conflict(
@@ -89,16 +82,16 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
     return row;
   }
 
-  ensureSystem(input: AssistantInput): Promise<Assistant> {
+  ensureSystem(input: Port.AssistantInput): Promise<Port.Assistant> {
     return this.create(SYSTEM, input, "do_nothing");
   }
 
-  async get(org: OrgId, assistantId: string): Promise<Assistant | null> {
+  async get(org: Port.OrgId, assistantId: string): Promise<Port.Assistant | null> {
     const row = await visible(this.database.db, org, assistantId).executeTakeFirst();
     return row ? toAssistant(row) : null;
   }
 
-  update(org: OrgId, assistantId: string, patch: AssistantPatch): Promise<Assistant | null> {
+  update(org: Port.OrgId, assistantId: string, patch: Port.AssistantPatch): Promise<Port.Assistant | null> {
     return this.transaction(function* (tx) {
       // The row lock serializes concurrent updates, so each gets its own version number.
       const row = yield* this.#toChange(tx, org, assistantId);
@@ -128,7 +121,11 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
     });
   }
 
-  delete(org: OrgId, assistantId: string, opts: { deleteThreads: boolean }): Promise<AssistantDeletion> {
+  delete(
+    org: Port.OrgId,
+    assistantId: string,
+    opts: { deleteThreads: boolean },
+  ): Promise<Port.AssistantDeletion> {
     return this.transaction(function* (tx) {
       // System assistants are shared; an organization cannot delete them for everyone.
       const deleted = yield* changed(
@@ -193,7 +190,7 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
     });
   }
 
-  #filtered(org: OrgId, q: AssistantFilter) {
+  #filtered(org: Port.OrgId, q: Port.AssistantFilter) {
     const d = this.dialect;
     return this.database.db
       .selectFrom("assistants")
@@ -204,7 +201,7 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
       .$if(Boolean(q.auth), (qb) => qb.where(d.authFilter("metadata", q.auth!)));
   }
 
-  search(org: OrgId, q: AssistantQuery): Promise<{ items: Assistant[]; total: number }> {
+  search(org: Port.OrgId, q: Port.AssistantQuery): Promise<{ items: Port.Assistant[]; total: number }> {
     return this.searchPage(
       this.#filtered(org, q),
       (qb, order) => qb.selectAll().orderBy(q.sort_by, order),
@@ -213,11 +210,15 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
     );
   }
 
-  count(org: OrgId, q: AssistantFilter): Promise<number> {
+  count(org: Port.OrgId, q: Port.AssistantFilter): Promise<number> {
     return this.countOf(this.#filtered(org, q));
   }
 
-  async versions(org: OrgId, assistantId: string, q: VersionQuery): Promise<AssistantVersion[]> {
+  async versions(
+    org: Port.OrgId,
+    assistantId: string,
+    q: Port.VersionQuery,
+  ): Promise<Port.AssistantVersion[]> {
     const db = this.database.db;
     if (!(await visible(db, org, assistantId).executeTakeFirst())) return [];
     const rows = await db
@@ -232,7 +233,7 @@ export class SqlAssistants extends SqlRepo implements AssistantsRepo {
     return rows.map(toVersion);
   }
 
-  setLatest(org: OrgId, assistantId: string, version: number): Promise<Assistant | null> {
+  setLatest(org: Port.OrgId, assistantId: string, version: number): Promise<Port.Assistant | null> {
     return this.transaction(function* (tx) {
       const current = yield* this.#toChange(tx, org, assistantId);
       if (!current) return null;

@@ -21,23 +21,7 @@
  */
 import type { Expression, ExpressionBuilder, SelectQueryBuilder, SqlBool, Updateable } from "kysely";
 import { conflict, notFound } from "../../errors.js";
-import type {
-  AdmissionResult,
-  CheckpointStore,
-  ClaimResult,
-  Lease,
-  LeaseRenewal,
-  OrgId,
-  QueueStats,
-  Run,
-  RunAdmission,
-  RunCompletion,
-  RunKwargs,
-  RunListQuery,
-  RunsRepo,
-  StopAction,
-  SweepResult,
-} from "../ports.js";
+import type * as Port from "../ports.js";
 import { DEFAULT_LEASE } from "../ports.js";
 import { THREAD_BUSY_MESSAGE } from "../statuses.js";
 import { deleteRunCheckpoints } from "./checkpoint-rows.js";
@@ -62,7 +46,7 @@ import {
 type RunRow = Row<"runs">;
 
 /** A run's record: its row without the queue's own columns. */
-const toRun = (r: RunRow): Run =>
+const toRun = (r: RunRow): Port.Run =>
   recordOf(r, ["org_id", "not_before", "worker_id", "lease_expires_at", "stop_requested"], RUN_JSON);
 
 /** How many due candidates one claim looks at before giving up on threads other processes hold. */
@@ -87,8 +71,8 @@ interface Settlement {
   error?: string;
 }
 
-/** What recovering an orphaned run did to it (`SweepResult`'s lists). */
-type Recovery = keyof SweepResult;
+/** What recovering an orphaned run did to it (`Port.SweepResult`'s lists). */
+type Recovery = keyof Port.SweepResult;
 
 /**
  * No other run of the run's thread is executing, for a query on `runs as r` (typed loosely: it serves
@@ -120,10 +104,10 @@ const nextDue = (
 /** An epoch-ms time read from the database (null: none) as a Date. */
 const dateOf = (ms: number | string | null | undefined) => (ms == null ? null : new Date(Number(ms)));
 
-export class SqlRuns extends SqlRepo implements RunsRepo {
+export class SqlRuns extends SqlRepo implements Port.RunsRepo {
   constructor(
     database: SqlDatabase,
-    private readonly checkpointer: CheckpointStore,
+    private readonly checkpointer: Port.CheckpointStore,
   ) {
     super(database);
   }
@@ -227,7 +211,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
         .limit(sql.lit(1)),
     );
     if (!latest) return;
-    const graphId = (JSON.parse(latest.kwargs) as RunKwargs).config.configurable?.graph_id;
+    const graphId = (JSON.parse(latest.kwargs) as Port.RunKwargs).config.configurable?.graph_id;
     const metadata = { ...JSON.parse(thread.metadata), graph_id: graphId, assistant_id: latest.assistant_id };
     yield* changed(
       tx
@@ -241,7 +225,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
    * Statements: the thread (locked), [its insert], [reject: whether a run is in flight | interrupt,
    * rollback: the runs in flight, and what settles them], the run's insert, [the thread's update].
    */
-  async admit(org: OrgId, a: RunAdmission): Promise<AdmissionResult> {
+  async admit(org: Port.OrgId, a: Port.RunAdmission): Promise<Port.AdmissionResult> {
     const graphMetadata = { graph_id: a.assistant.graph_id, assistant_id: a.assistant.assistant_id };
     const runMetadata = JSON.stringify(a.metadata);
     const kwargs = JSON.stringify(a.kwargs);
@@ -249,7 +233,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
     // enqueue needs nothing of the runs ahead of it and reject only whether there are any; only
     // interrupt and rollback read them (a long queue would otherwise be loaded on every admission).
     const settlesPriors = a.multitask_strategy === "interrupt" || a.multitask_strategy === "rollback";
-    return this.transaction(function* (tx): TxSteps<AdmissionResult> {
+    return this.transaction(function* (tx): TxSteps<Port.AdmissionResult> {
       let thread = yield* this.#lockThread(a.thread_id);
       // Timestamps are taken under the lock, so the queue order of one thread's runs (not_before, then
       // seq) is their admission order: concurrent admissions may have computed `not_before` in another
@@ -284,14 +268,16 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
           .first({ thread_id: a.thread_id });
         if (busy) throw conflict(THREAD_BUSY_MESSAGE);
       }
-      const runningToStop: Run[] = [];
-      const pendingSettled: Run[] = [];
+      const runningToStop: Port.Run[] = [];
+      const pendingSettled: Port.Run[] = [];
       if (!created && settlesPriors) {
         const inFlight = yield* all(runsInFlight(tx, a.thread_id).selectAll().orderBy("seq"));
         for (const prior of inFlight) {
           if (prior.status === "running") {
             // Recorded, so the stop happens even if the signal to its worker is lost or the worker dies.
-            yield* this.#update(tx, prior.run_id, { stop_requested: a.multitask_strategy as StopAction });
+            yield* this.#update(tx, prior.run_id, {
+              stop_requested: a.multitask_strategy as Port.StopAction,
+            });
             runningToStop.push(toRun(prior));
             continue;
           }
@@ -343,13 +329,13 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
     });
   }
 
-  async get(org: OrgId, threadId: string | null, runId: string): Promise<Run | null> {
+  async get(org: Port.OrgId, threadId: string | null, runId: string): Promise<Port.Run | null> {
     const row = await this.#run(this.database.db, runId).executeTakeFirst();
     if (!row || row.org_id !== org || (threadId !== null && row.thread_id !== threadId)) return null;
     return toRun(row);
   }
 
-  async list(org: OrgId, threadId: string, q: RunListQuery): Promise<Run[]> {
+  async list(org: Port.OrgId, threadId: string, q: Port.RunListQuery): Promise<Port.Run[]> {
     const rows = await this.database.db
       .selectFrom("runs")
       .selectAll()
@@ -364,7 +350,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
     return rows.map(toRun);
   }
 
-  async delete(org: OrgId, threadId: string, runId: string): Promise<"deleted" | "absent" | "running"> {
+  async delete(org: Port.OrgId, threadId: string, runId: string): Promise<"deleted" | "absent" | "running"> {
     return this.transaction(function* (tx) {
       const thread = yield* this.#lockThreadOfRun(runId);
       const row = thread && (yield* first(this.#run(tx, runId)));
@@ -376,7 +362,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
     });
   }
 
-  async cancelPending(runId: string, action: "interrupt" | "rollback"): Promise<Run | null> {
+  async cancelPending(runId: string, action: "interrupt" | "rollback"): Promise<Port.Run | null> {
     return this.transaction(function* (tx) {
       const thread = yield* this.#lockThreadOfRun(runId);
       const row = thread && (yield* first(this.#run(tx, runId)));
@@ -406,13 +392,13 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
    * waited for), then picks the thread's run in a new statement, whose snapshot is taken after the lock
    * was granted and so sees any claim committed before it. SQLite needs none of this: `#claimSerialized`.
    */
-  async claimNext(lease: Lease = DEFAULT_LEASE): Promise<ClaimResult> {
+  async claimNext(lease: Port.Lease = DEFAULT_LEASE): Promise<Port.ClaimResult> {
     if (this.dialect.name === "sqlite") return this.#claimSerialized(lease);
     const [look] = await this.database
       .prepared("runs.look", (db) => this.#pickQuery(db, slot("now"), [], false))
       .execute(this.database.db, { now: Date.now() });
     if (look.thread_id === null && !look.due) return { run: null, nextDueAt: dateOf(look.next_due) };
-    return this.transaction(function* (tx): TxSteps<ClaimResult> {
+    return this.transaction(function* (tx): TxSteps<Port.ClaimResult> {
       const now = Date.now();
       const nowIso = new Date(now).toISOString();
       const tried: string[] = [];
@@ -450,12 +436,12 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
    * among concurrent claimers). An empty claim is two reads inside the transaction: held for so short a
    * time, the lock costs less than a look outside it would cost every successful claim.
    */
-  async #claimSerialized(lease: Lease): Promise<ClaimResult> {
+  async #claimSerialized(lease: Port.Lease): Promise<Port.ClaimResult> {
     const oldestDue = this.database.prepared("runs.oldestDue", (db) =>
       dueInQueueOrder(db.selectFrom("runs as r").selectAll(), slot("now")).limit(sql.lit(1)),
     );
     const delayed = this.database.prepared("runs.nextDue", (db) => nextDue(db, slot("now")));
-    return this.transaction(function* (): TxSteps<ClaimResult> {
+    return this.transaction(function* (): TxSteps<Port.ClaimResult> {
       const now = Date.now();
       const row = yield* oldestDue.first({ now });
       if (!row) return { run: null, nextDueAt: dateOf((yield* delayed.first({ now }))?.t) };
@@ -486,7 +472,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
   });
 
   /** The claim's last statement, on the claimed run's thread (now busy), and its result. */
-  *#claimed(row: RunRow, nowIso: string): TxSteps<ClaimResult> {
+  *#claimed(row: RunRow, nowIso: string): TxSteps<Port.ClaimResult> {
     const thread = yield* this.database
       .prepared("runs.claimed", (db) =>
         db
@@ -570,7 +556,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
    * One statement for all of a worker's runs: a run it no longer holds (swept after its lease expired,
    * re-claimed by another worker, settled) is not renewed and comes back as lost.
    */
-  async renewLeases(lease: Lease, runIds: string[]): Promise<LeaseRenewal> {
+  async renewLeases(lease: Port.Lease, runIds: string[]): Promise<Port.LeaseRenewal> {
     if (!runIds.length) return { lost: [], recovered: [], stopRequested: [] };
     const db = this.database.db;
     const held = await db
@@ -600,7 +586,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
     };
   }
 
-  async requestStop(runId: string, action: StopAction): Promise<boolean> {
+  async requestStop(runId: string, action: Port.StopAction): Promise<boolean> {
     const { numUpdatedRows } = await this.database.db
       .updateTable("runs")
       .set({ stop_requested: action })
@@ -614,12 +600,12 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
   #leaseExpired = (eb: ExpressionBuilder<Tables, "runs">) =>
     eb.or([eb("lease_expires_at", "is", null), eb("lease_expires_at", "<", this.dialect.nowMs())]);
 
-  async sweepExpiredLeases(maxAttempts: number): Promise<SweepResult> {
+  async sweepExpiredLeases(maxAttempts: number): Promise<Port.SweepResult> {
     return this.#recoverOrphans(maxAttempts, true);
   }
 
   /** Statements: the thread (locked), the run's update (checks status and attempt), the thread's update. */
-  async complete(c: RunCompletion): Promise<Run | null> {
+  async complete(c: Port.RunCompletion): Promise<Port.Run | null> {
     const settlement: Settlement = {
       values: c.values !== undefined ? JSON.stringify(c.values) : undefined,
       interrupts: c.interrupts !== undefined ? JSON.stringify(c.interrupts) : undefined,
@@ -669,7 +655,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
   }
 
   /** Every `running` run, as if all leases had expired: only for a database no other process uses. */
-  async recoverInterrupted(maxAttempts: number): Promise<SweepResult> {
+  async recoverInterrupted(maxAttempts: number): Promise<Port.SweepResult> {
     return this.#recoverOrphans(maxAttempts, false);
   }
 
@@ -680,7 +666,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
    * concurrent sweepers in several processes recover each run once, and never one whose worker just
    * renewed it.
    */
-  async #recoverOrphans(maxAttempts: number, onlyExpired: boolean): Promise<SweepResult> {
+  async #recoverOrphans(maxAttempts: number, onlyExpired: boolean): Promise<Port.SweepResult> {
     const orphans = await this.database.db
       .selectFrom("runs")
       .select("run_id")
@@ -688,7 +674,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
       .$if(onlyExpired, (qb) => qb.where(this.#leaseExpired))
       .orderBy("seq")
       .execute();
-    const result: SweepResult = { requeued: [], failed: [], interrupted: [], rolledBack: [] };
+    const result: Port.SweepResult = { requeued: [], failed: [], interrupted: [], rolledBack: [] };
     for (const { run_id: runId } of orphans) {
       const recovery = await this.transaction(function* (tx): TxSteps<Recovery | null> {
         const thread = yield* this.#lockThreadOfRun(runId);
@@ -736,7 +722,7 @@ export class SqlRuns extends SqlRepo implements RunsRepo {
    * Partial indexes answer each part: runs_pending_due (pending by due time), runs_one_running. The
    * median is the middle due run (or the mean of the middle two) by row number in due order.
    */
-  async stats(): Promise<QueueStats> {
+  async stats(): Promise<Port.QueueStats> {
     const now = Date.now();
     const row = await this.database.db
       .selectNoFrom((eb) => {

@@ -5,39 +5,7 @@
  * and written in one `inOrg` transaction; UNIQUE (org_id, name) is the backstop.
  */
 import type { ExpressionBuilder, Insertable, SelectQueryBuilder, Updateable } from "kysely";
-import type {
-  BoxClaim,
-  BoxInput,
-  BoxPatch,
-  BoxRecord,
-  BoxStatus,
-  ClaimBoxResult,
-  CreateBoxResult,
-  CreatePoolResult,
-  CreateTemplateResult,
-  CreateVolumeResult,
-  DeleteTemplateResult,
-  DeleteVolumeResult,
-  PoolInput,
-  PoolPatch,
-  PoolRecord,
-  QuotaRefusal,
-  RenameTemplateResult,
-  SandboxBoxesRepo,
-  SandboxesRepo,
-  SandboxListQuery,
-  SandboxPage,
-  StorageUsage,
-  TemplateInput,
-  TemplateRecord,
-  UpdateBoxResult,
-  UpdatePoolResult,
-  UpdateVolumeResult,
-  VolumeInput,
-  VolumeMount,
-  VolumePatch,
-  VolumeRecord,
-} from "../sandbox-ports.js";
+import type * as Port from "../sandbox-ports.js";
 import { all, changed, type Executor, first, nameContains, SqlRepo, type TxSteps } from "./database.js";
 import type { Dialect } from "./dialect.js";
 import { fromExcluded, sql } from "./kysely.js";
@@ -87,14 +55,14 @@ const orgNamed =
  * The query of a page in creation order (`<alias>.seq`) of the rows whose name contains
  * `q.name_contains`, one row more than asked for: `toPage` tells from it whether there are more.
  */
-const pageQuery = <O>(qb: SelectQueryBuilder<Tables, any, O>, alias: string, q: SandboxListQuery) =>
+const pageQuery = <O>(qb: SelectQueryBuilder<Tables, any, O>, alias: string, q: Port.SandboxListQuery) =>
   qb
     .$if(!!q.name_contains, (b) => b.where(nameContains(`${alias}.name`, q.name_contains!)))
     .orderBy(sql.ref(`${alias}.seq`))
     .limit(q.limit + 1)
     .offset(q.offset);
 
-const toPage = <O>(rows: O[], q: SandboxListQuery): SandboxPage<O> => ({
+const toPage = <O>(rows: O[], q: Port.SandboxListQuery): Port.SandboxPage<O> => ({
   items: rows.slice(0, q.limit),
   hasMore: rows.length > q.limit,
 });
@@ -103,9 +71,9 @@ const toPage = <O>(rows: O[], q: SandboxListQuery): SandboxPage<O> => ({
 async function page<O, T>(
   qb: SelectQueryBuilder<Tables, any, O>,
   alias: string,
-  q: SandboxListQuery,
+  q: Port.SandboxListQuery,
   to: (row: O) => T,
-): Promise<SandboxPage<T>> {
+): Promise<Port.SandboxPage<T>> {
   const { items, hasMore } = toPage(await pageQuery(qb, alias, q).execute(), q);
   return { items: items.map(to), hasMore };
 }
@@ -117,9 +85,9 @@ const mounted = (ex: Executor, column: "volume_id" | "template_id", id: string) 
 type VolumeRow = Row<"sandbox_volumes">;
 type TemplateRow = Omit<Row<"sandbox_templates">, "seq"> & { seq?: number };
 
-const toVolume = ({ seq: _, ...volume }: VolumeRow): VolumeRecord => volume;
+const toVolume = ({ seq: _, ...volume }: VolumeRow): Port.VolumeRecord => volume;
 
-const toTemplate = ({ seq: _, cpu, memory, storage, ...row }: TemplateRow, mounts: VolumeMount[]) => ({
+const toTemplate = ({ seq: _, cpu, memory, storage, ...row }: TemplateRow, mounts: Port.VolumeMount[]) => ({
   ...row,
   resources: { cpu, memory, ...(storage !== null ? { storage } : {}) },
   volume_mounts: mounts.map(({ volume_name, mount_path }) => ({ volume_name, mount_path })),
@@ -142,13 +110,13 @@ const usage = (ex: Executor, org: string) =>
       .as("used"),
   ]);
 
-const toUsage = (row: { quota: number | null; used: number | null }): StorageUsage => ({
+const toUsage = (row: { quota: number | null; used: number | null }): Port.StorageUsage => ({
   quota_bytes: Number(row.quota ?? 0),
   usage_bytes: Number(row.used ?? 0),
 });
 
 /** The refusal when `increase` bytes more would take the organization past its quota. */
-function* overQuota(tx: Executor, org: string, increase: number): TxSteps<QuotaRefusal | undefined> {
+function* overQuota(tx: Executor, org: string, increase: number): TxSteps<Port.QuotaRefusal | undefined> {
   const used = toUsage((yield* first(usage(tx, org)))!);
   if (used.usage_bytes + increase > used.quota_bytes) {
     return { status: "quota_exceeded", ...used, increase_bytes: increase };
@@ -175,11 +143,11 @@ function* namesOf(query: SelectQueryBuilder<any, any, { name: string }>): TxStep
   return (yield* all(query.orderBy("name"))).map((r) => r.name);
 }
 
-function* withMounts(tx: Executor, row: TemplateRow): TxSteps<TemplateRecord> {
+function* withMounts(tx: Executor, row: TemplateRow): TxSteps<Port.TemplateRecord> {
   return toTemplate(row, yield* all(mounts(tx, [row.id])));
 }
 
-export class SqlSandboxes extends SandboxRepo implements SandboxesRepo {
+export class SqlSandboxes extends SandboxRepo implements Port.SandboxesRepo {
   #billing(org: string, quotaBytes: number) {
     return this.database.db
       .insertInto("org_usage_billing")
@@ -200,14 +168,14 @@ export class SqlSandboxes extends SandboxRepo implements SandboxesRepo {
       .execute();
   }
 
-  async storageUsage(org: string): Promise<StorageUsage> {
+  async storageUsage(org: string): Promise<Port.StorageUsage> {
     return toUsage(await usage(this.database.db, org).executeTakeFirstOrThrow());
   }
 
-  async createVolume(org: string, input: VolumeInput): Promise<CreateVolumeResult> {
+  async createVolume(org: string, input: Port.VolumeInput): Promise<Port.CreateVolumeResult> {
     const now = new Date().toISOString();
-    const record: VolumeRecord = { ...input, org_id: org, created_at: now, updated_at: now };
-    return this.inOrg(org, function* (tx, dialect): TxSteps<CreateVolumeResult> {
+    const record: Port.VolumeRecord = { ...input, org_id: org, created_at: now, updated_at: now };
+    return this.inOrg(org, function* (tx, dialect): TxSteps<Port.CreateVolumeResult> {
       if (yield* first(volume(tx, org, input.name))) return { status: "name_taken" };
       const refused = yield* overQuota(tx, org, input.size_bytes);
       if (refused) return refused;
@@ -217,19 +185,19 @@ export class SqlSandboxes extends SandboxRepo implements SandboxesRepo {
     });
   }
 
-  async getVolume(org: string, name: string): Promise<VolumeRecord | null> {
+  async getVolume(org: string, name: string): Promise<Port.VolumeRecord | null> {
     const row = await volume(this.database.db, org, name).executeTakeFirst();
     return row ? toVolume(row) : null;
   }
 
-  async listVolumes(org: string, query: SandboxListQuery): Promise<SandboxPage<VolumeRecord>> {
+  async listVolumes(org: string, query: Port.SandboxListQuery): Promise<Port.SandboxPage<Port.VolumeRecord>> {
     const volumes = this.database.db.selectFrom("sandbox_volumes").selectAll().where("org_id", "=", org);
     return page(volumes, "sandbox_volumes", query, toVolume);
   }
 
-  async updateVolume(org: string, name: string, patch: VolumePatch): Promise<UpdateVolumeResult> {
+  async updateVolume(org: string, name: string, patch: Port.VolumePatch): Promise<Port.UpdateVolumeResult> {
     const updatedAt = new Date().toISOString();
-    return this.inOrg(org, function* (tx, dialect): TxSteps<UpdateVolumeResult> {
+    return this.inOrg(org, function* (tx, dialect): TxSteps<Port.UpdateVolumeResult> {
       const row = yield* first(volume(tx, org, name));
       if (!row) return { status: "not_found" };
       const previous = toVolume(row);
@@ -251,8 +219,8 @@ export class SqlSandboxes extends SandboxRepo implements SandboxesRepo {
     });
   }
 
-  async deleteVolume(org: string, name: string): Promise<DeleteVolumeResult> {
-    return this.inOrg(org, function* (tx): TxSteps<DeleteVolumeResult> {
+  async deleteVolume(org: string, name: string): Promise<Port.DeleteVolumeResult> {
+    return this.inOrg(org, function* (tx): TxSteps<Port.DeleteVolumeResult> {
       const row = yield* first(volume(tx, org, name));
       if (!row) return { status: "not_found" };
       const templates = yield* namesOf(
@@ -278,12 +246,12 @@ export class SqlSandboxes extends SandboxRepo implements SandboxesRepo {
     });
   }
 
-  async createTemplate(org: string, input: TemplateInput): Promise<CreateTemplateResult> {
+  async createTemplate(org: string, input: Port.TemplateInput): Promise<Port.CreateTemplateResult> {
     const now = new Date().toISOString();
     const { volume_mounts, resources, ...fields } = input;
     const { cpu, memory, storage = null } = resources;
     const row = { ...fields, org_id: org, cpu, memory, storage, created_at: now, updated_at: now };
-    return this.inOrg(org, function* (tx, dialect): TxSteps<CreateTemplateResult> {
+    return this.inOrg(org, function* (tx, dialect): TxSteps<Port.CreateTemplateResult> {
       if (yield* first(templateRow(tx, org, input.name))) return { status: "name_taken" };
       const mountRows: Insertable<Tables["sandbox_template_mounts"]>[] = [];
       const missing: string[] = [];
@@ -301,13 +269,16 @@ export class SqlSandboxes extends SandboxRepo implements SandboxesRepo {
     });
   }
 
-  async getTemplate(org: string, name: string): Promise<TemplateRecord | null> {
+  async getTemplate(org: string, name: string): Promise<Port.TemplateRecord | null> {
     const { db } = this.database;
     const row = await templateRow(db, org, name).executeTakeFirst();
     return row ? toTemplate(row, await mounts(db, [row.id]).execute()) : null;
   }
 
-  async listTemplates(org: string, query: SandboxListQuery): Promise<SandboxPage<TemplateRecord>> {
+  async listTemplates(
+    org: string,
+    query: Port.SandboxListQuery,
+  ): Promise<Port.SandboxPage<Port.TemplateRecord>> {
     return this.transaction(function* (tx) {
       const templates = tx.selectFrom("sandbox_templates").selectAll().where("org_id", "=", org);
       const { items, hasMore } = toPage(yield* all(pageQuery(templates, "sandbox_templates", query)), query);
@@ -318,9 +289,9 @@ export class SqlSandboxes extends SandboxRepo implements SandboxesRepo {
     });
   }
 
-  async renameTemplate(org: string, name: string, newName: string): Promise<RenameTemplateResult> {
+  async renameTemplate(org: string, name: string, newName: string): Promise<Port.RenameTemplateResult> {
     const updatedAt = new Date().toISOString();
-    return this.inOrg(org, function* (tx, dialect): TxSteps<RenameTemplateResult> {
+    return this.inOrg(org, function* (tx, dialect): TxSteps<Port.RenameTemplateResult> {
       const row = yield* first(templateRow(tx, org, name));
       if (!row) return { status: "not_found" };
       if (newName === row.name) return { status: "updated", template: yield* withMounts(tx, row) };
@@ -333,8 +304,8 @@ export class SqlSandboxes extends SandboxRepo implements SandboxesRepo {
     });
   }
 
-  async deleteTemplate(org: string, name: string): Promise<DeleteTemplateResult> {
-    return this.inOrg(org, function* (tx): TxSteps<DeleteTemplateResult> {
+  async deleteTemplate(org: string, name: string): Promise<Port.DeleteTemplateResult> {
+    return this.inOrg(org, function* (tx): TxSteps<Port.DeleteTemplateResult> {
       const row = yield* first(templateRow(tx, org, name));
       if (!row) return { status: "not_found" };
       // Warm pool members count as their pool.
@@ -354,8 +325,8 @@ export class SqlSandboxes extends SandboxRepo implements SandboxesRepo {
 type BoxRow = Row<"sandbox_boxes"> & { template_name: string | null };
 type PoolRow = Row<"sandbox_pools"> & { template_name: string };
 
-const toBox = ({ seq: _, ...box }: BoxRow): BoxRecord => box as BoxRecord;
-const toPool = ({ seq: _, ...pool }: PoolRow): PoolRecord => pool;
+const toBox = ({ seq: _, ...box }: BoxRow): Port.BoxRecord => box as Port.BoxRecord;
+const toPool = ({ seq: _, ...pool }: PoolRow): Port.PoolRecord => pool;
 
 const boxes = (ex: Executor) =>
   ex
@@ -395,11 +366,11 @@ function* nameTaken(tx: Executor, org: string, name: string, exceptId = ""): TxS
   return (yield* first(named.where("id", "<>", exceptId))) !== undefined;
 }
 
-export class SqlSandboxBoxes extends SandboxRepo implements SandboxBoxesRepo {
-  async createBox(org: string, input: BoxInput): Promise<CreateBoxResult> {
+export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRepo {
+  async createBox(org: string, input: Port.BoxInput): Promise<Port.CreateBoxResult> {
     const now = new Date().toISOString();
     const { template_name, pool_id = null, ...fields } = input;
-    return this.inOrg(org, function* (tx, dialect): TxSteps<CreateBoxResult> {
+    return this.inOrg(org, function* (tx, dialect): TxSteps<Port.CreateBoxResult> {
       const template_id = (yield* first(templateRow(tx, org, template_name)))?.id;
       if (!template_id) return { status: "template_not_found" };
       if (yield* nameTaken(tx, org, input.name)) return { status: "name_taken" };
@@ -412,8 +383,8 @@ export class SqlSandboxBoxes extends SandboxRepo implements SandboxBoxesRepo {
     });
   }
 
-  async claimWarmBox(org: string, templateName: string, patch: BoxClaim): Promise<ClaimBoxResult> {
-    return this.inOrg(org, function* (tx, dialect): TxSteps<ClaimBoxResult> {
+  async claimWarmBox(org: string, templateName: string, patch: Port.BoxClaim): Promise<Port.ClaimBoxResult> {
+    return this.inOrg(org, function* (tx, dialect): TxSteps<Port.ClaimBoxResult> {
       // Each warm box goes to one create: a box another transaction is claiming (or deleting) is skipped.
       const warm = yield* first(
         dialect.lock(
@@ -437,28 +408,28 @@ export class SqlSandboxBoxes extends SandboxRepo implements SandboxBoxesRepo {
     });
   }
 
-  async getBox(org: string, name: string): Promise<BoxRecord | null> {
+  async getBox(org: string, name: string): Promise<Port.BoxRecord | null> {
     const row = await unpooled(this.database.db, org, name).executeTakeFirst();
     return row ? toBox(row) : null;
   }
 
-  async getBoxById(id: string): Promise<BoxRecord | null> {
+  async getBoxById(id: string): Promise<Port.BoxRecord | null> {
     const row = await boxes(this.database.db).where("b.id", "=", id).executeTakeFirst();
     return row ? toBox(row) : null;
   }
 
-  async listAllBoxes(): Promise<BoxRecord[]> {
+  async listAllBoxes(): Promise<Port.BoxRecord[]> {
     return (await boxes(this.database.db).orderBy("b.seq").execute()).map(toBox);
   }
 
-  async listBoxes(org: string, q: SandboxListQuery): Promise<SandboxPage<BoxRecord>> {
+  async listBoxes(org: string, q: Port.SandboxListQuery): Promise<Port.SandboxPage<Port.BoxRecord>> {
     const unpooled = boxes(this.database.db).where("b.org_id", "=", org).where("b.pool_id", "is", null);
     return page(unpooled, "b", q, toBox);
   }
 
-  async updateBox(org: string, name: string, patch: BoxPatch): Promise<UpdateBoxResult> {
+  async updateBox(org: string, name: string, patch: Port.BoxPatch): Promise<Port.UpdateBoxResult> {
     const updatedAt = new Date().toISOString();
-    return this.inOrg(org, function* (tx): TxSteps<UpdateBoxResult> {
+    return this.inOrg(org, function* (tx): TxSteps<Port.UpdateBoxResult> {
       const box = yield* first(unpooled(tx, org, name));
       if (!box) return { status: "not_found" };
       const taken = patch.name !== undefined && (yield* nameTaken(tx, org, patch.name, box.id));
@@ -471,7 +442,11 @@ export class SqlSandboxBoxes extends SandboxRepo implements SandboxBoxesRepo {
     });
   }
 
-  async setBoxStatus(id: string, status: BoxStatus, message: string | null): Promise<BoxRecord | null> {
+  async setBoxStatus(
+    id: string,
+    status: Port.BoxStatus,
+    message: string | null,
+  ): Promise<Port.BoxRecord | null> {
     const set = { status, status_message: message, updated_at: new Date().toISOString() };
     const row = await boxUpdate(this.database.db, id, set).executeTakeFirst();
     return row ? toBox(row) : null;
@@ -485,7 +460,7 @@ export class SqlSandboxBoxes extends SandboxRepo implements SandboxBoxesRepo {
       .execute();
   }
 
-  async deleteBox(id: string): Promise<BoxRecord | null> {
+  async deleteBox(id: string): Promise<Port.BoxRecord | null> {
     return this.transaction(function* (tx) {
       const row = yield* first(boxes(tx).where("b.id", "=", id));
       if (!row) return null;
@@ -494,9 +469,9 @@ export class SqlSandboxBoxes extends SandboxRepo implements SandboxBoxesRepo {
     });
   }
 
-  async createPool(org: string, input: PoolInput): Promise<CreatePoolResult> {
+  async createPool(org: string, input: Port.PoolInput): Promise<Port.CreatePoolResult> {
     const now = new Date().toISOString();
-    return this.inOrg(org, function* (tx, dialect): TxSteps<CreatePoolResult> {
+    return this.inOrg(org, function* (tx, dialect): TxSteps<Port.CreatePoolResult> {
       const template_id = (yield* first(templateRow(tx, org, input.template_name)))?.id;
       if (!template_id) return { status: "template_not_found" };
       if (yield* first(mounted(tx, "template_id", template_id))) return { status: "template_has_volumes" };
@@ -509,22 +484,22 @@ export class SqlSandboxBoxes extends SandboxRepo implements SandboxBoxesRepo {
     });
   }
 
-  async getPool(org: string, name: string): Promise<PoolRecord | null> {
+  async getPool(org: string, name: string): Promise<Port.PoolRecord | null> {
     const row = await poolNamed(this.database.db, org, name).executeTakeFirst();
     return row ? toPool(row) : null;
   }
 
-  async listPools(org: string, q: SandboxListQuery): Promise<SandboxPage<PoolRecord>> {
+  async listPools(org: string, q: Port.SandboxListQuery): Promise<Port.SandboxPage<Port.PoolRecord>> {
     return page(pools(this.database.db).where("p.org_id", "=", org), "p", q, toPool);
   }
 
-  async listAllPools(): Promise<PoolRecord[]> {
+  async listAllPools(): Promise<Port.PoolRecord[]> {
     return (await pools(this.database.db).orderBy("p.seq").execute()).map(toPool);
   }
 
-  async updatePool(org: string, name: string, patch: PoolPatch): Promise<UpdatePoolResult> {
+  async updatePool(org: string, name: string, patch: Port.PoolPatch): Promise<Port.UpdatePoolResult> {
     const updated_at = new Date().toISOString();
-    return this.inOrg(org, function* (tx): TxSteps<UpdatePoolResult> {
+    return this.inOrg(org, function* (tx): TxSteps<Port.UpdatePoolResult> {
       const pool = yield* first(poolNamed(tx, org, name));
       if (!pool) return { status: "not_found" };
       const renamed = patch.name !== undefined && patch.name !== pool.name;
@@ -535,7 +510,10 @@ export class SqlSandboxBoxes extends SandboxRepo implements SandboxBoxesRepo {
     });
   }
 
-  async deletePool(org: string, name: string): Promise<{ pool: PoolRecord; boxes: BoxRecord[] } | null> {
+  async deletePool(
+    org: string,
+    name: string,
+  ): Promise<{ pool: Port.PoolRecord; boxes: Port.BoxRecord[] } | null> {
     return this.inOrg(org, function* (tx) {
       const row = yield* first(poolNamed(tx, org, name));
       if (!row) return null;
@@ -546,7 +524,7 @@ export class SqlSandboxBoxes extends SandboxRepo implements SandboxBoxesRepo {
     });
   }
 
-  async poolBoxes(poolId: string): Promise<BoxRecord[]> {
+  async poolBoxes(poolId: string): Promise<Port.BoxRecord[]> {
     const members = boxes(this.database.db).where("b.pool_id", "=", poolId).orderBy("b.seq");
     return (await members.execute()).map(toBox);
   }

@@ -4,18 +4,7 @@
  */
 import type { Expression, ExpressionBuilder, SelectQueryBuilder, SqlBool } from "kysely";
 import { conflict } from "../../errors.js";
-import type {
-  JsonObject,
-  OrgId,
-  Thread,
-  ThreadDeletion,
-  ThreadInput,
-  ThreadQuery,
-  ThreadState,
-  ThreadSweep,
-  ThreadsRepo,
-  ThreadTtl,
-} from "../ports.js";
+import type * as Port from "../ports.js";
 import type { RunStatus, ThreadStatus } from "../statuses.js";
 import { copyThreadCheckpoints, deleteThreadCheckpoints, keepLatestCheckpoints } from "./checkpoint-rows.js";
 import { all, changed, type Executor, first, type SqlDatabase, SqlRepo, type TxSteps } from "./database.js";
@@ -36,7 +25,7 @@ export const RUNNING = sql.lit<RunStatus>("running");
 export const IN_FLIGHT = [PENDING, RUNNING];
 
 /** The TTL columns of a thread row. */
-const ttlColumns = (ttl: ThreadTtl | undefined) => ({
+const ttlColumns = (ttl: Port.ThreadTtl | undefined) => ({
   ttl_minutes: ttl?.minutes ?? null,
   ttl_strategy: ttl?.strategy ?? null,
   ttl_swept_at: null,
@@ -44,10 +33,10 @@ const ttlColumns = (ttl: ThreadTtl | undefined) => ({
 
 /** A new thread's row (for `threadInsert`), as `fields` leave it from idle, empty and created `now`. */
 export const newThreadRow = (
-  org: OrgId,
+  org: Port.OrgId,
   threadId: string,
   now: string,
-  ttl: ThreadTtl | undefined,
+  ttl: Port.ThreadTtl | undefined,
   fields: Partial<ThreadRow>,
 ): ThreadRow => ({
   thread_id: threadId,
@@ -73,8 +62,8 @@ export const newThreadRow = (
 const THREAD_COLUMNS = Object.keys(newThreadRow("", "", "", undefined, {})) as (keyof ThreadRow)[];
 
 /** `values` and `error` are SQL NULL until set; a stored JSON null comes back as the text `null`. */
-const toThread = (r: ThreadRow): Thread => {
-  const thread: Thread = recordOf(
+const toThread = (r: ThreadRow): Port.Thread => {
+  const thread: Port.Thread = recordOf(
     r,
     ["org_id", "temporary", "ttl_minutes", "ttl_strategy", "ttl_swept_at", "values", "error"],
     THREAD_JSON,
@@ -92,7 +81,7 @@ const toThread = (r: ThreadRow): Thread => {
 export const threadRow = (
   ex: Executor,
   threadId: string | SelectQueryBuilder<Tables, "runs", { thread_id: string }>,
-  org?: OrgId,
+  org?: Port.OrgId,
 ) =>
   ex
     .selectFrom("threads")
@@ -122,7 +111,7 @@ export const hasRuns = (
 export const deletion = (
   deleted: boolean,
   inFlight: { run_id: string; status: string }[] = [],
-): ThreadDeletion => ({
+): Port.ThreadDeletion => ({
   deleted,
   runningRunIds: inFlight.filter((r) => r.status === "running").map((r) => r.run_id),
   pendingRunIds: inFlight.filter((r) => r.status === "pending").map((r) => r.run_id),
@@ -170,8 +159,12 @@ export function settledStatusExpression(threadId: string, hasNext: boolean, fail
 }
 
 /** Copies and deletions go through checkpoint-rows.ts in this repository's transactions: no checkpointer. */
-export class SqlThreads extends SqlRepo implements ThreadsRepo {
-  async create(org: OrgId, input: ThreadInput, ifExists: "raise" | "do_nothing"): Promise<Thread> {
+export class SqlThreads extends SqlRepo implements Port.ThreadsRepo {
+  async create(
+    org: Port.OrgId,
+    input: Port.ThreadInput,
+    ifExists: "raise" | "do_nothing",
+  ): Promise<Port.Thread> {
     const now = new Date().toISOString();
     const row = newThreadRow(org, input.thread_id, now, input.ttl, {
       metadata: JSON.stringify(input.metadata),
@@ -185,12 +178,17 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
     });
   }
 
-  async get(org: OrgId, threadId: string): Promise<Thread | null> {
+  async get(org: Port.OrgId, threadId: string): Promise<Port.Thread | null> {
     const row = await threadRow(this.database.db, threadId, org).executeTakeFirst();
     return row ? toThread(row) : null;
   }
 
-  async patch(org: OrgId, threadId: string, metadata: JsonObject, ttl?: ThreadTtl): Promise<Thread | null> {
+  async patch(
+    org: Port.OrgId,
+    threadId: string,
+    metadata: Port.JsonObject,
+    ttl?: Port.ThreadTtl,
+  ): Promise<Port.Thread | null> {
     const updatedAt = new Date().toISOString();
     return this.transaction(function* (tx) {
       // The merge is computed here from the locked row: SQLite has no shallow JSON merge (`||` is
@@ -207,7 +205,7 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
     });
   }
 
-  async delete(org: OrgId, threadId: string): Promise<ThreadDeletion> {
+  async delete(org: Port.OrgId, threadId: string): Promise<Port.ThreadDeletion> {
     return this.transaction(function* (tx) {
       if (!(yield* first(this.dialect.lock(threadRow(tx, threadId, org))))) return deletion(false);
       const inFlight = yield* all(runsInFlight(tx, threadId).select(["run_id", "status"]));
@@ -217,7 +215,7 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
   }
 
   /** The threads of `org` a search or count sees (never a stateless run's temporary thread). */
-  #filtered(org: OrgId, q: Partial<ThreadQuery>) {
+  #filtered(org: Port.OrgId, q: Partial<Port.ThreadQuery>) {
     const d = this.dialect;
     return this.database.db
       .selectFrom("threads")
@@ -230,7 +228,7 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
       .$if(Boolean(q.auth), (qb) => qb.where(d.authFilter("metadata", q.auth!)));
   }
 
-  search(org: OrgId, q: ThreadQuery): Promise<{ items: Thread[]; total: number }> {
+  search(org: Port.OrgId, q: Port.ThreadQuery): Promise<{ items: Port.Thread[]; total: number }> {
     return this.searchPage(
       this.#filtered(org, q),
       (qb, order) => qb.select(THREAD_COLUMNS).orderBy(q.sort_by, order),
@@ -239,11 +237,14 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
     );
   }
 
-  count(org: OrgId, q: Pick<ThreadQuery, "metadata" | "values" | "status" | "auth">): Promise<number> {
+  count(
+    org: Port.OrgId,
+    q: Pick<Port.ThreadQuery, "metadata" | "values" | "status" | "auth">,
+  ): Promise<number> {
     return this.countOf(this.#filtered(org, q));
   }
 
-  async copy(org: OrgId, threadId: string, newThreadId: string): Promise<Thread | null> {
+  async copy(org: Port.OrgId, threadId: string, newThreadId: string): Promise<Port.Thread | null> {
     const now = new Date().toISOString();
     return this.transaction(function* (tx) {
       const source = yield* first(threadRow(tx, threadId, org));
@@ -257,13 +258,14 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
         updated_at: now,
         ttl_swept_at: null,
       };
-      if (!(yield* insertThread(this.database, row))) throw conflict(`Thread ${newThreadId} already exists`);
+      if (!(yield* insertThread(this.database, row)))
+        throw conflict(`Thread ${newThreadId} already exists`);
       yield* copyThreadCheckpoints(tx, threadId, newThreadId);
       return toThread(row);
     });
   }
 
-  async recordState(org: OrgId, threadId: string, state: ThreadState): Promise<void> {
+  async recordState(org: Port.OrgId, threadId: string, state: Port.ThreadState): Promise<void> {
     const values = JSON.stringify(state.values ?? null);
     const interrupts = JSON.stringify(state.interrupts);
     const now = new Date().toISOString();
@@ -286,7 +288,7 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
     });
   }
 
-  async bindGraph(org: OrgId, threadId: string, graphId: string, assistantId: string): Promise<void> {
+  async bindGraph(org: Port.OrgId, threadId: string, graphId: string, assistantId: string): Promise<void> {
     await this.patch(org, threadId, { graph_id: graphId, assistant_id: assistantId });
   }
 
@@ -296,7 +298,7 @@ export class SqlThreads extends SqlRepo implements ThreadsRepo {
    * admission) holds is left to it, so each expiry happens once; a thread an admission made busy after
    * the statement's snapshot is re-checked on its new row version when locked (status), and excluded.
    */
-  async sweepExpired(now: number, limit: number): Promise<ThreadSweep> {
+  async sweepExpired(now: number, limit: number): Promise<Port.ThreadSweep> {
     const d = this.dialect;
     return this.transaction(function* (tx) {
       const expired = yield* all(
