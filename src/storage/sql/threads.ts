@@ -258,8 +258,7 @@ export class SqlThreads extends SqlRepo implements Port.ThreadsRepo {
         updated_at: now,
         ttl_swept_at: null,
       };
-      if (!(yield* insertThread(this.database, row)))
-        throw conflict(`Thread ${newThreadId} already exists`);
+      if (!(yield* insertThread(this.database, row))) throw conflict(`Thread ${newThreadId} already exists`);
       yield* copyThreadCheckpoints(tx, threadId, newThreadId);
       return toThread(row);
     });
