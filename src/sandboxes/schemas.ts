@@ -165,33 +165,44 @@ export const PoolPatch = z.object({
 
 export const SandboxIdPath = z.object({ id: z.string() });
 
-const Env = z.record(z.string(), z.string());
+/** Text a command carries (its line, shell, directory, environment): a NUL byte cannot reach a process. */
+const text = () => str().refine((s) => !s.includes("\0"), "must not contain a NUL byte");
+/** Variables as a shell names them: commands get them through `export`. */
+const Env = z.record(
+  z
+    .string()
+    .regex(
+      /^[A-Za-z_][A-Za-z0-9_]*$/,
+      "environment names are letters, digits and _, not starting with a digit",
+    ),
+  text(),
+);
 
 export const ExecuteBody = z.object({
-  command: str().min(1, "command must not be empty"),
+  command: text().min(1, "command must not be empty"),
   /** Seconds; the command is killed when it runs longer. */
   timeout: z
     .number()
     .positive()
     .max(24 * 3600)
     .default(60),
-  shell: str().min(1).default("/bin/bash"),
+  shell: text().min(1).default("/bin/bash"),
   env: Env.nullish(),
-  cwd: str().min(1).nullish(),
+  cwd: text().min(1).nullish(),
 });
 
 /** The first frame of `/execute/ws`: a new command, or a reconnect to a running one. */
 export const WsExecute = z.object({
   type: z.literal("execute"),
-  command: str().min(1, "command must not be empty"),
+  command: text().min(1, "command must not be empty"),
   timeout_seconds: z
     .number()
     .positive()
     .max(24 * 3600)
     .default(60),
-  shell: str().min(1).default("/bin/bash"),
+  shell: text().min(1).default("/bin/bash"),
   env: Env.nullish(),
-  cwd: str().min(1).nullish(),
+  cwd: text().min(1).nullish(),
   command_id: z.string().min(1).max(128).nullish(),
   idle_timeout_seconds: z.number().min(0).default(300),
   kill_on_disconnect: z.boolean().default(false),

@@ -123,6 +123,31 @@ export function sandboxRuntimeSuite(engine: "bwrap" | "runsc") {
       // env and cwd reach the command.
       const r = await first.run('echo "$GREETING from $(pwd)"', { env: { GREETING: "hello" }, cwd: "/tmp" });
       assert.deepEqual(r, succeeded("hello from /tmp\n"));
+      // Values reach the command as they are, quotes and dollars included; a missing cwd fails the command.
+      const quoted = await first.run('printf "%s" "$Q"', { env: { Q: `it's "$HOME" \\ $(x)` } });
+      assert.deepEqual(quoted, succeeded(`it's "$HOME" \\ $(x)`));
+      const noDir = await first.run("pwd", { cwd: "/no/such/dir" });
+      assert.notEqual(noDir.exit_code, 0);
+      assert.match(noDir.stderr, /\/no\/such\/dir/);
+      // What cannot reach a process is refused by name.
+      for (const [body, field] of [
+        [{ command: "env", env: { "NOT-A-NAME": "x" } }, "env"],
+        [{ command: "echo \u0000" }, "command"],
+        [{ command: "env", env: { A: "nul\u0000" } }, "env"],
+        [{ command: "pwd", cwd: "/tmp\u0000" }, "cwd"],
+      ] as const) {
+        const bad = await fetch(`${first.dataplane_url}/execute`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
+        assert.equal(bad.status, 422, JSON.stringify(body));
+        const detail = (await bad.json()).detail as { loc: string[]; msg: string }[];
+        assert.ok(
+          detail.some((d) => d.loc.includes(field)),
+          JSON.stringify(detail),
+        );
+      }
     });
 
     test("streaming: started, stdout/stderr with byte offsets, input, kill and reconnect", T, async () => {

@@ -2,29 +2,32 @@
  * The bubblewrap engine: Linux namespaces on the host kernel, no container engine.
  *
  * The init (after host-driver.ts's holder mounted the overlays): bwrap --unshare-pid/net/ipc/uts/cgroup
- * --cap-drop ALL → pid 1 (bwrap's reaper) → `sh -c 'read _'`. When the server's pipe closes the read
- * ends, pid 1 exits and the kernel kills every process of the sandbox's pid namespace
+ * --cap-drop ALL, the template's volumes bound at their mount paths → pid 1 (bwrap's reaper) → the
+ * sandbox's command starter (STARTER, run by the image's /bin/sh). When the server's pipe closes the
+ * starter's read ends, pid 1 exits and the kernel kills every process of the sandbox's pid namespace
  * (`--die-with-parent` does the same from the other side).
  *
- * Each command: sh (joins the cgroups) → nsenter (the holder's mount namespace, the init's
- * net/ipc/uts/cgroup namespaces) → bwrap (its pid namespace, a fresh mount namespace with the same
- * merged root, the template's volumes bound at their mount paths, every capability dropped,
- * no_new_privs) → `shell -c command`. The spawn is its own process group, which is what a timeout or
- * a `kill` kills.
+ * Commands are not spawned from the host (a spawn through nsenter and bwrap costs three program starts
+ * and a mount namespace per command): the server writes each command as a script into the sandbox's
+ * io directory (the host's `<state>/<id>/io`, bound read-only at /dev/.hangar, so nothing the sandbox
+ * does can make the server write elsewhere) with three FIFOs for its stdin, stdout and stderr, and sends
+ * its id to the starter, which forks it into the background and reports its pid and, later, its exit
+ * code on its stdout. The command is already in the sandbox's namespaces and cgroups, without
+ * capabilities and with no_new_privs, as everything under bwrap's pid 1 is. A kill sends SIGKILL to
+ * the command's whole process tree, found from the host through /proc.
  *
  * What it does not give: a user namespace (uid 0 inside is uid 0 on the host, without capabilities)
  * and a seccomp filter; the host kernel's whole system call surface is reachable.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, existsSync, openSync } from "node:fs";
-import type { ExecRequest, SandboxSpec } from "../provisioner.js";
-import {
-  type EngineCommand,
-  HostSandboxDriver,
-  JOIN_CGROUPS,
-  killGroup,
-  type Running,
-} from "./host-driver.js";
+import { type ChildProcess, execFile, execFileSync } from "node:child_process";
+import { constants, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { rm, writeFile } from "node:fs/promises";
+import { Socket } from "node:net";
+import path from "node:path";
+import { createInterface } from "node:readline";
+import { PassThrough, Writable } from "node:stream";
+import type { ExecProcess, ExecRequest, SandboxSpec } from "../provisioner.js";
+import { HostSandboxDriver, type Running } from "./host-driver.js";
 
 /**
  * Kernel knobs under /proc that root may write by file mode alone (no capability needed): made
@@ -33,31 +36,125 @@ import {
 const READ_ONLY_PROC = ["sys", "sysrq-trigger", "irq", "bus", "fs"];
 /** /proc files that leak host information: hidden behind /dev/null (those this kernel has). */
 const MASKED_PROC = ["kcore", "keys", "timer_list", "sched_debug", "latency_stats"];
-/** The sandbox's view, for its init and each command alike: its merged root, a /proc, a /dev. */
-const sandboxRoot = (root: string): string[] => [
-  "--bind",
-  root,
-  "/",
-  "--proc",
-  "/proc",
-  ...READ_ONLY_PROC.flatMap((p) => ["--ro-bind-try", `/proc/${p}`, `/proc/${p}`]),
-  ...MASKED_PROC.filter((p) => existsSync(`/proc/${p}`)).flatMap((p) => [
-    "--ro-bind",
-    "/dev/null",
-    `/proc/${p}`,
-  ]),
-  "--dev",
-  "/dev",
-];
+/** Where the sandbox sees its io directory (in bwrap's /dev, a tmpfs: nothing lands in its files). */
+const IO_IN_SANDBOX = "/dev/.hangar";
+
+/**
+ * The command starter, the sandbox's pid 2. For each command id it reads, it runs the command's script
+ * in the background with its FIFOs as stdio, and says on fd 3 (its stdout, the server's pipe; commands
+ * do not inherit it) `pid <id> <pid>` at once, `open <id>` once the command holds its FIFOs (the
+ * server then may end its stdin) and `done <id> <code>` when the script's shell exits.
+ */
+const STARTER = `exec 3>&1 >/dev/null
+io=${IO_IN_SANDBOX}
+while read -r id; do
+  { ( exec <"$io/$id/in" >"$io/$id/out" 2>"$io/$id/err"; echo "open $id" >&3; exec 3>&-; . "$io/$id/run" )
+    echo "done $id $?" >&3; } &
+  echo "pid $id $!" >&3
+done`;
+/** FIFO triples made ahead (one `sh` for many), so a command does not wait for them. */
+const FIFO_BATCH = 16;
+
+/** A shell word: the text single-quoted. */
+const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+
+/** What the starter says of a command. */
+interface CommandEvents {
+  onPid(pid: number): void;
+  onOpen(): void;
+  onDone(code: number): void;
+}
+
+/** The starter's side of a sandbox, on the server. */
+class Starter {
+  readonly #pending = new Map<string, CommandEvents>();
+  readonly #ready: string[] = [];
+  #refilling: Promise<void> | null = null;
+  #dead = false;
+  #next = 0;
+
+  constructor(
+    readonly init: ChildProcess,
+    readonly ioDir: string,
+  ) {
+    createInterface({ input: init.stdout! }).on("line", (line) => {
+      const [what, id, value] = line.split(" ");
+      const command = this.#pending.get(id ?? "");
+      if (what === "pid") command?.onPid(Number(value));
+      else if (what === "open") command?.onOpen();
+      else if (what === "done") command?.onDone(Number(value));
+    });
+    init.once("exit", () => {
+      this.#dead = true;
+      for (const command of this.#pending.values()) command.onDone(137); // the sandbox died with it
+    });
+    init.stdin!.on("error", () => {}); // written to after the sandbox died: its commands end as above
+    this.refill();
+  }
+
+  /** Makes FIFO_BATCH more io directories (in, out, err FIFOs) unless a refill is under way. */
+  refill(): Promise<void> {
+    if (this.#dead) return Promise.resolve();
+    this.#refilling ??= new Promise<void>((resolve) => {
+      const dirs = Array.from({ length: FIFO_BATCH }, () => path.join(this.ioDir, `c${this.#next++}`));
+      const script = 'for d; do mkdir -m 700 "$d" && mkfifo -m 600 "$d/in" "$d/out" "$d/err"; done';
+      execFile("/bin/sh", ["-c", script, "sh", ...dirs], (err) => {
+        if (!err) this.#ready.push(...dirs.map((d) => path.basename(d)));
+        this.#refilling = null;
+        resolve();
+      });
+    });
+    return this.#refilling;
+  }
+
+  /** An io directory for a command, made now if none is ready. */
+  take(): string {
+    if (this.#ready.length <= FIFO_BATCH / 2) void this.refill();
+    const id = this.#ready.shift();
+    if (id) return id;
+    const made = `c${this.#next++}`;
+    const dir = path.join(this.ioDir, made);
+    mkdirSync(dir, { mode: 0o700 });
+    execFileSync("mkfifo", ["-m", "600", `${dir}/in`, `${dir}/out`, `${dir}/err`]);
+    return made;
+  }
+
+  /** The sandbox stopped: no more io directories are made (resolves once one under way is done). */
+  async stop(): Promise<void> {
+    this.#dead = true;
+    await this.#refilling;
+  }
+
+  start(id: string, handlers: CommandEvents): void {
+    if (this.#dead) {
+      handlers.onDone(137);
+      return;
+    }
+    this.#pending.set(id, handlers);
+    this.init.stdin!.write(`${id}\n`);
+  }
+
+  forget(id: string): void {
+    this.#pending.delete(id);
+    void rm(path.join(this.ioDir, id), { recursive: true, force: true });
+  }
+}
 
 export class BwrapDriver extends HostSandboxDriver {
   readonly engine = "bwrap";
   protected readonly tools = {
-    names: ["bwrap", "unshare", "nsenter", "mount"],
-    packages: "bubblewrap util-linux mount",
+    names: ["bwrap", "unshare", "mount", "mkfifo"],
+    packages: "bubblewrap util-linux mount coreutils",
   };
 
-  protected initCommand(spec: SandboxSpec, { root }: { root: string }) {
+  #ioDir(id: string): string {
+    return path.join(this.dir(id), "io");
+  }
+
+  protected async initCommand(spec: SandboxSpec, { root }: { root: string }) {
+    // Made afresh on every boot, by the server alone: the sandbox sees it read-only.
+    await rm(this.#ioDir(spec.id), { recursive: true, force: true });
+    mkdirSync(this.#ioDir(spec.id), { mode: 0o700 });
     const argv = [
       "bwrap",
       "--unshare-pid",
@@ -72,18 +169,43 @@ export class BwrapDriver extends HostSandboxDriver {
       spec.hostname,
       "--info-fd",
       "3",
-      ...sandboxRoot(root),
+      "--bind",
+      root,
+      "/",
+      "--proc",
+      "/proc",
+      ...READ_ONLY_PROC.flatMap((p) => ["--ro-bind-try", `/proc/${p}`, `/proc/${p}`]),
+      ...MASKED_PROC.filter((p) => existsSync(`/proc/${p}`)).flatMap((p) => [
+        "--ro-bind",
+        "/dev/null",
+        `/proc/${p}`,
+      ]),
+      "--dev",
+      "/dev",
+      "--ro-bind",
+      this.#ioDir(spec.id),
+      IO_IN_SANDBOX,
+      ...spec.mounts.flatMap((m) => ["--bind", this.opts.volumePath(m.volumeId), m.mountPath]),
       "--clearenv",
+      "--setenv",
+      "PATH",
+      "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
       "--",
       "/bin/sh",
       "-c",
-      "read _",
+      STARTER,
     ];
     return { argv, fds: 1 };
   }
 
+  /** Its io directory is made by the server alone: nothing may be added once the sandbox's files go. */
+  protected override async afterHalt(_id: string, handle: unknown): Promise<void> {
+    await (handle as { starter: Starter } | undefined)?.starter.stop();
+  }
+
   /** bwrap writes `{"child-pid": N, ...}` to its info fd once the namespaces exist: pid 1's host pid. */
-  protected started(init: ChildProcess): Promise<number> {
+  protected started(init: ChildProcess, spec: SandboxSpec): Promise<{ pid1: number; starter: Starter }> {
+    const starter = new Starter(init, this.#ioDir(spec.id));
     return new Promise((resolve, reject) => {
       const info = init.stdio[3] as NodeJS.ReadableStream;
       let text = "";
@@ -94,56 +216,161 @@ export class BwrapDriver extends HostSandboxDriver {
         const match = /"child-pid":\s*(\d+)/.exec(text);
         if (match) {
           init.off("exit", onExit);
-          resolve(Number(match[1]));
+          resolve({ pid1: Number(match[1]), starter });
         }
       });
       init.once("exit", onExit);
     });
   }
 
-  protected command(running: Running, request: ExecRequest, env: Record<string, string>): EngineCommand {
-    const pid1 = running.handle as number;
-    const ns = (kind: string) => `/proc/${pid1}/ns/${kind}`;
-    const pidns = openSync(ns("pid"), "r");
-    const child = spawn(
-      "/bin/sh",
-      [
-        "-c",
-        JOIN_CGROUPS,
-        "hangar-exec",
-        ...running.cgroupProcs,
-        "--",
-        "nsenter",
-        `--mount=/proc/${running.init.pid}/ns/mnt`,
-        `--net=${ns("net")}`,
-        `--ipc=${ns("ipc")}`,
-        `--uts=${ns("uts")}`,
-        `--cgroup=${ns("cgroup")}`,
-        "--",
-        "bwrap",
-        // Joined by bwrap itself (fd 3), not nsenter: bwrap only mounts a fresh /proc for a pid namespace it set up.
-        "--pidns",
-        "3",
-        // No --die-with-parent: to join the pid namespace bwrap forks an intermediate process that exits
-        // at once, and a command whose parent-death signal was bound to it before it exited (a race a
-        // loaded machine loses) was killed at start (exit 137). The command needs none: it lives in the
-        // sandbox's pid namespace, which dies with the sandbox's init, and so with the server.
-        "--cap-drop",
-        "ALL",
-        ...sandboxRoot(running.root),
-        ...running.spec.mounts.flatMap((m) => ["--bind", this.opts.volumePath(m.volumeId), m.mountPath]),
-        "--clearenv",
-        ...Object.entries(env).flatMap(([k, v]) => ["--setenv", k, v]),
-        "--chdir",
-        request.cwd,
-        "--",
-        request.shell,
-        "-c",
-        request.command,
-      ],
-      { detached: true, stdio: ["pipe", "pipe", "pipe", pidns], env: this.limitEnv(running.spec) },
+  protected command(running: Running, request: ExecRequest, env: Record<string, string>): ExecProcess {
+    const { pid1, starter } = running.handle as { pid1: number; starter: Starter };
+    const id = starter.take();
+    const dir = path.join(starter.ioDir, id);
+    const run = [
+      ...Object.entries(env).map(([k, v]) => `export ${k}=${quote(v)}`),
+      `cd -- ${quote(request.cwd)} || exit 1`,
+      `exec ${quote(request.shell)} -c ${quote(request.command)}`,
+    ].join("\n");
+    // Held open read-write: no reader sees end-of-file before the command opens its end, and opening
+    // never waits for it. stdin ends when the server closes its end.
+    const fifo = (name: string, direction: "readable" | "writable") =>
+      new Socket({
+        fd: openSync(path.join(dir, name), constants.O_RDWR | constants.O_NONBLOCK),
+        readable: direction === "readable",
+        writable: direction === "writable",
+      });
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    const [outFifo, errFifo, inFifo] = [
+      fifo("out", "readable"),
+      fifo("err", "readable"),
+      fifo("in", "writable"),
+    ];
+    outFifo.pipe(stdout, { end: false });
+    errFifo.pipe(stderr, { end: false });
+    for (const s of [outFifo, errFifo, inFifo]) s.on("error", () => {});
+    // The command's stdin ends when the server closes its end, which must wait until the command
+    // has opened its own: a FIFO with no writer when its reader opens it would block that open.
+    let opened = false;
+    let ended = false;
+    const closeStdin = () => {
+      if (opened && ended) inFifo.destroy();
+    };
+    const stdin = new Writable({
+      write: (chunk, _encoding, done) => {
+        if (inFifo.destroyed) return done();
+        inFifo.write(chunk, () => done());
+      },
+      final: (done) => {
+        ended = true;
+        closeStdin();
+        done();
+      },
+    });
+    stdin.on("error", () => {});
+
+    let pid: number | null = null;
+    let killRequested = false;
+    let settle!: (code: number) => void;
+    const exited = new Promise<number>((resolve) => {
+      settle = resolve;
+    });
+    let settled = false;
+    const finish = (code: number) => {
+      if (settled) return;
+      settled = true;
+      // What the command wrote before it exited is in the FIFOs: read it (one more poll), then end.
+      setTimeout(() =>
+        setImmediate(() => {
+          for (const [fifoEnd, pass] of [
+            [outFifo, stdout],
+            [errFifo, stderr],
+          ] as const) {
+            fifoEnd.unpipe(pass);
+            fifoEnd.destroy();
+            pass.end();
+          }
+          inFifo.destroy();
+          starter.forget(id);
+        }),
+      );
+      settle(code);
+    };
+    const killTree = () => {
+      if (pid !== null) killSandboxTree(pid1, pid, running.cgroupProcs[0]);
+    };
+    void writeFile(path.join(dir, "run"), run, { mode: 0o600 }).then(
+      () =>
+        starter.start(id, {
+          onPid: (p) => {
+            pid = p;
+            if (killRequested) killTree();
+          },
+          onOpen: () => {
+            opened = true;
+            closeStdin();
+          },
+          onDone: finish,
+        }),
+      () => finish(127),
     );
-    closeSync(pidns);
-    return { child, kill: () => killGroup(child) };
+    return {
+      stdout,
+      stderr,
+      stdin,
+      exited,
+      kill() {
+        killRequested = true;
+        killTree();
+        finish(137);
+      },
+    };
+  }
+}
+
+/**
+ * SIGKILL to a process of the sandbox (`nsPid`, its pid inside) and everything it started, found
+ * through /proc: the sandbox's host processes (its cgroup's, else all) whose pid namespace is pid 1's.
+ */
+function killSandboxTree(pid1: number, nsPid: number, cgroupProcs: string | undefined): void {
+  let pidNs: string;
+  try {
+    pidNs = readlinkSync(`/proc/${pid1}/ns/pid`);
+  } catch {
+    return; // the sandbox is gone, and its processes with it
+  }
+  const hostPids = (() => {
+    try {
+      if (cgroupProcs) return readFileSync(cgroupProcs, "utf8").split("\n").filter(Boolean);
+    } catch {}
+    return readdirSync("/proc").filter((p) => /^\d+$/.test(p));
+  })();
+  const parentOf = new Map<string, string>();
+  let root: string | undefined;
+  for (const hostPid of hostPids) {
+    try {
+      if (readlinkSync(`/proc/${hostPid}/ns/pid`) !== pidNs) continue;
+      const status = readFileSync(`/proc/${hostPid}/status`, "utf8");
+      parentOf.set(hostPid, /^PPid:\s+(\d+)/m.exec(status)?.[1] ?? "");
+      const nsPids = /^NSpid:\s+(.+)$/m.exec(status)?.[1]?.trim().split(/\s+/) ?? [];
+      if (Number(nsPids.at(-1)) === nsPid) root = hostPid;
+    } catch {} // exited meanwhile
+  }
+  if (!root) return;
+  const doomed = new Set([root]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [child, parent] of parentOf) {
+      if (!doomed.has(child) && doomed.has(parent)) {
+        doomed.add(child);
+        grew = true;
+      }
+    }
+  }
+  for (const hostPid of doomed) {
+    try {
+      process.kill(Number(hostPid), "SIGKILL");
+    } catch {}
   }
 }

@@ -19,14 +19,14 @@ import { randomUUID } from "node:crypto";
 import { readFileSync, rmSync } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import type { ExecRequest, SandboxSpec } from "../provisioner.js";
+import type { ExecProcess, ExecRequest, SandboxSpec } from "../provisioner.js";
 import {
   DEFAULT_PATH,
-  type EngineCommand,
   HostSandboxDriver,
   killGroup,
   onPath,
   type Running,
+  spawnedCommand,
 } from "./host-driver.js";
 
 /** Docker's default capabilities: what root in a container is expected to be able to do. */
@@ -146,29 +146,35 @@ export class GvisorDriver extends HostSandboxDriver {
 
   /** runsc gives no sign once the container runs: the probe that follows tries again until it does. */
   protected async started(init: ChildProcess): Promise<null> {
+    init.stdout!.resume(); // the init says nothing there
     if (init.exitCode !== null || init.signalCode !== null) throw new Error("exited");
     return null;
   }
 
-  protected command(running: Running, request: ExecRequest, env: Record<string, string>): EngineCommand {
+  protected command(running: Running, request: ExecRequest, env: Record<string, string>): ExecProcess {
     const id = running.spec.id;
     const pidFile = path.join(this.dir(id), "bundle", `exec-${randomUUID()}.pid`);
     const argv = this.#runsc(
       "exec",
-      "--cwd",
-      request.cwd,
       ...Object.entries(env).flatMap(([k, v]) => ["--env", `${k}=${v}`]),
       "--internal-pid-file",
       pidFile,
       id,
+      // The image's sh changes directory (runsc's --cwd fails a missing one with 128 and no message),
+      // so a command fails the same way on every engine: exit 1, the shell saying why.
+      "/bin/sh",
+      "-c",
+      'cd -- "$1" || exit 1; shift; exec "$@"',
+      "sh",
+      request.cwd,
       request.shell,
       "-c",
       request.command,
     );
     const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ["pipe", "pipe", "pipe"] });
-    return {
+    return spawnedCommand(
       child,
-      kill: () => {
+      () => {
         killGroup(child);
         let pid: number;
         try {
@@ -181,12 +187,12 @@ export class GvisorDriver extends HostSandboxDriver {
         const killer = this.#runsc("exec", id, "/bin/sh", "-c", `kill -9 -${pid} ${pid}`);
         spawn(killer[0]!, killer.slice(1), { stdio: "ignore" }).on("error", () => {});
       },
-      cleanUp: () => rmSync(pidFile, { force: true }),
-    };
+      () => rmSync(pidFile, { force: true }),
+    );
   }
 
   /** `runsc run` was killed: its state entry stays until deleted. */
-  protected override async afterHalt(id: string): Promise<void> {
+  protected override async afterHalt(id: string, _handle: unknown): Promise<void> {
     const argv = this.#runsc("delete", "--force", id);
     await new Promise<void>((resolve) => {
       spawn(argv[0]!, argv.slice(1), { stdio: "ignore" })

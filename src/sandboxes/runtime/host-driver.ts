@@ -83,16 +83,10 @@ export interface Running {
   root: string;
   /** The engine's own handle (bwrap: pid 1's host pid). */
   handle: unknown;
+  /** Commands ran in it (its boot's probe passed): from then on, its init's exit is news. */
+  ready: boolean;
   stopping: boolean;
   exited: Promise<void>;
-}
-
-/** A command the engine spawned: its host process and how to kill what it started. */
-export interface EngineCommand {
-  child: ChildProcess;
-  kill(): void;
-  /** Called once the command has exited. */
-  cleanUp?(): void;
 }
 
 export abstract class HostSandboxDriver implements SandboxDriver {
@@ -123,14 +117,14 @@ export abstract class HostSandboxDriver implements SandboxDriver {
   protected readonly enginePlacesCgroups: boolean = false;
   /** Resolves with the engine's handle once the init runs; rejects when it exits first. */
   protected abstract started(init: ChildProcess, spec: SandboxSpec): Promise<unknown>;
-  /** Spawns `request` in the running sandbox, with the environment given. */
+  /** Starts `request` in the running sandbox, with the environment given. */
   protected abstract command(
     running: Running,
     request: ExecRequest,
     env: Record<string, string>,
-  ): EngineCommand;
+  ): ExecProcess;
   /** After the init was killed: whatever the engine keeps of a sandbox beyond its processes. */
-  protected async afterHalt(_id: string): Promise<void> {}
+  protected async afterHalt(_id: string, _handle: unknown): Promise<void> {}
   /** Before the first boot: whatever a crashed server's engine left. */
   protected async cleanStale(): Promise<void> {}
   /** A probe that failed this early may mean the engine is not ready yet: it is tried again. */
@@ -227,7 +221,7 @@ export abstract class HostSandboxDriver implements SandboxDriver {
         ...engineInit.argv,
       ],
       {
-        stdio: ["pipe", "ignore", "pipe", ...Array<"pipe">(engineInit.fds).fill("pipe")],
+        stdio: ["pipe", "pipe", "pipe", ...Array<"pipe">(engineInit.fds).fill("pipe")],
         env: this.limitEnv(spec),
       },
     );
@@ -250,7 +244,7 @@ export abstract class HostSandboxDriver implements SandboxDriver {
     } catch {
       init.kill("SIGKILL");
       await stderrEnded;
-      await this.afterHalt(spec.id).catch(() => {});
+      await this.afterHalt(spec.id, undefined).catch(() => {});
       await this.#cgroups?.remove(spec.id).catch(() => {});
       throw new Error(`the sandbox did not start: ${stderr.trim() || "its init exited"}`);
     }
@@ -261,6 +255,7 @@ export abstract class HostSandboxDriver implements SandboxDriver {
       cgroupProcs,
       root,
       handle,
+      ready: false,
       stopping: false,
       exited,
     };
@@ -268,7 +263,10 @@ export abstract class HostSandboxDriver implements SandboxDriver {
     void exited.then(() => {
       if (this.#running.get(spec.id) !== running) return;
       this.#running.delete(spec.id);
-      if (!running.stopping) this.opts.onExit?.(spec.id, stderr.trim() || "the sandbox's init exited");
+      // An init that exits during its boot fails the boot, which says why.
+      if (running.ready && !running.stopping) {
+        this.opts.onExit?.(spec.id, stderr.trim() || "the sandbox's init exited");
+      }
     });
 
     // Ready means a command runs: this checks the image's shell and the whole exec path once.
@@ -276,7 +274,10 @@ export abstract class HostSandboxDriver implements SandboxDriver {
       const { code, stderr: probeErr } = this.#running.has(spec.id)
         ? await this.#probe(spec.id)
         : { code: null, stderr: "" };
-      if (code === 0) return;
+      if (code === 0) {
+        running.ready = true;
+        return;
+      }
       if (attempt < this.probeRetries && this.#running.has(spec.id)) {
         await new Promise((resolve) => setTimeout(resolve, 10));
         continue;
@@ -364,15 +365,7 @@ export abstract class HostSandboxDriver implements SandboxDriver {
     if (!running) throw new Error(`sandbox ${id} is not running`);
     const { spec, env: imageEnv } = running;
     const env = { PATH: DEFAULT_PATH, HOME: "/root", ...imageEnv, HOSTNAME: spec.hostname, ...request.env };
-    const { child, kill, cleanUp } = this.command(running, request, env);
-    const exited = new Promise<number>((resolve) => {
-      child.once("error", () => resolve(127));
-      child.once("exit", (code, signal) => resolve(code ?? 128 + (SIGNALS[signal ?? ""] ?? 0)));
-    });
-    if (cleanUp) void exited.then(cleanUp);
-    // A write to a command that has exited must not crash the server.
-    child.stdin!.on("error", () => {});
-    return { stdout: child.stdout!, stderr: child.stderr!, stdin: child.stdin!, exited, kill };
+    return this.command(running, request, env);
   }
 
   async stop(id: string): Promise<void> {
@@ -388,14 +381,14 @@ export abstract class HostSandboxDriver implements SandboxDriver {
       running.init.kill("SIGKILL");
       await running.exited;
       this.#running.delete(id);
-      await this.afterHalt(id);
+      await this.afterHalt(id, running.handle);
     }
     await this.#cgroups?.remove(id);
   }
 
   async remove(id: string): Promise<void> {
     await this.stop(id);
-    await rm(this.dir(id), { recursive: true, force: true });
+    await rm(this.dir(id), { recursive: true, force: true, maxRetries: 3 });
   }
 
   async close(): Promise<void> {
@@ -442,6 +435,21 @@ function run(tool: string, args: string[]): Promise<{ code: number | null; stder
     child.once("error", (err) => resolve({ code: null, stderr: err.message }));
     child.once("close", (code) => resolve({ code, stderr }));
   });
+}
+
+/**
+ * A command that is a host process (its spawn): its streams, its exit code (128 + n when killed by
+ * signal n), `kill` as the engine kills what it started, `cleanUp` once it exited.
+ */
+export function spawnedCommand(child: ChildProcess, kill: () => void, cleanUp?: () => void): ExecProcess {
+  const exited = new Promise<number>((resolve) => {
+    child.once("error", () => resolve(127));
+    child.once("exit", (code, signal) => resolve(code ?? 128 + (SIGNALS[signal ?? ""] ?? 0)));
+  });
+  if (cleanUp) void exited.then(cleanUp);
+  // A write to a command that has exited must not crash the server.
+  child.stdin!.on("error", () => {});
+  return { stdout: child.stdout!, stderr: child.stderr!, stdin: child.stdin!, exited, kill };
 }
 
 /** Kills a detached command's whole process group (already gone: nothing to do). */
