@@ -103,6 +103,8 @@ export class ExecutorThreads implements WorkerBus {
       stats: stats.buffer,
       statsRow: i + 1,
     }));
+    // A thread not spawned yet still counts its slots (`/metrics`: idle workers, all available).
+    for (const data of this.#data) stats.row(data.statsRow).setSlots(data.slots);
   }
 
   /** Spawns the threads (once); each starts claiming as soon as it has loaded its graphs and `start` was called. */
