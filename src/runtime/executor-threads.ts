@@ -115,7 +115,9 @@ export class ExecutorThreads implements WorkerBus {
       this.#threads.push(thread);
       thread.ready.then(
         () => this.#startThread(thread),
-        () => undefined, // the thread's exit handler stops the process
+        // Its exit handler then stops the process; this says why.
+        (err: Error) =>
+          this.#log.error("an executor thread could not load its graphs", { error: err.message }),
       );
     }
   }

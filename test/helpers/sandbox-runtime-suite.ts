@@ -218,9 +218,17 @@ export function sandboxRuntimeSuite(engine: "bwrap" | "runsc") {
       });
       assert.equal(res.status, 408);
       assert.equal((await res.json()).detail.error, "CommandTimeout");
+      // Killed before it could have started: it does not start later.
+      const early = await fetch(`${first.dataplane_url}/execute`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ command: "sleep 32", timeout: 0.001 }),
+      });
+      assert.equal(early.status, 408);
+      await new Promise((r) => setTimeout(r, 300));
       // The killed commands' processes are gone from the sandbox.
       const ps = await first.run("ps -eo args");
-      assert.doesNotMatch(ps.stdout, /sleep 3[01]/);
+      assert.doesNotMatch(ps.stdout, /sleep 3[012]/);
     });
 
     test("a sandbox cannot reach the network or the host's files outside its mounts", T, async () => {

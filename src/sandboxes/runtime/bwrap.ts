@@ -20,11 +20,19 @@
  * and a seccomp filter; the host kernel's whole system call surface is reachable.
  */
 import { type ChildProcess, execFile, execFileSync } from "node:child_process";
-import { constants, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+} from "node:fs";
 import { rm, writeFile } from "node:fs/promises";
 import { Socket } from "node:net";
 import path from "node:path";
-import { createInterface } from "node:readline";
 import { PassThrough, Writable } from "node:stream";
 import type { ExecProcess, ExecRequest, SandboxSpec } from "../provisioner.js";
 import { HostSandboxDriver, type Running } from "./host-driver.js";
@@ -52,8 +60,15 @@ while read -r id; do
     echo "done $id $?" >&3; } &
   echo "pid $id $!" >&3
 done`;
+/** The longest report line the starter may write (`done c123456 255` is far shorter). */
+const MAX_REPORT = 64;
 /** FIFO triples made ahead (one `sh` for many), so a command does not wait for them. */
 const FIFO_BATCH = 16;
+
+/** Names a shell can export (an image's `Env` may hold others: they are left out). */
+const SHELL_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Variables bash keeps read-only (an export of one would end the command's script). */
+const READ_ONLY_VARIABLES = new Set(["UID", "EUID", "PPID", "SHELLOPTS", "BASHOPTS", "BASH_VERSINFO"]);
 
 /** A shell word: the text single-quoted. */
 const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
@@ -77,16 +92,31 @@ class Starter {
     readonly init: ChildProcess,
     readonly ioDir: string,
   ) {
-    createInterface({ input: init.stdout! }).on("line", (line) => {
-      const [what, id, value] = line.split(" ");
-      const command = this.#pending.get(id ?? "");
-      if (what === "pid") command?.onPid(Number(value));
-      else if (what === "open") command?.onOpen();
-      else if (what === "done") command?.onDone(Number(value));
+    // The starter runs the image's /bin/sh, which the sandbox may have replaced: what it says is
+    // read as untrusted, a line at most MAX_REPORT long, and anything else ends the sandbox.
+    let partial = "";
+    init.stdout!.setEncoding("latin1").on("data", (chunk: string) => {
+      const lines = (partial + chunk).split("\n");
+      partial = lines.pop()!;
+      if (partial.length > MAX_REPORT) return void init.kill("SIGKILL");
+      for (const line of lines) {
+        const match = /^(pid|open|done) (c\d+)(?: (\d+))?$/.exec(line);
+        if (!match) return void init.kill("SIGKILL");
+        const command = this.#pending.get(match[2]!);
+        if (match[1] === "pid") command?.onPid(Number(match[3]));
+        else if (match[1] === "open") command?.onOpen();
+        else {
+          this.forget(match[2]!);
+          command?.onDone(Number(match[3]));
+        }
+      }
     });
     init.once("exit", () => {
       this.#dead = true;
-      for (const command of this.#pending.values()) command.onDone(137); // the sandbox died with it
+      for (const [id, command] of this.#pending) {
+        this.forget(id);
+        command.onDone(137); // the sandbox died with it
+      }
     });
     init.stdin!.on("error", () => {}); // written to after the sandbox died: its commands end as above
     this.refill();
@@ -211,14 +241,18 @@ export class BwrapDriver extends HostSandboxDriver {
       let text = "";
       const onExit = () => reject(new Error("exited"));
       info.setEncoding("utf8");
-      info.on("data", (chunk: string) => {
+      const onData = (chunk: string) => {
         text += chunk;
         const match = /"child-pid":\s*(\d+)/.exec(text);
-        if (match) {
+        if (match || text.length > 4096) {
+          info.off("data", onData);
+          info.resume(); // bwrap writes nothing more there
           init.off("exit", onExit);
-          resolve({ pid1: Number(match[1]), starter });
+          if (match) resolve({ pid1: Number(match[1]), starter });
+          else reject(new Error("bwrap's info is not what it should be"));
         }
-      });
+      };
+      info.on("data", onData);
       init.once("exit", onExit);
     });
   }
@@ -228,24 +262,32 @@ export class BwrapDriver extends HostSandboxDriver {
     const id = starter.take();
     const dir = path.join(starter.ioDir, id);
     const run = [
-      ...Object.entries(env).map(([k, v]) => `export ${k}=${quote(v)}`),
+      ...Object.entries(env)
+        .filter(([k]) => SHELL_NAME.test(k) && !READ_ONLY_VARIABLES.has(k))
+        .map(([k, v]) => `export ${k}=${quote(v)}`),
       `cd -- ${quote(request.cwd)} || exit 1`,
       `exec ${quote(request.shell)} -c ${quote(request.command)}`,
     ].join("\n");
     // Held open read-write: no reader sees end-of-file before the command opens its end, and opening
     // never waits for it. stdin ends when the server closes its end.
-    const fifo = (name: string, direction: "readable" | "writable") =>
-      new Socket({
-        fd: openSync(path.join(dir, name), constants.O_RDWR | constants.O_NONBLOCK),
-        readable: direction === "readable",
-        writable: direction === "writable",
-      });
+    const fds: number[] = [];
+    try {
+      for (const name of ["out", "err", "in"]) {
+        fds.push(openSync(path.join(dir, name), constants.O_RDWR | constants.O_NONBLOCK));
+      }
+    } catch (err) {
+      for (const fd of fds) closeSync(fd);
+      starter.forget(id);
+      throw err;
+    }
+    const fifo = (fd: number, direction: "readable" | "writable") =>
+      new Socket({ fd, readable: direction === "readable", writable: direction === "writable" });
     const stdout = new PassThrough();
     const stderr = new PassThrough();
     const [outFifo, errFifo, inFifo] = [
-      fifo("out", "readable"),
-      fifo("err", "readable"),
-      fifo("in", "writable"),
+      fifo(fds[0]!, "readable"),
+      fifo(fds[1]!, "readable"),
+      fifo(fds[2]!, "writable"),
     ];
     outFifo.pipe(stdout, { end: false });
     errFifo.pipe(stderr, { end: false });
@@ -292,7 +334,6 @@ export class BwrapDriver extends HostSandboxDriver {
             pass.end();
           }
           inFifo.destroy();
-          starter.forget(id);
         }),
       );
       settle(code);
@@ -302,18 +343,25 @@ export class BwrapDriver extends HostSandboxDriver {
     };
     void writeFile(path.join(dir, "run"), run, { mode: 0o600 }).then(
       () =>
-        starter.start(id, {
-          onPid: (p) => {
-            pid = p;
-            if (killRequested) killTree();
-          },
-          onOpen: () => {
-            opened = true;
-            closeStdin();
-          },
-          onDone: finish,
-        }),
-      () => finish(127),
+        // Killed before it started: it never starts. Otherwise the starter keeps listening to it until
+        // its `done` (a kill that came before its pid still reaches it then).
+        settled
+          ? starter.forget(id)
+          : starter.start(id, {
+              onPid: (p) => {
+                pid = p;
+                if (killRequested) killTree();
+              },
+              onOpen: () => {
+                opened = true;
+                closeStdin();
+              },
+              onDone: finish,
+            }),
+      () => {
+        starter.forget(id);
+        finish(127);
+      },
     );
     return {
       stdout,
@@ -321,6 +369,7 @@ export class BwrapDriver extends HostSandboxDriver {
       stdin,
       exited,
       kill() {
+        if (settled) return; // its pid may be another process's by now
         killRequested = true;
         killTree();
         finish(137);
@@ -340,11 +389,15 @@ function killSandboxTree(pid1: number, nsPid: number, cgroupProcs: string | unde
   } catch {
     return; // the sandbox is gone, and its processes with it
   }
+  // pid 1 died and its pid went to a host process: nothing of the sandbox is left to kill.
+  if (pidNs === readlinkSync("/proc/self/ns/pid")) return;
   const hostPids = (() => {
+    if (!cgroupProcs) return readdirSync("/proc").filter((p) => /^\d+$/.test(p));
     try {
-      if (cgroupProcs) return readFileSync(cgroupProcs, "utf8").split("\n").filter(Boolean);
-    } catch {}
-    return readdirSync("/proc").filter((p) => /^\d+$/.test(p));
+      return readFileSync(cgroupProcs, "utf8").split("\n").filter(Boolean);
+    } catch {
+      return []; // the group is gone with the sandbox
+    }
   })();
   const parentOf = new Map<string, string>();
   let root: string | undefined;

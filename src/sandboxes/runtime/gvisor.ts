@@ -185,7 +185,7 @@ export class GvisorDriver extends HostSandboxDriver {
         if (!Number.isInteger(pid) || pid <= 1) return;
         // Each `runsc exec` leads a process group of its own inside: the command and what it started.
         const killer = this.#runsc("exec", id, "/bin/sh", "-c", `kill -9 -${pid} ${pid}`);
-        spawn(killer[0]!, killer.slice(1), { stdio: "ignore" }).on("error", () => {});
+        spawn(killer[0]!, killer.slice(1), { stdio: "ignore", timeout: 10_000 }).on("error", () => {});
       },
       () => rmSync(pidFile, { force: true }),
     );

@@ -47,6 +47,8 @@ export const IMAGE_DIGEST_FILE = "image-digest";
  * namespace at `layers/`. A full file system refuses the write (ENOSPC) and nothing else.
  */
 const STORAGE_IMAGE = "storage.ext4";
+/** How long the boot's probe command (`exit 0`) may take before the boot fails. */
+const PROBE_TIMEOUT_MS = 30_000;
 /** The smallest writable layer: an ext4 file system's own structures need room. */
 const MIN_STORAGE_BYTES = 8 * 2 ** 20;
 
@@ -290,14 +292,25 @@ export abstract class HostSandboxDriver implements SandboxDriver {
     }
   }
 
-  async #probe(id: string): Promise<{ code: number; stderr: string }> {
+  /** Runs `exit 0`; one that has not ended after PROBE_TIMEOUT_MS is killed and fails. */
+  async #probe(id: string): Promise<{ code: number | null; stderr: string }> {
     const probe = this.exec(id, { shell: "/bin/sh", command: "exit 0", env: {}, cwd: "/" });
     let stderr = "";
     probe.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString("utf8");
+      if (stderr.length < 4096) stderr += chunk.toString("utf8");
     });
     probe.stdout.resume();
-    return { code: await probe.exited, stderr };
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<null>((resolve) => {
+      timer = setTimeout(() => resolve(null), PROBE_TIMEOUT_MS);
+    });
+    const code = await Promise.race([probe.exited, timedOut]);
+    clearTimeout(timer);
+    if (code === null) {
+      probe.kill();
+      return { code: null, stderr: `no command finished within ${PROBE_TIMEOUT_MS / 1000} s` };
+    }
+    return { code, stderr };
   }
 
   /**
@@ -314,7 +327,8 @@ export abstract class HostSandboxDriver implements SandboxDriver {
     const dir = this.dir(spec.id);
     await mkdir(root, { recursive: true });
     const image = path.join(dir, STORAGE_IMAGE);
-    const limited = spec.storageBytes !== null && (lexists(image) || !lexists(path.join(dir, "layer-0")));
+    // Fixed at the first boot: a sandbox keeps the layers it has whatever its template says now.
+    const limited = lexists(image) || (spec.storageBytes !== null && !lexists(path.join(dir, "layer-0")));
     const layersAt = limited ? path.join(dir, "layers") : dir;
     const staging = limited && !lexists(image) ? path.join(dir, "layers.new") : null;
     if (staging) await rm(staging, { recursive: true, force: true });
@@ -343,7 +357,7 @@ export abstract class HostSandboxDriver implements SandboxDriver {
       args.push(`lowerdir=${lower},upperdir=${upper},workdir=${work}`, target);
     }
     if (!limited) return ["", "", ...args];
-    if (staging) await makeFileSystem(image, Math.max(spec.storageBytes!, MIN_STORAGE_BYTES), staging);
+    if (staging) await makeFileSystem(image, Math.max(spec.storageBytes ?? 0, MIN_STORAGE_BYTES), staging);
     await mkdir(layersAt, { recursive: true });
     return [image, layersAt, ...args];
   }
