@@ -35,6 +35,7 @@ describe("images build: bad inputs", () => {
       ],
       [["build", "x:1", "--packages", "busybox", "--suite", "../etc"], /'\.\.\/etc' is not a Debian suite/],
       [["build", "x:1"], /images build needs <name> --packages/],
+      [["build", "x:1", "--packages", "busybox", "--mirror=--include=evil"], /--mirror must be an http/],
       [["build", "hangar/host", "--packages", "busybox"], /built-in image's name/],
       [
         ["build", "x:1", "--variant", "essential", "--packages", "no-such-package-hangar"],

@@ -259,6 +259,10 @@ export class ImageStore {
     }
     if (!/^[a-z][a-z0-9-]*$/.test(debian.suite))
       throw new ImageStoreError(`'${debian.suite}' is not a Debian suite`);
+    // mmdebstrap takes it as a positional argument: an option's text must not pass for one.
+    if (debian.mirror !== undefined && !/^(https?|file):\/\/\S+$/.test(debian.mirror)) {
+      throw new ImageStoreError(`--mirror must be an http(s):// or file:// URL, got '${debian.mirror}'`);
+    }
     const work = path.join(this.imagesDir, ".tmp", randomUUID());
     const layout = `${work}/layout`;
     const bundle = `${work}/bundle`;
