@@ -110,10 +110,12 @@ describe("GET /metrics", () => {
 
     const busy = await waitFor(
       async () => {
+        // The queue's figures come from the database, the workers' from the threads' counters, which
+        // count a claim a moment after it commits (a thread spawned by these runs claims two at once).
         const m = await prometheus(h.url);
-        return m.get("lg_api_num_running_runs") === 2 ? m : null;
+        return m.get("lg_api_num_running_runs") === 2 && m.get("lg_api_workers_active") === 2 ? m : null;
       },
-      { what: "two runs running", timeoutMs: 15_000 },
+      { what: "two runs running, on both workers", timeoutMs: 15_000 },
     );
     assert.equal(busy.get("lg_api_num_pending_runs"), 3);
     assert.equal(busy.get("lg_api_workers_active"), 2);
