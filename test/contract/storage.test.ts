@@ -39,6 +39,23 @@ async function checkpointIds(storage: Storage, threadId: string): Promise<string
   return ids;
 }
 
+/** A cron to create: every minute, due at 1,000, no thread; `over` changes any field. */
+const cronInput = (assistantId: string, over: Record<string, unknown> = {}) => ({
+  cron_id: randomUUID(),
+  assistant_id: assistantId,
+  thread_id: null,
+  user_id: null,
+  schedule: "* * * * *",
+  timezone: null,
+  end_time: null,
+  enabled: true,
+  on_run_completed: null,
+  payload: { input: { x: 1 } },
+  metadata: { k: "v" },
+  next_run_at: 1_000,
+  ...over,
+});
+
 const isKind = (kind: string) => (err: unknown) => err instanceof HangarError && err.kind === kind;
 
 async function statuses(storage: Storage, threadId: string): Promise<string[]> {
@@ -1238,21 +1255,7 @@ for (const adapter of ADAPTERS) {
         withStorage(async (s) => {
           const a = await makeAssistant(s);
           const t = await s.threads.create(ORG, { thread_id: randomUUID(), metadata: {} }, "raise");
-          const input = (over: Record<string, unknown> = {}) => ({
-            cron_id: randomUUID(),
-            assistant_id: a.assistant_id,
-            thread_id: null,
-            user_id: null,
-            schedule: "* * * * *",
-            timezone: null,
-            end_time: null,
-            enabled: true,
-            on_run_completed: null,
-            payload: { input: { x: 1 } },
-            metadata: { k: "v" },
-            next_run_at: 1_000,
-            ...over,
-          });
+          const input = (over: Record<string, unknown> = {}) => cronInput(a.assistant_id, over);
           await assert.rejects(s.crons.create(ORG, input({ thread_id: randomUUID() })), isKind("not_found"));
           const c1 = await s.crons.create(ORG, input({ thread_id: t.thread_id, next_run_at: 2_000 }));
           const c2 = await s.crons.create(ORG, input({ next_run_at: null, enabled: false }));
@@ -1393,20 +1396,7 @@ for (const adapter of ADAPTERS) {
             "updated_at",
           ]);
 
-          const cron = await s.crons.create(ORG, {
-            cron_id: randomUUID(),
-            assistant_id: a.assistant_id,
-            thread_id: run.thread_id,
-            user_id: null,
-            schedule: "* * * * *",
-            timezone: null,
-            end_time: null,
-            enabled: true,
-            on_run_completed: null,
-            payload: { input: { x: 1 } },
-            metadata: { k: "v" },
-            next_run_at: 1_000,
-          });
+          const cron = await s.crons.create(ORG, cronInput(a.assistant_id, { thread_id: run.thread_id }));
           assert.deepEqual(keys(cron), [
             "assistant_id",
             "created_at",

@@ -14,11 +14,12 @@
  * Each command is `runsc exec`, its own session and process group inside; a kill ends the `runsc exec`
  * client and sends SIGKILL to that process group from inside the sandbox.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { readFileSync, rmSync } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { promisify } from "node:util";
 import type { ExecProcess, ExecRequest, SandboxSpec } from "../provisioner.js";
 import {
   DEFAULT_PATH,
@@ -208,14 +209,7 @@ export class GvisorDriver extends HostSandboxDriver {
 }
 
 /** The release date (YYYYMMDD) `runsc --version` names, or null when it names none. */
-function runscRelease(): Promise<string | null> {
-  return new Promise((resolve) => {
-    const child = spawn("runsc", ["--version"], { stdio: ["ignore", "pipe", "ignore"] });
-    let out = "";
-    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
-      out += chunk;
-    });
-    child.once("error", () => resolve(null));
-    child.once("close", () => resolve(/20\d{6}/.exec(out)?.[0] ?? null));
-  });
+async function runscRelease(): Promise<string | null> {
+  const { stdout } = await promisify(execFile)("runsc", ["--version"]).catch(() => ({ stdout: "" }));
+  return /20\d{6}/.exec(stdout)?.[0] ?? null;
 }

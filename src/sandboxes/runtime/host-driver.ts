@@ -13,13 +13,16 @@
  * reason, the read ends and the sandbox with it. The engine decides how a command enters the sandbox
  * and what a kill reaches.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { existsSync, lstatSync } from "node:fs";
 import { chmod, mkdir, readdir, readFile, rename, rm, truncate, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { promisify } from "node:util";
 import type { ExecProcess, ExecRequest, SandboxDriver, SandboxSpec } from "../provisioner.js";
 import { type Cgroups, detectCgroups } from "./cgroups.js";
 import type { ImageLayer, ImageStore } from "./images.js";
+
+const execFileAsync = promisify(execFile);
 
 /** Joins the cgroups listed before `--` (or sets an rlimit when there are none), then runs the rest. */
 export const JOIN_CGROUPS = `while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift
@@ -429,26 +432,13 @@ async function makeFileSystem(file: string, bytes: number, from: string): Promis
     from,
     partial,
   ];
-  const { code, stderr } = await run("mkfs.ext4", args);
-  if (code !== 0)
+  await execFileAsync("mkfs.ext4", args).catch((err: { stderr?: string; message: string }) => {
     throw new Error(
-      `could not make the sandbox's file system (mkfs.ext4): ${stderr.trim() || `exit ${code}`}`,
+      `could not make the sandbox's file system (mkfs.ext4): ${(err.stderr || err.message).trim()}`,
     );
+  });
   await rename(partial, file);
   await rm(from, { recursive: true, force: true });
-}
-
-/** Runs a tool to its end. */
-function run(tool: string, args: string[]): Promise<{ code: number | null; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(tool, args, { stdio: ["ignore", "ignore", "pipe"] });
-    let stderr = "";
-    child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
-      stderr += chunk;
-    });
-    child.once("error", (err) => resolve({ code: null, stderr: err.message }));
-    child.once("close", (code) => resolve({ code, stderr }));
-  });
 }
 
 /**
