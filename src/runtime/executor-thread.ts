@@ -6,8 +6,8 @@
 
 import { type MessagePort, parentPort, workerData } from "node:worker_threads";
 import { createLogger } from "../logger.js";
-import { openStorage } from "../storage/open.js";
 import { DEFAULT_ORG, type StopAction, type Storage } from "../storage/ports.js";
+import { openStorage } from "../storage/sql/index.js";
 import type { RunEvent, RunLogs } from "../streams/run-log.js";
 import { Dispatcher, type WorkerBus } from "./dispatcher.js";
 import type { LogOp, ParentMessage, ThreadData, ThreadMessage } from "./executor-threads.js";

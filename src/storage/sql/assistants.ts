@@ -87,8 +87,7 @@ export class SqlAssistants extends SqlRepo implements Port.AssistantsRepo {
   }
 
   async get(org: Port.OrgId, assistantId: string): Promise<Port.Assistant | null> {
-    const row = await visible(this.database.db, org, assistantId).executeTakeFirst();
-    return row ? toAssistant(row) : null;
+    return this.recordOrNull(visible(this.database.db, org, assistantId), toAssistant);
   }
 
   update(org: Port.OrgId, assistantId: string, patch: Port.AssistantPatch): Promise<Port.Assistant | null> {

@@ -51,8 +51,7 @@ export class SqlCrons extends SqlRepo implements CronsRepo {
   }
 
   async get(org: OrgId, cronId: string): Promise<Cron | null> {
-    const row = await own(this.database.db, org, cronId).executeTakeFirst();
-    return row ? toCron(row) : null;
+    return this.recordOrNull(own(this.database.db, org, cronId), toCron);
   }
 
   update(org: OrgId, cronId: string, patch: CronPatch): Promise<Cron | null> {

@@ -185,6 +185,12 @@ export abstract class SqlRepo {
     return this.database.transaction((tx) => body.call(this, tx));
   }
 
+  /** The query's first row as a record (`to`), or null when it finds none. */
+  protected async recordOrNull<R, T>(query: { executeTakeFirst(): Promise<R | undefined> }, to: (r: R) => T) {
+    const row = await query.executeTakeFirst();
+    return row ? to(row) : null;
+  }
+
   /** How many rows a filtered select finds. */
   protected async countOf(qb: SelectQueryBuilder<Tables, any, object>): Promise<number> {
     const { n } = await qb.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();

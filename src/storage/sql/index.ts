@@ -1,3 +1,4 @@
+import type { Config } from "../../config/index.js";
 import type { Storage } from "../ports.js";
 import { SqlAssistants } from "./assistants.js";
 import { SqlAuth } from "./auth.js";
@@ -28,11 +29,18 @@ function storageOver(database: SqlDatabase): Storage {
 }
 
 /** Embedded storage (database.ts' `openSqlite`): everything, checkpoints included, in one SQLite file. */
-export async function openSqliteStorage(opts: Parameters<typeof openSqlite>[0]): Promise<Storage> {
-  return storageOver(await openSqlite(opts));
-}
+export const openSqliteStorage = async (opts: Parameters<typeof openSqlite>[0]) =>
+  storageOver(await openSqlite(opts));
 
 /** Scale-out storage (database.ts' `openPostgres`): everything in one Postgres schema. */
-export async function openPostgresStorage(opts: Parameters<typeof openPostgres>[0]): Promise<Storage> {
-  return storageOver(await openPostgres(opts));
-}
+export const openPostgresStorage = async (opts: Parameters<typeof openPostgres>[0]) =>
+  storageOver(await openPostgres(opts));
+
+/**
+ * The storage a config names: Postgres with `postgresUri`, else the SQLite file in `dataDir`.
+ * `secondary`: an executor thread's connection beside the process's own (see openSqlite).
+ */
+export const openStorage = (config: Config, opts: { secondary?: boolean } = {}): Promise<Storage> =>
+  config.postgresUri
+    ? openPostgresStorage({ uri: config.postgresUri })
+    : openSqliteStorage({ dataDir: config.dataDir, synchronous: config.sqliteSynchronous, ...opts });

@@ -186,8 +186,7 @@ export class SqlSandboxes extends SandboxRepo implements Port.SandboxesRepo {
   }
 
   async getVolume(org: string, name: string): Promise<Port.VolumeRecord | null> {
-    const row = await volume(this.database.db, org, name).executeTakeFirst();
-    return row ? toVolume(row) : null;
+    return this.recordOrNull(volume(this.database.db, org, name), toVolume);
   }
 
   async listVolumes(org: string, query: Port.SandboxListQuery): Promise<Port.SandboxPage<Port.VolumeRecord>> {
@@ -409,13 +408,11 @@ export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRep
   }
 
   async getBox(org: string, name: string): Promise<Port.BoxRecord | null> {
-    const row = await unpooled(this.database.db, org, name).executeTakeFirst();
-    return row ? toBox(row) : null;
+    return this.recordOrNull(unpooled(this.database.db, org, name), toBox);
   }
 
   async getBoxById(id: string): Promise<Port.BoxRecord | null> {
-    const row = await boxes(this.database.db).where("b.id", "=", id).executeTakeFirst();
-    return row ? toBox(row) : null;
+    return this.recordOrNull(boxes(this.database.db).where("b.id", "=", id), toBox);
   }
 
   async listAllBoxes(): Promise<Port.BoxRecord[]> {
@@ -448,8 +445,7 @@ export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRep
     message: string | null,
   ): Promise<Port.BoxRecord | null> {
     const set = { status, status_message: message, updated_at: new Date().toISOString() };
-    const row = await boxUpdate(this.database.db, id, set).executeTakeFirst();
-    return row ? toBox(row) : null;
+    return this.recordOrNull(boxUpdate(this.database.db, id, set), toBox);
   }
 
   async touchBox(id: string, lastActiveAt: string, expiresAt: string | null): Promise<void> {
@@ -485,8 +481,7 @@ export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRep
   }
 
   async getPool(org: string, name: string): Promise<Port.PoolRecord | null> {
-    const row = await poolNamed(this.database.db, org, name).executeTakeFirst();
-    return row ? toPool(row) : null;
+    return this.recordOrNull(poolNamed(this.database.db, org, name), toPool);
   }
 
   async listPools(org: string, q: Port.SandboxListQuery): Promise<Port.SandboxPage<Port.PoolRecord>> {

@@ -160,11 +160,7 @@ export function settledStatusExpression(threadId: string, hasNext: boolean, fail
 
 /** Copies and deletions go through checkpoint-rows.ts in this repository's transactions: no checkpointer. */
 export class SqlThreads extends SqlRepo implements Port.ThreadsRepo {
-  async create(
-    org: Port.OrgId,
-    input: Port.ThreadInput,
-    ifExists: "raise" | "do_nothing",
-  ): Promise<Port.Thread> {
+  async create(org: Port.OrgId, input: Port.ThreadInput, ifExists: "raise" | "do_nothing") {
     const now = new Date().toISOString();
     const row = newThreadRow(org, input.thread_id, now, input.ttl, {
       metadata: JSON.stringify(input.metadata),
@@ -179,16 +175,10 @@ export class SqlThreads extends SqlRepo implements Port.ThreadsRepo {
   }
 
   async get(org: Port.OrgId, threadId: string): Promise<Port.Thread | null> {
-    const row = await threadRow(this.database.db, threadId, org).executeTakeFirst();
-    return row ? toThread(row) : null;
+    return this.recordOrNull(threadRow(this.database.db, threadId, org), toThread);
   }
 
-  async patch(
-    org: Port.OrgId,
-    threadId: string,
-    metadata: Port.JsonObject,
-    ttl?: Port.ThreadTtl,
-  ): Promise<Port.Thread | null> {
+  async patch(org: Port.OrgId, threadId: string, metadata: Port.JsonObject, ttl?: Port.ThreadTtl) {
     const updatedAt = new Date().toISOString();
     return this.transaction(function* (tx) {
       // The merge is computed here from the locked row: SQLite has no shallow JSON merge (`||` is
@@ -237,10 +227,7 @@ export class SqlThreads extends SqlRepo implements Port.ThreadsRepo {
     );
   }
 
-  count(
-    org: Port.OrgId,
-    q: Pick<Port.ThreadQuery, "metadata" | "values" | "status" | "auth">,
-  ): Promise<number> {
+  count(org: Port.OrgId, q: Partial<Port.ThreadQuery>): Promise<number> {
     return this.countOf(this.#filtered(org, q));
   }
 
