@@ -6,6 +6,8 @@ import { conflict } from "../../errors.js";
 import type * as Port from "../ports.js";
 import { DEFAULT_ORG } from "../ports.js";
 import { all, changed, type Executor, first, nameContains, SqlRepo, type TxSteps } from "./database.js";
+import { sql } from "./kysely.js";
+import { slot } from "./prepared.js";
 import { ASSISTANT_JSON, type Row, recordOf } from "./tables.js";
 import { deleteThreads, deletion, settledStatusExpression } from "./threads.js";
 
@@ -22,7 +24,7 @@ const visible = (ex: Executor, org: Port.OrgId, assistantId: string) =>
     .selectFrom("assistants")
     .selectAll()
     .where("assistant_id", "=", assistantId)
-    .where("org_id", "in", [org, SYSTEM]);
+    .where("org_id", "in", [org, sql.lit(SYSTEM)]);
 
 export class SqlAssistants extends SqlRepo implements Port.AssistantsRepo {
   create(
@@ -87,7 +89,12 @@ export class SqlAssistants extends SqlRepo implements Port.AssistantsRepo {
   }
 
   async get(org: Port.OrgId, assistantId: string): Promise<Port.Assistant | null> {
-    return this.recordOrNull(visible(this.database.db, org, assistantId), toAssistant);
+    // On every run's admission: compiled once.
+    const query = this.database.prepared("assistants.get", (db) =>
+      visible(db, slot("org"), slot("assistant_id")),
+    );
+    const [row] = await query.execute(this.database, { org, assistant_id: assistantId });
+    return row ? toAssistant(row) : null;
   }
 
   update(org: Port.OrgId, assistantId: string, patch: Port.AssistantPatch): Promise<Port.Assistant | null> {

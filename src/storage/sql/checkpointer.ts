@@ -185,7 +185,7 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     const thread = threadOf(config);
     if (!thread) return undefined;
     const checkpointId = getCheckpointId(config);
-    const db = this.#database.db;
+    const db = this.#database;
     const [row] = checkpointId
       ? await this.#q.getById.execute(db, { ...thread, checkpoint_id: String(checkpointId) })
       : await this.#q.getLatest.execute(db, thread);
@@ -269,7 +269,7 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
       throw new Error(`Checkpoint metadata must serialize as JSON, got "${metadataType}"`);
     }
     if (this.isFenced(runId)) return result; // a rollback may land while serialization is awaited
-    await this.#q.upsertCheckpoint.execute(this.#database.db, {
+    await this.#q.upsertCheckpoint.execute(this.#database, {
       ...thread,
       checkpoint_id: checkpoint.id,
       parent_checkpoint_id: parentId ? String(parentId) : null,
@@ -314,7 +314,7 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     }
     const all = [...rows.values()];
     if (all.length <= WRITES_PER_STATEMENT)
-      await this.#writesInsert(all.length).execute(this.#database.db, all.flat());
+      await this.#writesInsert(all.length).execute(this.#database, all.flat());
     else {
       const insert = (n: number) => this.#writesInsert(n);
       await this.#database.transaction(function* () {
@@ -344,7 +344,7 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
   }
 
   async hasCheckpoints(threadId: string): Promise<boolean> {
-    return (await this.#q.hasCheckpoints.execute(this.#database.db, { thread_id: threadId })).length > 0;
+    return (await this.#q.hasCheckpoints.execute(this.#database, { thread_id: threadId })).length > 0;
   }
 
   /**
@@ -381,7 +381,7 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
 
   async #toTuple(row: CheckpointRow): Promise<CheckpointTuple> {
     const { thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id } = row;
-    const db = this.#database.db;
+    const db = this.#database;
     const [checkpoint, metadata, pendingWrites] = await Promise.all([
       this.serde.loadsTyped(row.type ?? "json", row.checkpoint) as Promise<Checkpoint>,
       this.serde.loadsTyped("json", row.metadata) as Promise<CheckpointMetadata>,
@@ -391,7 +391,11 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     // TASKS channel. Rebuild that channel for old checkpoints, as MemorySaver does.
     if (checkpoint.v < 4 && parent_checkpoint_id) {
       const sends = await this.#loadWrites(
-        await this.#q.getSends.execute(db, { ...row, checkpoint_id: parent_checkpoint_id, channel: TASKS }),
+        await this.#q.getSends.execute(db, {
+          ...row,
+          checkpoint_id: parent_checkpoint_id,
+          channel: TASKS,
+        }),
       );
       checkpoint.channel_values ??= {};
       checkpoint.channel_values[TASKS] = sends.map((w) => w[2]);

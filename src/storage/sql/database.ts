@@ -18,6 +18,7 @@
  */
 import { mkdirSync } from "node:fs";
 import path from "node:path";
+import { setImmediate as setImmediateP, setTimeout as setTimeoutP } from "node:timers/promises";
 import Database from "better-sqlite3";
 import type {
   Compilable,
@@ -94,24 +95,35 @@ export class SqlDatabase {
     return query;
   }
 
+  /**
+   * Runs one compiled query outside a transaction. On SQLite it is one synchronous call (after any wait
+   * for the write lock), without the round of promises Kysely's executor takes per query.
+   */
+  execute<R>(query: CompiledQuery<R>): Promise<QueryResult<R>> {
+    const runSync = this.#runSync;
+    return runSync ? whenWriteLockFree(() => runSync(query)) : this.db.executeQuery(query);
+  }
+
   /** Runs `body` in one transaction: COMMIT when it returns, ROLLBACK when it throws. */
   async transaction<T>(body: (tx: Executor) => TxSteps<T>): Promise<T> {
     const runSync = this.#runSync;
     if (runSync) {
-      // Nothing else can run on the connection inside this call. Kysely's own queries on it are single
+      // Nothing else can run on the connection inside one attempt. Kysely's own queries on it are single
       // statements, each run in one synchronous call too (its transactions serve only the migrations,
       // which are done before the database is handed out).
-      runSync(BEGIN);
-      try {
-        const result = drive(body(this.#builder), runSync);
-        runSync(COMMIT);
-        return result;
-      } catch (err) {
+      return whenWriteLockFree(() => {
+        runSync(BEGIN); // the write lock: SQLITE_BUSY here while another connection holds it
         try {
-          runSync(ROLLBACK);
-        } catch {} // SQLite rolled it back itself (some errors do): the body's error is the one to throw
-        throw err;
-      }
+          const result = drive(body(this.#builder), runSync);
+          runSync(COMMIT);
+          return result;
+        } catch (err) {
+          try {
+            runSync(ROLLBACK);
+          } catch {} // SQLite rolled it back itself (some errors do): the body's error is the one to throw
+          throw err;
+        }
+      });
     }
     for (let attempt = 1; ; attempt++) {
       try {
@@ -129,6 +141,28 @@ export class SqlDatabase {
         if (!RETRYABLE.has((err as { code?: string }).code ?? "") || attempt >= 4) throw err;
       }
       await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * attempt));
+    }
+  }
+}
+
+/** How long a SQLite connection waits for another to release the write lock before SQLITE_BUSY. */
+const SQLITE_BUSY_TIMEOUT_MS = 5000;
+
+/**
+ * Runs `attempt` (a transaction, or a statement outside one) again while SQLITE_BUSY refuses it the
+ * write lock, which another connection (another thread's) holds for a few hundred µs as a rule: SQLite's
+ * own busy handler would block the thread in sleeps of 1 ms and more; here its event loop turns between
+ * tries, so its other work goes on. A refused attempt changed nothing (a transaction is refused at BEGIN).
+ */
+async function whenWriteLockFree<T>(attempt: () => T): Promise<T> {
+  for (const started = Date.now(); ; ) {
+    try {
+      return attempt();
+    } catch (err) {
+      const waited = Date.now() - started;
+      const busy = String((err as { code?: unknown }).code).startsWith("SQLITE_BUSY");
+      if (!busy || waited >= SQLITE_BUSY_TIMEOUT_MS) throw err;
+      await (waited < 2 ? setImmediateP() : setTimeoutP(1)); // a long holder (a migration): no spinning
     }
   }
 }
@@ -256,14 +290,14 @@ class SyncSqliteDriver extends kysely.DummyDriver {
   }
   override async acquireConnection(): Promise<DatabaseConnection> {
     return {
-      executeQuery: async (query) => this.runSync(query),
+      executeQuery: (query) => whenWriteLockFree(() => this.runSync(query)),
       streamQuery: () => {
         throw new Error("Not supported");
       },
     };
   }
   override async beginTransaction() {
-    this.runSync(BEGIN);
+    await whenWriteLockFree(() => this.runSync(BEGIN));
   }
   override async commitTransaction() {
     this.runSync(COMMIT);
@@ -315,7 +349,7 @@ export async function openSqlite(opts: {
   raw.pragma("journal_mode = WAL");
   raw.pragma(`synchronous = ${opts.synchronous === "full" ? "FULL" : "NORMAL"}`);
   raw.pragma("foreign_keys = ON");
-  raw.pragma("busy_timeout = 5000");
+  raw.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
   raw.function("hangar_cosine", { deterministic: true }, (a: unknown, b: unknown) =>
     cosineOfBlobs(a as Buffer | null, b as Buffer | null),
   );
@@ -340,13 +374,17 @@ export async function openSqlite(opts: {
     createQueryCompiler: () => new kysely.SqliteQueryCompiler(),
   };
   const db = new Kysely<Tables>({ dialect: kyselyDialect });
-  return migrated(
+  const database = await migrated(
     new SqlDatabase(db, { dialect: sqliteDialect, kysely: kyselyDialect, runSync }, async () => {
       // Fold the WAL back into the main file so the data dir is one self-contained file at rest.
       if (!opts.secondary && raw.open) raw.pragma("wal_checkpoint(TRUNCATE)");
       await db.destroy();
     }),
   );
+  // From now on every statement goes through whenWriteLockFree, which waits for the write lock without
+  // blocking the thread; SQLite's handler (used while opening) would sleep instead.
+  raw.pragma("busy_timeout = 0");
+  return database;
 }
 
 // ── Postgres ───────────────────────────────────────────────────────────────────────────────────────

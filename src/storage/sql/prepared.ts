@@ -4,7 +4,7 @@
  * one `Prepared` per key.
  */
 import type { Compilable } from "kysely";
-import type { Executor, TxSteps } from "./database.js";
+import type { SqlDatabase, TxSteps } from "./database.js";
 import { CompiledQuery } from "./kysely.js";
 
 const SLOT = "\u0000hangar-slot:";
@@ -40,8 +40,8 @@ export class Prepared<R, K extends string = string> {
   }
 
   /** Outside a transaction. `values` by slot name, or already in the compiled SQL's order. */
-  async execute(ex: Executor, values: Record<K, unknown> | unknown[]): Promise<R[]> {
-    return (await ex.executeQuery<R>(this.#bind(values))).rows;
+  async execute(database: SqlDatabase, values: Record<K, unknown> | unknown[]): Promise<R[]> {
+    return (await database.execute(this.#bind(values))).rows;
   }
 
   /** In a transaction: its first row. */

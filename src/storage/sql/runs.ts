@@ -396,7 +396,7 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
     if (this.dialect.name === "sqlite") return this.#claimSerialized(lease);
     const [look] = await this.database
       .prepared("runs.look", (db) => this.#pickQuery(db, slot("now"), [], false))
-      .execute(this.database.db, { now: Date.now() });
+      .execute(this.database, { now: Date.now() });
     if (look.thread_id === null && !look.due) return { run: null, nextDueAt: dateOf(look.next_due) };
     return this.transaction(function* (tx): TxSteps<Port.ClaimResult> {
       const now = Date.now();
