@@ -13,6 +13,7 @@ import { storeRoutes } from "../agents/store.js";
 import { systemRoutes } from "../agents/system.js";
 import { threadRoutes } from "../agents/threads.js";
 import type { CorsConfig } from "../config/index.js";
+import { consoleRoutes, consoleWebSocketCredentials } from "../console/routes.js";
 import { validationFailed } from "../errors.js";
 import type { Logger } from "../logger.js";
 import { sandboxRoutes } from "../sandboxes/routes.js";
@@ -123,6 +124,8 @@ export function createApp(deps: AgentDeps, log: Logger, custom?: Hono<any>): Hon
   app.use(corsMiddleware(http.cors));
   app.use(requestBodyLimit(deps.config.maxBodyBytes));
   app.use(storableUrl);
+  // The console's terminal sends its credentials as WebSocket subprotocols (a browser sets no headers).
+  app.use(consoleWebSocketCredentials);
   // Every row belongs to an organization: the API key's, or the default one when no keys are configured.
   const authentication = [apiKeyAuth({ envKeys: deps.config.apiKeys, repo: deps.storage.auth })];
   if (deps.auth) authentication.push(customAuthentication(deps.auth, { studio: deps.config.mode === "dev" }));
@@ -162,6 +165,7 @@ function mountBuiltIns(app: Hono<AppEnv>, deps: AgentDeps, log: Logger): void {
   if (!http.disable_mcp) app.route("/", mcpRoutes(deps, log));
   app.route("/v2/sandboxes", sandboxRoutes(deps));
   if (deps.ui) app.route("/", uiRoutes(deps.ui));
+  app.route("/", consoleRoutes());
   // The API reference: /openapi.json is built from these routes at the first request.
   app.route("/", docsRoutes(app, deps.auth && customAuthSchemes(deps.config)));
 }

@@ -14,7 +14,7 @@ export function generateApiKey(): { key: string; prefix: string } {
 }
 
 /**
- * Routes anyone may read: health, the API reference and its assets, and the files of the generative UI
+ * Routes anyone may read: health, the API reference, the console's page and its assets, and the files of the generative UI
  * bundles (`/ui/<agent>/<file>`: script and link tags cannot send headers; the snippet that names
  * them, `POST /ui/<agent>`, is not public).
  */
@@ -25,6 +25,8 @@ export function isPublicRoute(method: string, path: string): boolean {
     path === "/openapi.json" ||
     path === "/docs" ||
     path.startsWith("/docs/") ||
+    path === "/console" ||
+    path.startsWith("/console/") ||
     UI_FILE.test(path)
   );
 }

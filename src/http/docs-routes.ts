@@ -14,6 +14,7 @@ import { dirname, join } from "node:path";
 import { Hono } from "hono";
 import { z } from "zod";
 import { agentApiDocs } from "../agents/api-docs.js";
+import { consoleApiDocs } from "../console/routes.js";
 import { notFound } from "../errors.js";
 import { sandboxApiDocs } from "../sandboxes/api-docs.js";
 import { uiApiDocs } from "../ui/routes.js";
@@ -37,7 +38,7 @@ const DESCRIPTION = `An open, self-hosted LangGraph Agent Server and sandbox con
 **Errors** are JSON: \`{"detail": "<text>"}\`, \`{"detail": {"error": "<Type>", "message": "<text>"}}\`, or for an invalid request a 422 \`{"detail": [{"loc": [...], "msg": "...", "type": "..."}]}\`.`;
 
 /** Every area's metadata; a new area adds its `api-docs.ts` here. */
-const AREAS: ApiDocs[] = [agentApiDocs, sandboxApiDocs, uiApiDocs];
+const AREAS: ApiDocs[] = [agentApiDocs, sandboxApiDocs, uiApiDocs, consoleApiDocs];
 
 // ---- the page and its assets -----------------------------------------------------------------
 

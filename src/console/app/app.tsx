@@ -1,0 +1,186 @@
+/**
+ * The shell: sign-in when the server wants credentials, then the navigation and the page the hash
+ * route names.
+ */
+import { lazy, Suspense, useMemo, useState } from "react";
+import { Console, type ConsoleContext } from "./context.js";
+import { AssistantPage, AssistantsPage } from "./pages/assistants.js";
+import { CronsPage } from "./pages/crons.js";
+import { QueuePage } from "./pages/queue.js";
+import { SandboxesPage, SandboxPage } from "./pages/sandboxes.js";
+import { StorePage } from "./pages/store.js";
+import { ThreadsPage } from "./pages/threads.js";
+import { href, useRoute } from "./router.js";
+import {
+  ApiError,
+  type Credentials,
+  clientFor,
+  loadCredentials,
+  request,
+  saveCredentials,
+} from "./session.js";
+import { errorText, useLoad } from "./util.js";
+
+// A thread's page brings useStream and LangChain's message classes: the largest part of the bundle.
+const ThreadPage = lazy(() => import("./pages/thread.js").then((m) => ({ default: m.ThreadPage })));
+
+const NAV: [string, string][] = [
+  ["threads", "Threads"],
+  ["runs", "Runs & queue"],
+  ["assistants", "Assistants"],
+  ["sandboxes", "Sandboxes"],
+  ["crons", "Crons"],
+  ["store", "Store"],
+];
+
+export function App() {
+  const [creds, setCreds] = useState<Credentials | null>(loadCredentials);
+  // Without stored credentials, try the API as it is: a server with no keys needs none.
+  const open = useLoad(async () => {
+    if (creds) return true;
+    try {
+      await request({}, "POST", "/threads/search", { limit: 1 });
+      return true;
+    } catch (err) {
+      if (err instanceof ApiError && (err.status === 401 || err.status === 403)) return false;
+      throw err;
+    }
+  }, [creds]);
+
+  const signOut = () => {
+    saveCredentials(null);
+    setCreds(null);
+  };
+  if (creds) return <Shell creds={creds} signOut={signOut} />;
+  if (open.loading && open.data === undefined) return <div className="boot">Connecting…</div>;
+  if (open.data) return <Shell creds={{}} />;
+  return (
+    <SignIn
+      onSignIn={(c) => {
+        saveCredentials(c);
+        setCreds(c);
+      }}
+    />
+  );
+}
+
+function SignIn({ onSignIn }: { onSignIn: (creds: Credentials) => void }) {
+  const [apiKey, setApiKey] = useState("");
+  const [authorization, setAuthorization] = useState("");
+  const [error, setError] = useState("");
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: React.FormEvent) => {
+    e.preventDefault();
+    const creds: Credentials = {
+      apiKey: apiKey.trim() || undefined,
+      authorization: authorization.trim() || undefined,
+    };
+    setBusy(true);
+    setError("");
+    try {
+      await request(creds, "POST", "/threads/search", { limit: 1 });
+      onSignIn(creds);
+    } catch (err) {
+      setError(err instanceof ApiError && err.status === 401 ? `Refused: ${err.message}` : errorText(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div className="signin">
+      <form className="card" onSubmit={submit}>
+        <h1>Hangar console</h1>
+        <p>This server needs credentials. They are kept in this browser tab only (sessionStorage).</p>
+        <label>
+          API key
+          <input
+            type="password"
+            name="api-key"
+            autoComplete="off"
+            value={apiKey}
+            onChange={(e) => setApiKey(e.target.value)}
+          />
+        </label>
+        <label>
+          Authorization header <small>(for a custom auth handler, e.g. "Bearer …"; optional)</small>
+          <input
+            type="password"
+            name="authorization"
+            autoComplete="off"
+            value={authorization}
+            onChange={(e) => setAuthorization(e.target.value)}
+          />
+        </label>
+        {error && (
+          <div className="error" role="alert">
+            {error}
+          </div>
+        )}
+        <button type="submit" disabled={busy || (!apiKey.trim() && !authorization.trim())}>
+          Sign in
+        </button>
+      </form>
+    </div>
+  );
+}
+
+function Shell({ creds, signOut }: { creds: Credentials; signOut?: () => void }) {
+  const ctx = useMemo<ConsoleContext>(
+    () => ({
+      creds,
+      client: clientFor(creds),
+      api: (method, path, body) => request(creds, method, path, body),
+    }),
+    [creds],
+  );
+  const { route, visit } = useRoute();
+  const [section = "threads", id] = route;
+  return (
+    <Console.Provider value={ctx}>
+      <div className="shell">
+        <nav className="nav">
+          <a className="brand" href={href("threads")}>
+            Hangar
+          </a>
+          {NAV.map(([key, label]) => (
+            <a key={key} href={href(key)} className={section === key ? "active" : ""}>
+              {label}
+            </a>
+          ))}
+          <div className="nav-foot">
+            {creds.apiKey && <span title="API key of this session">key …{creds.apiKey.slice(-4)}</span>}
+            {signOut && (
+              <button type="button" className="link" onClick={signOut}>
+                Sign out
+              </button>
+            )}
+            <a href="docs">API reference</a>
+          </div>
+        </nav>
+        <main className="main">
+          <Suspense fallback={<p className="muted">Loading…</p>}>{page(section, id, visit)}</Suspense>
+        </main>
+      </div>
+    </Console.Provider>
+  );
+}
+
+/** `visit` keys the pages of one thing: navigating again starts them afresh. */
+function page(section: string, id: string | undefined, visit: number) {
+  switch (section) {
+    case "threads":
+      return id ? <ThreadPage key={`${id}-${visit}`} threadId={id} /> : <ThreadsPage />;
+    case "runs":
+      return <QueuePage />;
+    case "assistants":
+      return id ? <AssistantPage key={`${id}-${visit}`} assistantId={id} /> : <AssistantsPage />;
+    case "sandboxes":
+      return id ? <SandboxPage key={`${id}-${visit}`} name={id} /> : <SandboxesPage />;
+    case "crons":
+      return <CronsPage />;
+    case "store":
+      return <StorePage />;
+    default:
+      return <p className="empty">No page here. Pick one on the left.</p>;
+  }
+}

@@ -1,0 +1,166 @@
+/** Crons: schedule, next run, enabled (toggled here), and what they run. */
+import type { Cron } from "@langchain/langgraph-sdk";
+import { useState } from "react";
+import { useConsole } from "../context.js";
+import { href } from "../router.js";
+import { Empty, ErrorNote, Json, parseJson, Section, shortId, useAction, useLoad, when } from "../util.js";
+
+export function CronsPage() {
+  const { client, api } = useConsole();
+  const crons = useLoad(
+    () => client.crons.search({ limit: 100, sortBy: "next_run_date", sortOrder: "asc" }),
+    [client],
+  );
+  const action = useAction();
+  const setEnabled = (cron: Cron, enabled: boolean) =>
+    action.run(async () => {
+      await api("PATCH", `/runs/crons/${cron.cron_id}`, { enabled });
+      crons.reload();
+    });
+
+  return (
+    <>
+      <h1>Crons</h1>
+      <ErrorNote error={crons.error ?? action.error} />
+      <Section title="Crons">
+        {crons.data?.length === 0 ? (
+          <Empty>No crons.</Empty>
+        ) : (
+          <table className="table" data-testid="crons">
+            <thead>
+              <tr>
+                <th>Cron</th>
+                <th>Schedule</th>
+                <th>Next run</th>
+                <th>Assistant</th>
+                <th>Thread</th>
+                <th>Enabled</th>
+                <th />
+              </tr>
+            </thead>
+            <tbody>
+              {crons.data?.map((cron) => (
+                <CronRow key={cron.cron_id} cron={cron} onToggle={setEnabled} onDeleted={crons.reload} />
+              ))}
+            </tbody>
+          </table>
+        )}
+      </Section>
+      <CreateCron onCreated={crons.reload} />
+    </>
+  );
+}
+
+function CronRow(props: {
+  cron: Cron;
+  onToggle: (cron: Cron, enabled: boolean) => void;
+  onDeleted: () => void;
+}) {
+  const { client } = useConsole();
+  const { cron } = props;
+  const [open, setOpen] = useState(false);
+  const enabled = (cron as Cron & { enabled?: boolean }).enabled !== false;
+  return (
+    <>
+      <tr>
+        <td className="mono">
+          <button type="button" className="link" onClick={() => setOpen(!open)}>
+            {shortId(cron.cron_id)}
+          </button>
+        </td>
+        <td className="mono">{cron.schedule}</td>
+        <td>{enabled ? when(cron.next_run_date) : "— (disabled)"}</td>
+        <td className="mono">{shortId(cron.assistant_id)}</td>
+        <td>
+          {cron.thread_id ? (
+            <a href={href("threads", cron.thread_id)}>{shortId(cron.thread_id)}</a>
+          ) : (
+            "new each run"
+          )}
+        </td>
+        <td>
+          <label className="check">
+            <input
+              type="checkbox"
+              aria-label="Enabled"
+              checked={enabled}
+              onChange={(e) => props.onToggle(cron, e.target.checked)}
+            />
+          </label>
+        </td>
+        <td className="actions">
+          <button
+            type="button"
+            className="danger"
+            onClick={async () => {
+              if (!confirm("Delete this cron?")) return;
+              await client.crons.delete(cron.cron_id);
+              props.onDeleted();
+            }}
+          >
+            Delete
+          </button>
+        </td>
+      </tr>
+      {open && (
+        <tr className="detail">
+          <td colSpan={7}>
+            <Json value={cron} />
+          </td>
+        </tr>
+      )}
+    </>
+  );
+}
+
+function CreateCron({ onCreated }: { onCreated: () => void }) {
+  const { client } = useConsole();
+  const [assistantId, setAssistantId] = useState("");
+  const [schedule, setSchedule] = useState("*/5 * * * *");
+  const [inputText, setInputText] = useState("");
+  const action = useAction();
+  return (
+    <Section title="New cron">
+      <form
+        className="row"
+        onSubmit={(e) => {
+          e.preventDefault();
+          action.run(async () => {
+            await client.crons.create(assistantId, {
+              schedule,
+              input: parseJson(inputText, "Input") as Record<string, unknown> | undefined,
+            });
+            onCreated();
+          });
+        }}
+      >
+        <label>
+          Assistant or graph
+          <input
+            aria-label="Cron assistant"
+            value={assistantId}
+            onChange={(e) => setAssistantId(e.target.value)}
+            required
+          />
+        </label>
+        <label>
+          Schedule
+          <input
+            aria-label="Schedule"
+            className="mono"
+            value={schedule}
+            onChange={(e) => setSchedule(e.target.value)}
+          />
+        </label>
+        <label className="grow">
+          Input (JSON)
+          <input aria-label="Cron input" value={inputText} onChange={(e) => setInputText(e.target.value)} />
+        </label>
+        <button type="submit" disabled={action.busy}>
+          Create
+        </button>
+      </form>
+      <ErrorNote error={action.error} />
+    </Section>
+  );
+}

@@ -1,0 +1,157 @@
+/**
+ * The console in Debian's Chromium against a real server (an API key configured): the first page from
+ * a cold server, a run started from the composer whose reply streams in, an interrupt resumed, and a
+ * run forked from an earlier checkpoint; nothing loaded from elsewhere.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { Client } from "@langchain/langgraph-sdk";
+import type { Browser, Page } from "playwright-core";
+import { consoleBundle } from "../../src/console/bundle.js";
+import { launchChromium } from "../helpers/browser.js";
+import { contents, type Hangar, startHangar, waitFor } from "../helpers/server.js";
+import { CONSOLE_FIXTURE, type ConsolePage, openPage, signIn } from "./console-page.js";
+
+const KEY = "console-chat-key";
+const T = { timeout: 60_000 };
+
+describe("console: chat, interrupts, time travel", () => {
+  let h: Hangar;
+  let browser: Browser;
+  let cp: ConsolePage;
+  let page: Page;
+
+  before(async () => {
+    // The bundle is built once per install and kept on disk (src/console/bundle.ts): have it there, so
+    // the first test measures a cold server, not the first build after an install.
+    await consoleBundle();
+    [h, browser] = await Promise.all([
+      startHangar({ config: CONSOLE_FIXTURE, env: { HANGAR_API_KEYS: `${KEY}:chat-org` } }),
+      launchChromium(),
+    ]);
+    cp = await openPage(browser, h.url);
+    page = cp.page;
+  });
+  after(async () => {
+    await browser?.close();
+    await h?.stop();
+  });
+
+  const ai = () => page.locator('[data-testid="message"][data-role="ai"]');
+  const newThread = async (assistant: string) => {
+    await page.goto(`${h.url}/console#/threads/new`);
+    const select = page.getByRole("combobox", { name: "Assistant", exact: true });
+    await select.locator("option", { hasText: assistant }).first().waitFor({ state: "attached" });
+    await select.selectOption({ label: assistant });
+  };
+  const send = async (text: string) => {
+    await page.getByRole("textbox", { name: "Message", exact: true }).fill(text);
+    await page.getByRole("button", { name: "Send" }).click();
+  };
+
+  test("a cold server paints the sign-in page within a second, then signs in with the key", T, async (t) => {
+    const started = Date.now();
+    const res = await page.goto(`${h.url}/console`);
+    assert.equal(res?.status(), 200);
+    await page.getByLabel("API key").waitFor();
+    const shownMs = Date.now() - started;
+    const fcp = await page.evaluate(
+      () => performance.getEntriesByName("first-contentful-paint")[0]?.startTime ?? null,
+    );
+    t.diagnostic(
+      `cold /console: first contentful paint ${Math.round(fcp ?? -1)} ms, sign-in shown after ${shownMs} ms`,
+    );
+    assert.ok(fcp !== null && fcp < 1500, `first contentful paint ${fcp} ms`);
+    // Nothing is readable without the key.
+    assert.equal((await fetch(`${h.url}/threads/search`, { method: "POST", body: "{}" })).status, 401);
+    await signIn(page, h.url, KEY);
+    assert.equal(
+      await page.evaluate(() => sessionStorage.getItem("hangar.console.credentials")),
+      JSON.stringify({ apiKey: KEY }),
+    );
+    assert.equal(await page.evaluate(() => localStorage.length), 0, "nothing kept beyond the session");
+  });
+
+  test("a run started from the composer streams its reply into the chat", T, async () => {
+    await newThread("typist");
+    await send("hello console");
+    const final = "You said: hello console. Typing this slowly.";
+    // Read the reply as it grows: several lengths before the whole text.
+    const seen = new Set<string>();
+    await waitFor(
+      async () => {
+        const texts = await ai().allInnerTexts();
+        const text = texts.at(-1)?.replace(/^assistant\s*/, "") ?? "";
+        if (text) seen.add(text);
+        return text === final;
+      },
+      { timeoutMs: 20_000, intervalMs: 20, what: "the whole reply" },
+    );
+    const partial = [...seen].filter((s) => s !== final);
+    assert.ok(partial.length >= 3, `the reply streamed in (partial texts seen: ${JSON.stringify(partial)})`);
+    for (const p of partial) assert.ok(final.startsWith(p), `${JSON.stringify(p)} is a prefix of the reply`);
+    // The new thread's id is in the address, and the server has the conversation.
+    await waitFor(() => /#\/threads\/[0-9a-f-]{36}$/.test(page.url()), {
+      what: "the thread's id in the URL",
+    });
+    const threadId = page.url().split("/").at(-1)!;
+    const state = await keyed().threads.getState(threadId);
+    assert.deepEqual(contents(state.values), ["hello console", final]);
+    // It is listed among the threads.
+    await page.getByRole("navigation").getByRole("link", { name: "Threads" }).click();
+    await page.getByRole("link", { name: threadId }).waitFor();
+  });
+
+  test("an interrupt is shown with a form; resuming it finishes the run", T, async () => {
+    await newThread("interrupt");
+    await send("may I?");
+    const form = page.getByTestId("interrupt");
+    await form.waitFor({ timeout: 20_000 });
+    assert.match((await form.textContent()) ?? "", /approve\?/);
+    await form.getByLabel("Resume value").fill("yes");
+    await form.getByRole("button", { name: "Resume" }).click();
+    await ai().filter({ hasText: "approved: yes" }).waitFor({ timeout: 20_000 });
+    await form.waitFor({ state: "detached" });
+    // A thread of its own: the question and the answer, nothing of the earlier thread.
+    const shown = (await page.getByTestId("message").allTextContents()).map((m) =>
+      m.replace(/^(user|assistant)/, ""),
+    );
+    assert.deepEqual(shown, ["may I?", "approved: yes"]);
+  });
+
+  test("a run forked from an earlier checkpoint replaces what came after it", T, async () => {
+    await newThread("agent");
+    await send("first");
+    await ai().filter({ hasText: "echo: first" }).waitFor({ timeout: 20_000 });
+    await page.getByTestId("streaming").waitFor({ state: "detached" });
+    await send("second");
+    await ai().filter({ hasText: "echo: second" }).waitFor({ timeout: 20_000 });
+    await page.getByTestId("streaming").waitFor({ state: "detached" });
+    const threadId = page.url().split("/").at(-1)!;
+
+    await page.getByRole("tab", { name: "History" }).click();
+    // The checkpoint where the first turn ended: step 1, its last message the first reply.
+    const first = page.getByTestId("checkpoint").filter({ hasText: /step 1 .*ai: echo: first/ });
+    await first.click();
+    await page.getByLabel("Fork input").fill("third");
+    await page.getByRole("button", { name: "Fork from this checkpoint" }).click();
+    await ai().filter({ hasText: "echo: third" }).waitFor({ timeout: 20_000 });
+    await page.getByTestId("streaming").waitFor({ state: "detached" });
+    const shown = (await page.getByTestId("message").allInnerTexts()).map((m) => m.split("\n").at(-1));
+    assert.deepEqual(shown, ["first", "echo: first", "third", "echo: third"]);
+    const state = await keyed().threads.getState(threadId);
+    assert.deepEqual(contents(state.values), ["first", "echo: first", "third", "echo: third"]);
+    // The old branch is still in the history: the fork's parent is the first turn's checkpoint.
+    const history = await keyed().threads.getHistory(threadId, { limit: 50 });
+    assert.ok(history.some((s) => contents(s.values).includes("echo: second")));
+  });
+
+  test("everything came from the server itself, and nothing failed", T, async () => {
+    assert.deepEqual(cp.foreign(), []);
+    assert.ok(cp.requests.some((r) => /GET .*\/console\/assets\/main-\w+\.js$/.test(r)));
+    assert.deepEqual(cp.problems, []);
+  });
+
+  /** The official SDK with this organization's key. */
+  const keyed = () => new Client({ apiUrl: h.url, apiKey: KEY, callerOptions: { maxRetries: 0 } });
+});

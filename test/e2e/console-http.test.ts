@@ -1,0 +1,120 @@
+/**
+ * The console's routes over raw HTTP: the page and its assets (statuses, content types, caching,
+ * CSP), public like /docs while the API needs a key; 404 for an unknown asset; the WebSocket
+ * credentials the terminal sends as subprotocols; the routes in /openapi.json.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { WebSocket } from "ws";
+import { type Hangar, http, startHangar } from "../helpers/server.js";
+import { CONSOLE_FIXTURE } from "./console-page.js";
+
+const KEY = "console-http-key";
+const T = { timeout: 60_000 };
+
+describe("console: HTTP", () => {
+  let h: Hangar;
+  let page: string;
+
+  before(async () => {
+    h = await startHangar({ config: CONSOLE_FIXTURE, env: { HANGAR_API_KEYS: `${KEY}:http-org` } });
+  });
+  after(async () => {
+    await h?.stop();
+  });
+
+  test("GET /console: the page, public, naming its hashed assets by relative URLs", T, async () => {
+    const res = await http(h.url, "GET", "/console");
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("content-type"), "text/html; charset=UTF-8");
+    assert.equal(res.headers.get("cache-control"), "no-cache");
+    assert.equal(res.headers.get("x-content-type-options"), "nosniff");
+    const csp = res.headers.get("content-security-policy") ?? "";
+    assert.match(csp, /default-src 'none'/);
+    assert.match(csp, /script-src 'self'(;|$)/);
+    page = res.text;
+    assert.match(page, /<script type="module" src="console\/assets\/main-[A-Z0-9]+\.js"><\/script>/);
+    assert.match(page, /<link rel="stylesheet" href="console\/assets\/main-[A-Z0-9]+\.css">/);
+    assert.doesNotMatch(
+      page,
+      /https?:\/\//,
+      "no absolute URL: nothing from elsewhere, and a mount prefix works",
+    );
+    // The API itself still needs the key.
+    assert.equal((await http(h.url, "POST", "/threads/search", {})).status, 401);
+    // HEAD too (a link checker's request).
+    assert.equal((await fetch(`${h.url}/console`, { method: "HEAD" })).status, 200);
+  });
+
+  test("its assets: JavaScript and CSS, cached for good, public", T, async () => {
+    const assets = [...page.matchAll(/(?:src|href)="(console\/assets\/[^"]+)"/g)].map((m) => m[1]!);
+    assert.equal(assets.length, 2);
+    for (const asset of assets) {
+      const res = await http(h.url, "GET", `/${asset}`);
+      assert.equal(res.status, 200, asset);
+      assert.equal(
+        res.headers.get("content-type"),
+        asset.endsWith(".js") ? "text/javascript; charset=utf-8" : "text/css; charset=utf-8",
+      );
+      assert.equal(res.headers.get("cache-control"), "public, max-age=31536000, immutable");
+      assert.equal(res.headers.get("x-content-type-options"), "nosniff");
+    }
+    const script = (await http(h.url, "GET", `/${assets.find((a) => a.endsWith(".js"))}`)).text;
+    // The lazily loaded chunks (terminal, graph view) are served too.
+    const chunks = [...script.matchAll(/"\.\/(chunk-[A-Z0-9]+\.js)"/g)].map((m) => m[1]!);
+    assert.ok(chunks.length >= 2, `the entry imports chunks: ${chunks}`);
+    for (const chunk of new Set(chunks)) {
+      const res = await http(h.url, "GET", `/console/assets/${chunk}`);
+      assert.equal(res.status, 200, chunk);
+      assert.equal(res.headers.get("content-type"), "text/javascript; charset=utf-8");
+    }
+    // No script loads anything from another origin (no CDN, no font service).
+    for (const url of script.matchAll(/import\(["'](https?:[^"']+)["']\)/g)) assert.fail(`imports ${url[1]}`);
+  });
+
+  test("an unknown asset is a JSON 404; /console/ redirects to /console", T, async () => {
+    for (const path of [
+      "/console/assets/nope.js",
+      "/console/assets/main.js",
+      "/console/assets/..%2F..%2Fpackage.json",
+      "/console/assets/%00",
+    ]) {
+      const res = await http(h.url, "GET", path);
+      assert.ok(res.status === 404 || res.status === 422, `${path}: ${res.status}`);
+      assert.equal(typeof res.body?.detail === "string" || Array.isArray(res.body?.detail), true, path);
+    }
+    const missing = await http(h.url, "GET", "/console/assets/nope.js");
+    assert.equal(missing.status, 404);
+    assert.deepEqual(missing.body, { detail: "No such console asset: nope.js" });
+    assert.equal((await http(h.url, "GET", "/console/nope")).status, 404);
+    const redirect = await fetch(`${h.url}/console/`, { redirect: "manual" });
+    assert.equal(redirect.status, 301);
+    assert.equal(redirect.headers.get("location"), "../console");
+  });
+
+  test("the terminal's WebSocket credentials: a key sent as a subprotocol authenticates", T, async () => {
+    const upgrade = (protocols: string[]) =>
+      new Promise<number>((resolve, reject) => {
+        const ws = new WebSocket(
+          `${h.url.replace(/^http/, "ws")}/v2/sandboxes/dataplane/00000000-0000-0000-0000-000000000000/execute/ws`,
+          protocols,
+        );
+        ws.on("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0));
+        ws.on("open", () => reject(new Error("opened a socket to a sandbox that does not exist")));
+        ws.on("error", () => {});
+      });
+    const b64 = (text: string) => Buffer.from(text).toString("base64url");
+    // Without it: 401. With the key: authenticated, and the sandbox is simply not found.
+    assert.equal(await upgrade(["hangar.console"]), 401);
+    assert.equal(await upgrade(["hangar.console", `hangar.key.${b64("wrong")}`]), 401);
+    assert.equal(await upgrade(["hangar.console", `hangar.key.${b64(KEY)}`]), 404);
+  });
+
+  test("/openapi.json documents the console's routes as public", T, async () => {
+    const doc = (await http(h.url, "GET", "/openapi.json")).body;
+    for (const path of ["/console", "/console/assets/{file}"]) {
+      assert.ok(doc.paths[path]?.get, path);
+      assert.deepEqual(doc.paths[path].get.security, [], `${path} is public`);
+    }
+  });
+});
