@@ -2,7 +2,7 @@
  * The shell: sign-in when the server wants credentials, then the navigation and the page the hash
  * route names.
  */
-import { lazy, Suspense, useMemo, useState } from "react";
+import { lazy, Suspense, useEffect, useMemo, useState } from "react";
 import { Console, type ConsoleContext } from "./context.js";
 import { AssistantPage, AssistantsPage } from "./pages/assistants.js";
 import { CronsPage } from "./pages/crons.js";
@@ -19,7 +19,7 @@ import {
   request,
   saveCredentials,
 } from "./session.js";
-import { errorText, useLoad } from "./util.js";
+import { errorText } from "./util.js";
 
 // A thread's page brings useStream and LangChain's message classes: the largest part of the bundle.
 const ThreadPage = lazy(() => import("./pages/thread.js").then((m) => ({ default: m.ThreadPage })));
@@ -35,25 +35,30 @@ const NAV: [string, string][] = [
 
 export function App() {
   const [creds, setCreds] = useState<Credentials | null>(loadCredentials);
-  // Without stored credentials, try the API as it is: a server with no keys needs none.
-  const open = useLoad(async () => {
-    if (creds) return true;
-    try {
-      await request({}, "POST", "/threads/search", { limit: 1 });
-      return true;
-    } catch (err) {
-      if (err instanceof ApiError && (err.status === 401 || err.status === 403)) return false;
-      throw err;
-    }
-  }, [creds]);
+  // Without credentials, try the API as it is: a server with no keys needs none. `undefined` while
+  // asking; a sign-out asks again.
+  const [open, setOpen] = useState<boolean | undefined>(undefined);
+  const [probeError, setProbeError] = useState<unknown>(null);
+  useEffect(() => {
+    if (creds || open !== undefined) return;
+    request({}, "POST", "/threads/search", { limit: 1 }).then(
+      () => setOpen(true),
+      (err) => {
+        if (err instanceof ApiError && (err.status === 401 || err.status === 403)) setOpen(false);
+        else setProbeError(err);
+      },
+    );
+  }, [creds, open]);
 
   const signOut = () => {
     saveCredentials(null);
+    setOpen(undefined);
     setCreds(null);
   };
   if (creds) return <Shell creds={creds} signOut={signOut} />;
-  if (open.loading && open.data === undefined) return <div className="boot">Connecting…</div>;
-  if (open.data) return <Shell creds={{}} />;
+  if (probeError) return <div className="boot error">{errorText(probeError)}</div>;
+  if (open === undefined) return <div className="boot">Connecting…</div>;
+  if (open) return <Shell creds={{}} />;
   return (
     <SignIn
       onSignIn={(c) => {

@@ -73,17 +73,20 @@ export function ThreadPage({ threadId }: { threadId: string }) {
       {thread.data && Object.keys(thread.data.metadata ?? {}).length > 0 && (
         <p className="muted mono small">metadata {JSON.stringify(thread.data.metadata)}</p>
       )}
-      <ThreadView
-        key={modes.join(",")}
-        threadId={tid}
-        onThreadId={onThreadId}
-        defaultAssistant={String(
-          thread.data?.metadata?.assistant_id ?? thread.data?.metadata?.graph_id ?? "",
-        )}
-        modes={modes}
-        setModes={setModes}
-        onChange={thread.reload}
-      />
+      {/* Only a thread this key can read (useStream's own read of a missing one is an unhandled rejection). */}
+      {(tid === null || thread.data) && (
+        <ThreadView
+          key={modes.join(",")}
+          threadId={tid}
+          onThreadId={onThreadId}
+          defaultAssistant={String(
+            thread.data?.metadata?.assistant_id ?? thread.data?.metadata?.graph_id ?? "",
+          )}
+          modes={modes}
+          setModes={setModes}
+          onChange={thread.reload}
+        />
+      )}
     </>
   );
 }
