@@ -45,11 +45,9 @@ function* unlessDuplicate<T>(dialect: Dialect, write: TxSteps<T>): TxSteps<T | u
   }
 }
 
-/** Where the row (of the table `prefix` names, as `"b."`) is the organization's and is called `name`. */
-const orgNamed =
-  (org: string, name: string, prefix = "") =>
-  (eb: ExpressionBuilder<any, any>) =>
-    eb.and([eb(`${prefix}org_id`, "=", org), eb(`${prefix}name`, "=", name)]);
+/** Where the row is the organization's and is called `name`. */
+const orgNamed = (org: string, name: string) => (eb: ExpressionBuilder<any, any>) =>
+  eb.and([eb("org_id", "=", org), eb("name", "=", name)]);
 
 /**
  * The query of a page in creation order (`<alias>.seq`) of the rows whose name contains
@@ -62,21 +60,19 @@ const pageQuery = <O>(qb: SelectQueryBuilder<Tables, any, O>, alias: string, q: 
     .limit(q.limit + 1)
     .offset(q.offset);
 
-const toPage = <O>(rows: O[], q: Port.SandboxListQuery): Port.SandboxPage<O> => ({
-  items: rows.slice(0, q.limit),
+/** The page in `rows` (`pageQuery`'s), its rows made records by `to`. */
+const toPage = <O, T>(rows: O[], q: Port.SandboxListQuery, to: (row: O) => T): Port.SandboxPage<T> => ({
+  items: rows.slice(0, q.limit).map(to),
   hasMore: rows.length > q.limit,
 });
 
-/** `pageQuery`, run outside a transaction, its rows made records by `to`. */
-async function page<O, T>(
+/** `pageQuery` run outside a transaction, and its page. */
+const page = async <O, T>(
   qb: SelectQueryBuilder<Tables, any, O>,
   alias: string,
   q: Port.SandboxListQuery,
   to: (row: O) => T,
-): Promise<Port.SandboxPage<T>> {
-  const { items, hasMore } = toPage(await pageQuery(qb, alias, q).execute(), q);
-  return { items: items.map(to), hasMore };
-}
+) => toPage(await pageQuery(qb, alias, q).execute(), q, to);
 
 /** One mount of the volume (`volume_id`) or of the template (`template_id`), if there is one. */
 const mounted = (ex: Executor, column: "volume_id" | "template_id", id: string) =>
@@ -239,9 +235,8 @@ export class SqlSandboxes extends SandboxRepo implements Port.SandboxesRepo {
   async forgetVolume(org: string, id: string): Promise<boolean> {
     return this.inOrg(org, function* (tx) {
       if (yield* first(mounted(tx, "volume_id", id))) return false;
-      return (
-        (yield* changed(tx.deleteFrom("sandbox_volumes").where("org_id", "=", org).where("id", "=", id))) > 0
-      );
+      const forget = tx.deleteFrom("sandbox_volumes").where("org_id", "=", org).where("id", "=", id);
+      return (yield* changed(forget)) > 0;
     });
   }
 
@@ -274,17 +269,14 @@ export class SqlSandboxes extends SandboxRepo implements Port.SandboxesRepo {
     return row ? toTemplate(row, await mounts(db, [row.id]).execute()) : null;
   }
 
-  async listTemplates(
-    org: string,
-    query: Port.SandboxListQuery,
-  ): Promise<Port.SandboxPage<Port.TemplateRecord>> {
+  async listTemplates(org: string, query: Port.SandboxListQuery) {
     return this.transaction(function* (tx) {
       const templates = tx.selectFrom("sandbox_templates").selectAll().where("org_id", "=", org);
-      const { items, hasMore } = toPage(yield* all(pageQuery(templates, "sandbox_templates", query)), query);
-      const ids = items.map((r) => r.id);
+      const rows = yield* all(pageQuery(templates, "sandbox_templates", query));
+      const ids = rows.slice(0, query.limit).map((r) => r.id);
       const found = ids.length ? yield* all(mounts(tx, ids)) : [];
       const mountsOf = (id: string) => found.filter((m) => m.template_id === id);
-      return { items: items.map((r) => toTemplate(r, mountsOf(r.id))), hasMore };
+      return toPage(rows, query, (r) => toTemplate(r, mountsOf(r.id)));
     });
   }
 
@@ -321,44 +313,35 @@ export class SqlSandboxes extends SandboxRepo implements Port.SandboxesRepo {
   }
 }
 
-type BoxRow = Row<"sandbox_boxes"> & { template_name: string | null };
+type BoxRow = Row<"sandbox_boxes"> & { template_name: string };
 type PoolRow = Row<"sandbox_pools"> & { template_name: string };
 
 const toBox = ({ seq: _, ...box }: BoxRow): Port.BoxRecord => box as Port.BoxRecord;
 const toPool = ({ seq: _, ...pool }: PoolRow): Port.PoolRecord => pool;
 
-const boxes = (ex: Executor) =>
-  ex
-    .selectFrom("sandbox_boxes as b")
-    .innerJoin("sandbox_templates as t", "t.id", "b.template_id")
-    .selectAll("b")
-    .select("t.name as template_name");
-
-const pools = (ex: Executor) =>
-  ex
-    .selectFrom("sandbox_pools as p")
-    .innerJoin("sandbox_templates as t", "t.id", "p.template_id")
-    .selectAll("p")
-    .select("t.name as template_name");
-
-const unpooled = (ex: Executor, org: string, name: string) =>
-  boxes(ex)
-    .where(orgNamed(org, name, "b."))
-    .where("b.pool_id", "is", null);
-
-const poolNamed = (ex: Executor, org: string, name: string) => pools(ex).where(orgNamed(org, name, "p."));
-
-/** The template's name, for a box written with RETURNING (the template is always there: a foreign key). */
-const withTemplateName = (eb: ExpressionBuilder<Tables, "sandbox_boxes">) =>
+/** The name of the row's template (`<table>.template_id`, always there: a foreign key) as `template_name`. */
+const templateNameOf = (table: string) => (eb: ExpressionBuilder<any, any>) =>
   eb
     .selectFrom("sandbox_templates as t")
     .select("t.name")
-    .whereRef("t.id", "=", "sandbox_boxes.template_id")
+    .whereRef("t.id", "=", `${table}.template_id`)
     .as("template_name");
+
+const boxes = (ex: Executor) => ex.selectFrom("sandbox_boxes as b").selectAll().select(templateNameOf("b"));
+const pools = (ex: Executor) => ex.selectFrom("sandbox_pools as p").selectAll().select(templateNameOf("p"));
+
+/** The organization's boxes that are not warm pool members. */
+const unpooled = (ex: Executor, org: string) =>
+  boxes(ex).where("b.org_id", "=", org).where("b.pool_id", "is", null);
+
+const poolNamed = (ex: Executor, org: string, name: string) =>
+  pools(ex).where("p.org_id", "=", org).where("p.name", "=", name);
+
+const boxTemplateName = templateNameOf("sandbox_boxes");
 
 /** The UPDATE of one box, returning it with its template's name. */
 const boxUpdate = (ex: Executor, id: string, set: Updateable<Tables["sandbox_boxes"]>) =>
-  ex.updateTable("sandbox_boxes").set(set).where("id", "=", id).returningAll().returning(withTemplateName);
+  ex.updateTable("sandbox_boxes").set(set).where("id", "=", id).returningAll().returning(boxTemplateName);
 
 function* nameTaken(tx: Executor, org: string, name: string, exceptId = ""): TxSteps<boolean> {
   const named = tx.selectFrom("sandbox_boxes").select("id").where(orgNamed(org, name));
@@ -377,7 +360,7 @@ export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRep
       const insert = tx
         .insertInto("sandbox_boxes")
         .values({ ...box, status: "provisioning", created_at: now, updated_at: now });
-      const row = yield* unlessDuplicate(dialect, first(insert.returningAll().returning(withTemplateName)));
+      const row = yield* unlessDuplicate(dialect, first(insert.returningAll().returning(boxTemplateName)));
       return row ? { status: "created", box: toBox(row) } : { status: "name_taken" };
     });
   }
@@ -389,7 +372,9 @@ export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRep
         dialect.lock(
           boxes(tx)
             .where("b.org_id", "=", org)
-            .where("t.name", "=", templateName)
+            .where("b.template_id", "in", (eb) =>
+              eb.selectFrom("sandbox_templates").select("id").where("name", "=", templateName),
+            )
             .where("b.pool_id", "is not", null)
             .where("b.status", "=", "ready")
             .orderBy("b.seq")
@@ -408,7 +393,7 @@ export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRep
   }
 
   async getBox(org: string, name: string): Promise<Port.BoxRecord | null> {
-    return this.recordOrNull(unpooled(this.database.db, org, name), toBox);
+    return this.recordOrNull(unpooled(this.database.db, org).where("b.name", "=", name), toBox);
   }
 
   async getBoxById(id: string): Promise<Port.BoxRecord | null> {
@@ -420,14 +405,13 @@ export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRep
   }
 
   async listBoxes(org: string, q: Port.SandboxListQuery): Promise<Port.SandboxPage<Port.BoxRecord>> {
-    const unpooled = boxes(this.database.db).where("b.org_id", "=", org).where("b.pool_id", "is", null);
-    return page(unpooled, "b", q, toBox);
+    return page(unpooled(this.database.db, org), "b", q, toBox);
   }
 
   async updateBox(org: string, name: string, patch: Port.BoxPatch): Promise<Port.UpdateBoxResult> {
     const updatedAt = new Date().toISOString();
     return this.inOrg(org, function* (tx): TxSteps<Port.UpdateBoxResult> {
-      const box = yield* first(unpooled(tx, org, name));
+      const box = yield* first(unpooled(tx, org).where("b.name", "=", name));
       if (!box) return { status: "not_found" };
       const taken = patch.name !== undefined && (yield* nameTaken(tx, org, patch.name, box.id));
       if (taken) return { status: "name_taken" };
@@ -439,11 +423,7 @@ export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRep
     });
   }
 
-  async setBoxStatus(
-    id: string,
-    status: Port.BoxStatus,
-    message: string | null,
-  ): Promise<Port.BoxRecord | null> {
+  async setBoxStatus(id: string, status: Port.BoxStatus, message: string | null) {
     const set = { status, status_message: message, updated_at: new Date().toISOString() };
     return this.recordOrNull(boxUpdate(this.database.db, id, set), toBox);
   }
@@ -505,10 +485,7 @@ export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRep
     });
   }
 
-  async deletePool(
-    org: string,
-    name: string,
-  ): Promise<{ pool: Port.PoolRecord; boxes: Port.BoxRecord[] } | null> {
+  async deletePool(org: string, name: string) {
     return this.inOrg(org, function* (tx) {
       const row = yield* first(poolNamed(tx, org, name));
       if (!row) return null;
