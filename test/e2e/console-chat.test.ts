@@ -4,12 +4,13 @@
  * run forked from an earlier checkpoint; nothing loaded from elsewhere.
  */
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Client } from "@langchain/langgraph-sdk";
 import type { Browser, Page } from "playwright-core";
 import { consoleBundle } from "../../src/console/bundle.js";
 import { launchChromium } from "../helpers/browser.js";
-import { contents, type Hangar, startHangar, waitFor } from "../helpers/server.js";
+import { contents, type Hangar, REPO_ROOT, startHangar, waitFor } from "../helpers/server.js";
 import { CONSOLE_FIXTURE, type ConsolePage, openPage, signIn } from "./console-page.js";
 
 const KEY = "console-chat-key";
@@ -78,15 +79,20 @@ describe("console: chat, interrupts, time travel", () => {
     const final = "You said: hello console. Typing this slowly.";
     // Read the reply as it grows: several lengths before the whole text.
     const seen = new Set<string>();
+    let last = "";
     await waitFor(
       async () => {
         const texts = await ai().allInnerTexts();
         const text = texts.at(-1)?.replace(/^assistant\s*/, "") ?? "";
         if (text) seen.add(text);
+        last = texts.join(" | ");
         return text === final;
       },
       { timeoutMs: 20_000, intervalMs: 20, what: "the whole reply" },
-    );
+    ).catch(async (err) => {
+      await page.screenshot({ path: join(REPO_ROOT, "test-output", "console-chat-stream.png") });
+      throw new Error(`${err.message}; the chat shows: ${last}; alerts: ${cp.problems.join(" | ")}`);
+    });
     const partial = [...seen].filter((s) => s !== final);
     assert.ok(partial.length >= 3, `the reply streamed in (partial texts seen: ${JSON.stringify(partial)})`);
     for (const p of partial) assert.ok(final.startsWith(p), `${JSON.stringify(p)} is a prefix of the reply`);
@@ -119,32 +125,62 @@ describe("console: chat, interrupts, time travel", () => {
     assert.deepEqual(shown, ["may I?", "approved: yes"]);
   });
 
-  test("a run forked from an earlier checkpoint replaces what came after it", T, async () => {
-    await newThread("agent");
-    await send("first");
-    await ai().filter({ hasText: "echo: first" }).waitFor({ timeout: 20_000 });
-    await page.getByTestId("streaming").waitFor({ state: "detached" });
-    await send("second");
-    await ai().filter({ hasText: "echo: second" }).waitFor({ timeout: 20_000 });
-    await page.getByTestId("streaming").waitFor({ state: "detached" });
-    const threadId = page.url().split("/").at(-1)!;
+  test(
+    "a run forked from an earlier checkpoint replaces what came after it; a state edited by hand",
+    T,
+    async () => {
+      await newThread("agent");
+      await send("first");
+      await ai().filter({ hasText: "echo: first" }).waitFor({ timeout: 20_000 });
+      await page.getByTestId("streaming").waitFor({ state: "detached" });
+      await send("second");
+      await ai().filter({ hasText: "echo: second" }).waitFor({ timeout: 20_000 });
+      await page.getByTestId("streaming").waitFor({ state: "detached" });
+      const threadId = page.url().split("/").at(-1)!;
 
-    await page.getByRole("tab", { name: "History" }).click();
-    // The checkpoint where the first turn ended: step 1, its last message the first reply.
-    const first = page.getByTestId("checkpoint").filter({ hasText: /step 1 .*ai: echo: first/ });
-    await first.click();
-    await page.getByLabel("Fork input").fill("third");
-    await page.getByRole("button", { name: "Fork from this checkpoint" }).click();
-    await ai().filter({ hasText: "echo: third" }).waitFor({ timeout: 20_000 });
-    await page.getByTestId("streaming").waitFor({ state: "detached" });
-    const shown = (await page.getByTestId("message").allInnerTexts()).map((m) => m.split("\n").at(-1));
-    assert.deepEqual(shown, ["first", "echo: first", "third", "echo: third"]);
-    const state = await keyed().threads.getState(threadId);
-    assert.deepEqual(contents(state.values), ["first", "echo: first", "third", "echo: third"]);
-    // The old branch is still in the history: the fork's parent is the first turn's checkpoint.
-    const history = await keyed().threads.getHistory(threadId, { limit: 50 });
-    assert.ok(history.some((s) => contents(s.values).includes("echo: second")));
-  });
+      await page.getByRole("tab", { name: "History" }).click();
+      // The checkpoint where the first turn ended: step 1, its last message the first reply.
+      const first = page.getByTestId("checkpoint").filter({ hasText: /step 1 .*ai: echo: first/ });
+      await first.click();
+      await page.getByLabel("Fork input").fill("third");
+      await page.getByRole("button", { name: "Fork from this checkpoint" }).click();
+      await ai().filter({ hasText: "echo: third" }).waitFor({ timeout: 20_000 });
+      await page.getByTestId("streaming").waitFor({ state: "detached" });
+      const shown = (await page.getByTestId("message").allInnerTexts()).map((m) => m.split("\n").at(-1));
+      assert.deepEqual(shown, ["first", "echo: first", "third", "echo: third"]);
+      const state = await keyed().threads.getState(threadId);
+      assert.deepEqual(contents(state.values), ["first", "echo: first", "third", "echo: third"]);
+      // The old branch is still in the history: the fork's parent is the first turn's checkpoint.
+      const history = await keyed().threads.getHistory(threadId, { limit: 50 });
+      assert.ok(history.some((s) => contents(s.values).includes("echo: second")));
+
+      // Edit the latest state (update_state): a message added as a new checkpoint.
+      await page.getByRole("tab", { name: "History" }).click();
+      await page.getByTestId("checkpoint").filter({ hasText: "ai: echo: third" }).first().click();
+      await page.getByRole("button", { name: "Edit state" }).click();
+      await page
+        .getByLabel("State values")
+        .fill('{"messages": [{"type": "human", "content": "edited by hand"}]}');
+      await page.getByRole("button", { name: "Save as new checkpoint" }).click();
+      await page
+        .getByText(/Saved as checkpoint [0-9a-f-]{36}/)
+        .waitFor({ timeout: 10_000 })
+        .catch(async (err) => {
+          throw new Error(
+            `${err.message}; alerts: ${(await page.getByRole("alert").allTextContents()).join(" | ")}`,
+          );
+        });
+      await page.getByTestId("checkpoint").filter({ hasText: "human: edited by hand" }).waitFor();
+      const edited = await keyed().threads.getState(threadId);
+      assert.deepEqual(contents(edited.values), [
+        "first",
+        "echo: first",
+        "third",
+        "echo: third",
+        "edited by hand",
+      ]);
+    },
+  );
 
   test("everything came from the server itself, and nothing failed", T, async () => {
     assert.deepEqual(cp.foreign(), []);

@@ -183,7 +183,11 @@ export function AssistantPage({ assistantId }: { assistantId: string }) {
         <ErrorNote error={graph.error} />
         {graph.data && (
           <Suspense fallback={<p className="muted">Loading the graph view…</p>}>
-            <GraphView graph={graph.data as any} />
+            {/* A new graph (xray toggled) mounts a new view, which fits it to the frame. */}
+            <GraphView
+              key={(graph.data as any).nodes?.map((n: { id: unknown }) => n.id).join()}
+              graph={graph.data as any}
+            />
           </Suspense>
         )}
       </Section>

@@ -25,8 +25,8 @@ function protocols(creds: Credentials): string[] {
   return list;
 }
 
-/** An interactive shell whose prompt and errors come on stdout (stderr is merged). */
-const SHELL_COMMAND = "export PS1='$ '; exec /bin/sh -i 2>&1";
+/** An interactive shell (no job control: there is no tty) whose prompt and errors come on stdout. */
+const SHELL_COMMAND = "export PS1='$ '; exec /bin/sh +m -i 2>&1";
 
 export default function Terminal({ dataplaneUrl }: { dataplaneUrl: string }) {
   const { creds } = useConsole();

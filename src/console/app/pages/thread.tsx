@@ -42,7 +42,13 @@ export function ThreadPage({ threadId }: { threadId: string }) {
   const thread = useLoad(() => (tid ? client.threads.get(tid) : Promise.resolve(null)), [client, tid]);
   useInterval(thread.reload, 3000);
 
+  // The conversation is shown once the thread is known to be readable (made here, or read back), and
+  // stays mounted from then on: unmounting it would cancel the run it streams.
+  const [readable, setReadable] = useState(threadId === "new");
+  if (!readable && thread.data) setReadable(true);
+
   const onThreadId = (id: string) => {
+    setReadable(true);
     setTid(id);
     // replaceState fires no hashchange: the route stays, a reload opens this thread.
     history.replaceState(null, "", href("threads", id));
@@ -73,8 +79,8 @@ export function ThreadPage({ threadId }: { threadId: string }) {
       {thread.data && Object.keys(thread.data.metadata ?? {}).length > 0 && (
         <p className="muted mono small">metadata {JSON.stringify(thread.data.metadata)}</p>
       )}
-      {/* Only a thread this key can read (useStream's own read of a missing one is an unhandled rejection). */}
-      {(tid === null || thread.data) && (
+      {/* Not a thread this key cannot read: useStream's own read of it would reject unhandled. */}
+      {readable && (
         <ThreadView
           key={modes.join(",")}
           threadId={tid}
@@ -508,7 +514,10 @@ function CheckpointDetail(props: {
         checkpoint: state.checkpoint,
         asNode: asNode || undefined,
       });
-      setSaved(String(result.configurable?.checkpoint_id ?? ""));
+      // The servers answer {checkpoint: {...}}; the SDK's type says {configurable: {...}}.
+      const written =
+        (result as { checkpoint?: { checkpoint_id?: string } }).checkpoint ?? result.configurable;
+      setSaved(String(written?.checkpoint_id ?? "?"));
       setEditing(false);
       props.onForked();
     });
