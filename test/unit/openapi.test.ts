@@ -5,6 +5,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { agentApiDocs } from "../../src/agents/api-docs.js";
 import * as S from "../../src/agents/schemas.js";
+import { consoleApiDocs } from "../../src/console/routes.js";
 import { docsApiDocs } from "../../src/http/docs-routes.js";
 import {
   type ApiDocs,
@@ -16,7 +17,7 @@ import {
 import { sandboxApiDocs } from "../../src/sandboxes/api-docs.js";
 import { buildApp, type InProcessApp } from "../helpers/app.js";
 
-const AREAS = [agentApiDocs, sandboxApiDocs, docsApiDocs];
+const AREAS = [agentApiDocs, sandboxApiDocs, docsApiDocs, consoleApiDocs];
 const INFO = { title: "Hangar API", version: "0.0.0-test" };
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 
@@ -182,7 +183,15 @@ describe("the server's OpenAPI document", () => {
       in: "header",
       name: "X-Api-Key",
     });
-    const publicOps = ["GET /ok", "GET /openapi.json", "GET /docs", "GET /docs/{asset}"];
+    const publicOps = [
+      "GET /ok",
+      "GET /openapi.json",
+      "GET /docs",
+      "GET /docs/{asset}",
+      "GET /console",
+      "GET /console/",
+      "GET /console/assets/{file}",
+    ];
     for (const [path, item] of Object.entries<any>(doc.paths)) {
       for (const [method, op] of Object.entries<any>(item)) {
         const key = `${method.toUpperCase()} ${path}`;
