@@ -27,11 +27,7 @@ const visible = (ex: Executor, org: Port.OrgId, assistantId: string) =>
     .where("org_id", "in", [org, sql.lit(SYSTEM)]);
 
 export class SqlAssistants extends SqlRepo implements Port.AssistantsRepo {
-  create(
-    org: Port.OrgId,
-    input: Port.AssistantInput,
-    ifExists: "raise" | "do_nothing",
-  ): Promise<Port.Assistant> {
+  create(org: Port.OrgId, input: Port.AssistantInput, ifExists: "raise" | "do_nothing") {
     const now = new Date().toISOString();
     const version = {
       assistant_id: input.assistant_id,
@@ -127,11 +123,7 @@ export class SqlAssistants extends SqlRepo implements Port.AssistantsRepo {
     });
   }
 
-  delete(
-    org: Port.OrgId,
-    assistantId: string,
-    opts: { deleteThreads: boolean },
-  ): Promise<Port.AssistantDeletion> {
+  delete(org: Port.OrgId, assistantId: string, opts: { deleteThreads: boolean }) {
     return this.transaction(function* (tx) {
       // System assistants are shared; an organization cannot delete them for everyone.
       const deleted = yield* changed(
@@ -185,12 +177,8 @@ export class SqlAssistants extends SqlRepo implements Port.AssistantsRepo {
         if (thread?.status !== "busy") continue;
         const hasNext = Object.keys(JSON.parse(thread.interrupts) ?? {}).length > 0;
         const status = settledStatusExpression(threadId, hasNext, false);
-        yield* changed(
-          tx
-            .updateTable("threads")
-            .set((eb) => ({ status: status(eb) }))
-            .where("thread_id", "=", threadId),
-        );
+        const update = tx.updateTable("threads").where("thread_id", "=", threadId);
+        yield* changed(update.set((eb) => ({ status: status(eb) })));
       }
       return deletion(true, inFlight);
     });
@@ -220,11 +208,7 @@ export class SqlAssistants extends SqlRepo implements Port.AssistantsRepo {
     return this.countOf(this.#filtered(org, q));
   }
 
-  async versions(
-    org: Port.OrgId,
-    assistantId: string,
-    q: Port.VersionQuery,
-  ): Promise<Port.AssistantVersion[]> {
+  async versions(org: Port.OrgId, assistantId: string, q: Port.VersionQuery) {
     const db = this.database.db;
     if (!(await visible(db, org, assistantId).executeTakeFirst())) return [];
     const rows = await db

@@ -1,8 +1,6 @@
 /**
- * The run queue, one implementation over Kysely for both engines.
- *
- * Atomicity per thread: every transaction that changes a thread's runs first takes the thread
- * (`#lockThread`, or `#lockThreadOfRun` for operations keyed by run id), then touches run rows.
+ * The run queue. Atomicity per thread: every transaction that changes a thread's runs first takes the
+ * thread (`#lockThread`, or `#lockThreadOfRun` for operations keyed by run id), then touches run rows.
  * - SQLite: transactions begin IMMEDIATE (database.ts) and hold the file's write lock from their first
  *   statement, across the API thread's and the executor threads' connections, so admission and claiming
  *   are atomic without row locks; taking the thread is a plain read.
@@ -71,9 +69,6 @@ interface Settlement {
   error?: string;
 }
 
-/** What recovering an orphaned run did to it (`Port.SweepResult`'s lists). */
-type Recovery = keyof Port.SweepResult;
-
 /**
  * No other run of the run's thread is executing, for a query on `runs as r` (typed loosely: it serves
  * selects, a CTE and an update, whose builders Kysely types apart).
@@ -120,10 +115,7 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
     return yield* query.first({ thread_id: threadId });
   }
 
-  /**
-   * Takes the thread of `runId` in one statement and returns it, as it is under the lock; undefined when
-   * the run is gone.
-   */
+  /** Takes the thread of `runId` in one statement, as it is under the lock; undefined: the run is gone. */
   *#lockThreadOfRun(runId: string): TxSteps<ThreadRow | undefined> {
     const query = this.database.prepared("runs.lockThreadOfRun", (db) => {
       const threadId = db
@@ -139,7 +131,6 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
     return ex.selectFrom("runs").selectAll().where("run_id", "=", runId);
   }
 
-  /** One UPDATE of the run's row. */
   *#update(tx: Executor, runId: string, set: Updateable<Tables["runs"]>): TxSteps<void> {
     yield* changed(tx.updateTable("runs").set(set).where("run_id", "=", runId));
   }
@@ -213,12 +204,8 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
     if (!latest) return;
     const graphId = (JSON.parse(latest.kwargs) as Port.RunKwargs).config.configurable?.graph_id;
     const metadata = { ...JSON.parse(thread.metadata), graph_id: graphId, assistant_id: latest.assistant_id };
-    yield* changed(
-      tx
-        .updateTable("threads")
-        .set({ metadata: JSON.stringify(metadata) })
-        .where("thread_id", "=", thread.thread_id),
-    );
+    const rebind = tx.updateTable("threads").set({ metadata: JSON.stringify(metadata) });
+    yield* changed(rebind.where("thread_id", "=", thread.thread_id));
   }
 
   /**
@@ -654,17 +641,16 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
       .execute();
   }
 
-  /** Every `running` run, as if all leases had expired: only for a database no other process uses. */
   async recoverInterrupted(maxAttempts: number): Promise<Port.SweepResult> {
     return this.#recoverOrphans(maxAttempts, false);
   }
 
   /**
-   * Runs no live worker executes (with `onlyExpired`, those whose lease expired): settled as a recorded stop request asks, requeued, or failed. Each in
-   * a transaction of its own, re-read under its thread's lock and its own row lock (its worker may have
-   * renewed or settled it since the scan; a renewal, which takes no thread lock, waits for the row), so
-   * concurrent sweepers in several processes recover each run once, and never one whose worker just
-   * renewed it.
+   * Runs no live worker executes (with `onlyExpired`, those whose lease expired): settled as a recorded
+   * stop request asks, requeued, or failed. Each in a transaction of its own, re-read under its thread's
+   * lock and its own row lock (its worker may have renewed or settled it since the scan; a renewal, which
+   * takes no thread lock, waits for the row), so concurrent sweepers in several processes recover each
+   * run once, and never one whose worker just renewed it.
    */
   async #recoverOrphans(maxAttempts: number, onlyExpired: boolean): Promise<Port.SweepResult> {
     const orphans = await this.database.db
@@ -676,18 +662,11 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
       .execute();
     const result: Port.SweepResult = { requeued: [], failed: [], interrupted: [], rolledBack: [] };
     for (const { run_id: runId } of orphans) {
-      const recovery = await this.transaction(function* (tx): TxSteps<Recovery | null> {
+      const recovery = await this.transaction(function* (tx): TxSteps<keyof Port.SweepResult | null> {
         const thread = yield* this.#lockThreadOfRun(runId);
         if (!thread) return null;
-        const row = yield* first(
-          this.dialect.lock(
-            tx
-              .selectFrom("runs")
-              .selectAll()
-              .select((eb) => this.#leaseExpired(eb).as("expired"))
-              .where("run_id", "=", runId),
-          ),
-        );
+        const run = this.#run(tx, runId).select((eb) => this.#leaseExpired(eb).as("expired"));
+        const row = yield* first(this.dialect.lock(run));
         if (row?.status !== "running" || (onlyExpired && !row.expired)) return null;
         const now = new Date().toISOString();
         if (row.stop_requested === "rollback") {
@@ -701,11 +680,9 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
         }
         if (row.attempt >= maxAttempts) {
           yield* this.#update(tx, runId, { status: "error", updated_at: now });
+          const message = `Run failed after ${row.attempt} attempts`;
           yield* this.#settleThread(tx, thread, {
-            error: JSON.stringify({
-              error: "RunAbandoned",
-              message: `Run failed after ${row.attempt} attempts`,
-            }),
+            error: JSON.stringify({ error: "RunAbandoned", message }),
           });
           return "failed";
         }

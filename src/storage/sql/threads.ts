@@ -1,7 +1,4 @@
-/**
- * Threads, one implementation over Kysely for both engines. Row helpers the run queue (runs.ts) shares
- * are exported: the thread row lock, the insert, the settled-status expression.
- */
+/** Threads, and the row helpers the run queue (runs.ts) shares: thread row lock, insert, settled status. */
 import type { Expression, ExpressionBuilder, SelectQueryBuilder, SqlBool } from "kysely";
 import { conflict } from "../../errors.js";
 import type * as Port from "../ports.js";
@@ -24,7 +21,6 @@ export const PENDING = sql.lit<RunStatus>("pending");
 export const RUNNING = sql.lit<RunStatus>("running");
 export const IN_FLIGHT = [PENDING, RUNNING];
 
-/** The TTL columns of a thread row. */
 const ttlColumns = (ttl: Port.ThreadTtl | undefined) => ({
   ttl_minutes: ttl?.minutes ?? null,
   ttl_strategy: ttl?.strategy ?? null,
@@ -258,19 +254,9 @@ export class SqlThreads extends SqlRepo implements Port.ThreadsRepo {
     await this.transaction(function* (tx) {
       if (!(yield* first(this.dialect.lock(threadRow(tx, threadId, org))))) return;
       const status = settledStatusExpression(threadId, state.hasNext, false);
-      yield* changed(
-        tx
-          .updateTable("threads")
-          .set((eb) => ({
-            values,
-            interrupts,
-            status: status(eb),
-            error: null,
-            updated_at: now,
-            state_updated_at: now,
-          }))
-          .where("thread_id", "=", threadId),
-      );
+      const set = { values, interrupts, error: null, updated_at: now, state_updated_at: now };
+      const update = tx.updateTable("threads").where("thread_id", "=", threadId);
+      yield* changed(update.set((eb) => ({ ...set, status: status(eb) })));
     });
   }
 
@@ -314,13 +300,8 @@ export class SqlThreads extends SqlRepo implements Port.ThreadsRepo {
       const pruned = expired.filter((r) => r.ttl_strategy === "keep_latest").map((r) => r.thread_id);
       yield* deleteThreads(tx, deleted);
       for (const threadId of pruned) yield* keepLatestCheckpoints(tx, threadId);
-      if (pruned.length)
-        yield* changed(
-          tx
-            .updateTable("threads")
-            .set((eb) => ({ ttl_swept_at: eb.ref("updated_at") }))
-            .where("thread_id", "in", pruned),
-        );
+      const swept = tx.updateTable("threads").set((eb) => ({ ttl_swept_at: eb.ref("updated_at") }));
+      if (pruned.length) yield* changed(swept.where("thread_id", "in", pruned));
       return { deleted, pruned };
     });
   }
