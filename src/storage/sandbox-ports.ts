@@ -134,10 +134,7 @@ export interface SandboxesRepo {
   updateVolume(org: OrgId, name: string, patch: VolumePatch): Promise<UpdateVolumeResult>;
   /** Refused (`in_use`) while a template mounts it. */
   deleteVolume(org: OrgId, name: string): Promise<DeleteVolumeResult>;
-  /**
-   * Removes a volume row by id unless a template mounts it (undoing a create whose provisioning
-   * failed); false when it was kept or absent.
-   */
+  /** Undoes a create whose provisioning failed: deletes row `id` unless mounted; false if kept or absent. */
   forgetVolume(org: OrgId, id: string): Promise<boolean>;
 
   createTemplate(org: OrgId, input: TemplateInput): Promise<CreateTemplateResult>;

@@ -11,8 +11,7 @@
  * rollback signal must reach the executing worker, which fences there).
  *
  * Hot path: every LangGraph step calls `put` (one statement) and `putWrites` (one for the whole batch);
- * `getTuple` (two) and `list` run at a run's start and for state reads. Fixed-shape queries are
- * compiled once (`Prepared`).
+ * `getTuple` (two) and `list` run at a run's start and for state reads.
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
@@ -330,8 +329,7 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     await this.#database.transaction((tx) => deleteThreadCheckpoints(tx, [threadId]));
   }
 
-  // Server operations. Other repositories run these row operations inside their own transactions with
-  // checkpoint-rows.ts (and call `fenceRun` themselves); these forms run in a transaction of their own.
+  // Server operations, in transactions of their own (other repositories run checkpoint-rows.ts' in theirs).
 
   /** `deleteRunCheckpoints`, the run fenced first so that a still-running graph cannot write it back. */
   async deleteRun(threadId: string, runId: string): Promise<void> {
@@ -389,14 +387,9 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     ]);
     // Checkpoint format < 4 kept pending sends as TASKS writes on the parent; v4 keeps them in the
     // TASKS channel. Rebuild that channel for old checkpoints, as MemorySaver does.
+    const parent = { thread_id, checkpoint_ns, checkpoint_id: parent_checkpoint_id };
     if (checkpoint.v < 4 && parent_checkpoint_id) {
-      const sends = await this.#loadWrites(
-        await this.#q.getSends.execute(db, {
-          ...row,
-          checkpoint_id: parent_checkpoint_id,
-          channel: TASKS,
-        }),
-      );
+      const sends = await this.#loadWrites(await this.#q.getSends.execute(db, { ...parent, channel: TASKS }));
       checkpoint.channel_values ??= {};
       checkpoint.channel_values[TASKS] = sends.map((w) => w[2]);
       checkpoint.channel_versions ??= {};
@@ -404,7 +397,6 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
       checkpoint.channel_versions[TASKS] =
         versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
     }
-    const parent = { thread_id, checkpoint_ns, checkpoint_id: parent_checkpoint_id };
     return {
       config: { configurable: { thread_id, checkpoint_ns, checkpoint_id } },
       checkpoint,

@@ -7,8 +7,8 @@
  *   `BEGIN IMMEDIATE` to `COMMIT`, so it holds the file's write lock (across the API's and the executor
  *   threads' connections) only for its own statements, with no other work of the thread in between: a
  *   check-then-write is atomic without row locks, and a thread busy running graphs does not keep the
- *   other threads' writes waiting. (An async body awaited each query, and every promise continuation
- *   queued on the thread ran inside the transaction: the executor held the lock ~1 ms per transaction.)
+ *   other threads' writes waiting (an async body let every promise continuation queued on the thread run
+ *   inside the transaction).
  * - Postgres (`pg` pool): a transaction is one pooled connection and each yielded query is awaited; row
  *   locks come from `dialect.lock`. One the server aborted as a deadlock victim or serialization failure
  *   is run again.
@@ -66,7 +66,6 @@ export class SqlDatabase {
   readonly dialect: Dialect;
   /** The builder transaction bodies get: it compiles, and refuses to execute (its queries are yielded). */
   readonly #builder: Kysely<Tables>;
-  /** SQLite: runs a query on the connection synchronously. */
   readonly #runSync?: RunSync;
   readonly #prepared = new Map<string, Prepared<any>>();
   /** The migrations applied when this connection opened the database (migrations.ts). */
@@ -108,9 +107,8 @@ export class SqlDatabase {
   async transaction<T>(body: (tx: Executor) => TxSteps<T>): Promise<T> {
     const runSync = this.#runSync;
     if (runSync) {
-      // Nothing else can run on the connection inside one attempt. Kysely's own queries on it are single
-      // statements, each run in one synchronous call too (its transactions serve only the migrations,
-      // which are done before the database is handed out).
+      // Nothing else can run on the connection inside one attempt: Kysely's own queries on it are single
+      // statements, each one synchronous call too (SyncSqliteDriver).
       return whenWriteLockFree(() => {
         runSync(BEGIN); // the write lock: SQLITE_BUSY here while another connection holds it
         try {

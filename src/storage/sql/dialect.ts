@@ -116,7 +116,7 @@ function sqliteContains(
 }
 
 function float32Blob(values: ArrayLike<number>): Buffer {
-  const f = Float32Array.from(values as ArrayLike<number>);
+  const f = Float32Array.from(values);
   return Buffer.from(f.buffer, f.byteOffset, f.byteLength);
 }
 
@@ -224,8 +224,8 @@ export const postgresDialect: Dialect = {
     return and(clauses);
   },
   bool: (value) => value,
-  vector: (values) => Array.from(values as ArrayLike<number>),
-  vectorParam: (values) => sql`${Array.from(values as ArrayLike<number>)}::real[]`,
+  vector: (values) => Array.from(values),
+  vectorParam: (values) => sql`${Array.from(values)}::real[]`,
   insertionOrder: (table) => sql.ref(table ? `${table}.seq` : "seq"),
   isUniqueViolation: (err) => (err as { code?: string }).code === "23505",
   async lockMigrations(db, schema, fn) {

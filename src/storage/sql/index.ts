@@ -36,10 +36,7 @@ export const openSqliteStorage = async (opts: Parameters<typeof openSqlite>[0]) 
 export const openPostgresStorage = async (opts: Parameters<typeof openPostgres>[0]) =>
   storageOver(await openPostgres(opts));
 
-/**
- * The storage a config names: Postgres with `postgresUri`, else the SQLite file in `dataDir`.
- * `secondary`: an executor thread's connection beside the process's own (see openSqlite).
- */
+/** The storage a config names: Postgres with `postgresUri`, else SQLite (`secondary`: see openSqlite). */
 export const openStorage = (config: Config, opts: { secondary?: boolean } = {}): Promise<Storage> =>
   config.postgresUri
     ? openPostgresStorage({ uri: config.postgresUri })

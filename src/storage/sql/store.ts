@@ -1,8 +1,8 @@
 /**
- * The long-term memory store (tables `store_items`, `store_vectors`), one implementation for both engines.
- * A namespace is stored as its labels joined with `.`, which no label may contain (the runtime
- * validates that), so "every namespace under a.b" is the index range `['a.b.', 'a.b/')` plus `a.b`
- * itself ('/' sorts right after '.'; the column compares bytes on both engines, migrations.ts).
+ * The long-term memory store (tables `store_items`, `store_vectors`). A namespace is stored as its labels
+ * joined with `.`, which no label may contain (the runtime validates that), so "every namespace under
+ * a.b" is the index range `['a.b.', 'a.b/')` plus `a.b` itself ('/' sorts right after '.'; the column
+ * compares bytes on both engines, migrations.ts).
  * Vectors are ranked in SQL by `hangar_cosine` (registered on the SQLite connection, a SQL function
  * on Postgres), so ranking, filtering and pagination are one query.
  */
@@ -75,12 +75,9 @@ function condition(dialect: Dialect, c: StoreFilterCondition): Expression<SqlBoo
 
 /** The prefix's labels before its first `*` wildcard: what SQL can match directly. */
 function literalPrefix(prefix: string[] | undefined): string[] {
-  const literal: string[] = [];
-  for (const label of prefix ?? []) {
-    if (label === "*") break;
-    literal.push(label);
-  }
-  return literal;
+  const labels = prefix ?? [];
+  const wildcard = labels.indexOf("*");
+  return wildcard < 0 ? labels : labels.slice(0, wildcard);
 }
 
 const matchesAt = (labels: string[], pattern: string[], start: number) =>
@@ -174,9 +171,8 @@ export class SqlStore extends SqlRepo implements StoreRepo {
 
   async search(org: OrgId, q: StoreSearchQuery, now: number): Promise<StoreSearchHit[]> {
     const { dialect } = this;
-    const queryVector = q.queryVector;
-    const ranked = queryVector !== undefined;
-    const score = ranked ? dialect.vectorParam(queryVector) : null;
+    const ranked = q.queryVector !== undefined;
+    const score = ranked ? dialect.vectorParam(q.queryVector!) : null;
     const read = (ex: Executor) =>
       liveItems(ex, org, now)
         .selectAll("i")
@@ -213,13 +209,8 @@ export class SqlStore extends SqlRepo implements StoreRepo {
       const rows = yield* all(read(tx));
       for (const { namespace, key, ttl_minutes } of rows) {
         if (ttl_minutes === null) continue;
-        const set = { expires_at: Math.round(now + ttl_minutes * MINUTE_MS) };
-        yield* changed(
-          tx
-            .updateTable("store_items")
-            .set(set)
-            .where(itemKey(org, namespace, key)),
-        );
+        const item = tx.updateTable("store_items").where(itemKey(org, namespace, key));
+        yield* changed(item.set({ expires_at: Math.round(now + ttl_minutes * MINUTE_MS) }));
       }
       return rows;
     });
