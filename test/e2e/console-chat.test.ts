@@ -182,6 +182,45 @@ describe("console: chat, interrupts, time travel", () => {
     },
   );
 
+  test(
+    "double texting: the composer's multitask strategy decides what happens to the run in progress",
+    T,
+    async () => {
+      await newThread("typist");
+      await page.getByText("Stream modes, config, context").click();
+      const config = page.getByRole("textbox", { name: "Config", exact: true });
+      await config.fill('{"configurable": {"char_ms": 100}}');
+      await send("a slow one");
+      await ai().first().waitFor({ timeout: 20_000 }); // streaming has begun
+      const strategy = page.getByRole("combobox", { name: "Multitask strategy" });
+      // reject: the server refuses the second run, and the page says so.
+      await strategy.selectOption("reject");
+      await send("too soon");
+      await page
+        .getByRole("alert")
+        .filter({ hasText: /409/ })
+        .waitFor({ timeout: 10_000 })
+        .catch(async (err) => {
+          await page.screenshot({ path: join(REPO_ROOT, "test-output", "console-chat-reject.png") });
+          throw new Error(
+            `${err.message}; alerts: ${(await page.getByRole("alert").allTextContents()).join(" | ")}`,
+          );
+        });
+      // interrupt: the first run stops where it is, the new one answers.
+      await config.fill("");
+      await strategy.selectOption("interrupt");
+      await send("now this");
+      await ai().filter({ hasText: "You said: now this. Typing this slowly." }).waitFor({ timeout: 20_000 });
+      await page.getByTestId("streaming").waitFor({ state: "detached" });
+      const threadId = page.url().split("/").at(-1)!;
+      const runs = await keyed().runs.list(threadId);
+      assert.deepEqual(runs.map((r) => [r.status, r.multitask_strategy]).reverse(), [
+        ["interrupted", "enqueue"],
+        ["success", "interrupt"],
+      ]);
+    },
+  );
+
   test("everything came from the server itself, and nothing failed", T, async () => {
     assert.deepEqual(cp.foreign(), []);
     assert.ok(cp.requests.some((r) => /GET .*\/console\/assets\/main-\w+\.js$/.test(r)));

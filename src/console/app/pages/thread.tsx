@@ -154,7 +154,8 @@ function ThreadView(props: {
 
   const fork = async (checkpoint: Checkpoint, input: unknown) => {
     setTab("chat");
-    await stream.submit(input as Record<string, unknown> | null, {
+    // Not awaited: submit resolves when the run's stream ends; its errors show as stream.error.
+    void stream.submit(input as Record<string, unknown> | null, {
       // A copy: the SDK deletes thread_id from the object it is given.
       checkpoint: { ...checkpoint },
       streamMode: modes,
@@ -191,7 +192,9 @@ function ThreadView(props: {
             {stream.interrupts.length > 0 && !stream.isLoading && (
               <InterruptForm
                 interrupts={stream.interrupts}
-                onResume={(resume) => stream.submit(null, { command: { resume }, streamMode: modes })}
+                onResume={async (resume) => {
+                  void stream.submit(null, { command: { resume }, streamMode: modes });
+                }}
               />
             )}
             <Composer
@@ -211,7 +214,8 @@ function ThreadView(props: {
                   });
                   return;
                 }
-                await stream.submit(input as Record<string, unknown>, { ...options, streamMode: modes });
+                // Not awaited (it resolves when the run ends): the composer stays free for a double text.
+                void stream.submit(input as Record<string, unknown>, { ...options, streamMode: modes });
               }}
             />
           </div>
