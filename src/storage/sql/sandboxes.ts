@@ -14,7 +14,6 @@ import type { Row, Tables } from "./tables.js";
 /** The advisory-lock space of the sandbox area's organization locks. */
 const ORG_LOCK_SPACE = 726855;
 
-/** The sandbox area's repositories. */
 abstract class SandboxRepo extends SqlRepo {
   /**
    * Runs `body` in one transaction that first takes the organization's lock, so the sandbox area's
