@@ -128,9 +128,9 @@ async function main() {
 
     // A slow run in flight and one waiting behind it, for the queue page.
     const busy = await c.threads.create();
-    await c.runs.create(busy.thread_id, "typist", {
+    await c.runs.create(busy.thread_id, "slow", {
       input: human("a long one"),
-      config: { configurable: { char_ms: 400 } },
+      config: { configurable: { sleep_ms: 30_000 } },
     });
     await c.runs.create(busy.thread_id, "agent", {
       input: human("queued behind it"),

@@ -1,6 +1,6 @@
 /** Crons: schedule, next run, enabled (toggled here), and what they run. */
 import type { Cron } from "@langchain/langgraph-sdk";
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import { useConsole } from "../context.js";
 import { href } from "../router.js";
 import { Empty, ErrorNote, Json, parseJson, Section, shortId, useAction, useLoad, when } from "../util.js";
@@ -60,6 +60,9 @@ function CronRow(props: {
   const { cron } = props;
   const [open, setOpen] = useState(false);
   const enabled = (cron as Cron & { enabled?: boolean }).enabled !== false;
+  // What the checkbox shows: the click at once, the server's answer when the list is read again.
+  const [shown, setShown] = useState(enabled);
+  useEffect(() => setShown(enabled), [enabled]);
   return (
     <>
       <tr>
@@ -69,7 +72,7 @@ function CronRow(props: {
           </button>
         </td>
         <td className="mono">{cron.schedule}</td>
-        <td>{enabled ? when(cron.next_run_date) : "— (disabled)"}</td>
+        <td>{shown ? when(cron.next_run_date) : "— (disabled)"}</td>
         <td className="mono">{shortId(cron.assistant_id)}</td>
         <td>
           {cron.thread_id ? (
@@ -83,8 +86,11 @@ function CronRow(props: {
             <input
               type="checkbox"
               aria-label="Enabled"
-              checked={enabled}
-              onChange={(e) => props.onToggle(cron, e.target.checked)}
+              checked={shown}
+              onChange={(e) => {
+                setShown(e.target.checked);
+                props.onToggle(cron, e.target.checked);
+              }}
             />
           </label>
         </td>

@@ -51,7 +51,7 @@ function RunRow({ run, onChanged }: { run: Run; onChanged: () => void }) {
     <>
       <tr>
         <td className="mono" title={run.run_id}>
-          {shortId(run.run_id)}
+          {shortId(run.run_id, true)}
         </td>
         <td>
           <Status value={run.status} />
