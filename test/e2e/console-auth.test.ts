@@ -3,11 +3,13 @@
  * and by id, and signing out forgets the key.
  */
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Client } from "@langchain/langgraph-sdk";
+import { SignJWT } from "jose";
 import type { Browser } from "playwright-core";
 import { launchChromium } from "../helpers/browser.js";
-import { type Hangar, startHangar } from "../helpers/server.js";
+import { type Hangar, REPO_ROOT, startHangar } from "../helpers/server.js";
 import { CONSOLE_FIXTURE, openPage, signIn } from "./console-page.js";
 
 const T = { timeout: 60_000 };
@@ -88,4 +90,49 @@ describe("console: organizations", () => {
     await page.getByRole("alert").filter({ hasText: "Invalid API key" }).waitFor();
     assert.equal(await page.evaluate(() => sessionStorage.length), 0);
   });
+});
+
+describe("console: a custom auth handler", () => {
+  let h: Hangar;
+  let browser: Browser;
+  const bearer = async (user: string) =>
+    `Bearer ${await new SignJWT({})
+      .setProtectedHeader({ alg: "HS256" })
+      .setSubject(user)
+      .sign(new TextEncoder().encode("test-secret-of-the-auth-suite"))}`;
+
+  before(async () => {
+    [h, browser] = await Promise.all([
+      startHangar({ config: join(REPO_ROOT, "test", "e2e", "fixtures", "auth", "langgraph.json") }),
+      launchChromium(),
+    ]);
+  });
+  after(async () => {
+    await browser?.close();
+    await h?.stop();
+  });
+
+  test(
+    "the console sends the Authorization header it was given; a user sees only their threads",
+    T,
+    async () => {
+      const threads: Record<string, string> = {};
+      for (const user of ["alice", "bob"]) {
+        const c = new Client({ apiUrl: h.url, defaultHeaders: { authorization: await bearer(user) } });
+        threads[user] = (await c.threads.create({ metadata: { note: `${user}'s` } })).thread_id;
+      }
+      const cp = await openPage(browser, h.url);
+      const { page } = cp;
+      await page.goto(`${h.url}/console`);
+      // The handler refuses a request without a token: the console asks for one.
+      await page.getByLabel("Authorization header").fill(await bearer("alice"));
+      await page.getByRole("button", { name: "Sign in" }).click();
+      const table = page.getByTestId("threads");
+      await table.getByRole("link", { name: threads.alice! }).waitFor();
+      assert.equal(await table.locator("tbody tr").count(), 1, "alice's thread only");
+      assert.equal(await table.getByText(threads.bob!).count(), 0);
+      assert.deepEqual(cp.foreign(), []);
+      assert.deepEqual(cp.problems, []);
+    },
+  );
 });
