@@ -4,9 +4,11 @@
  * credentials the terminal sends as subprotocols; the routes in /openapi.json.
  */
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { WebSocket } from "ws";
-import { type Hangar, http, startHangar } from "../helpers/server.js";
+import { launchChromium } from "../helpers/browser.js";
+import { type Hangar, http, REPO_ROOT, startHangar } from "../helpers/server.js";
 import { CONSOLE_FIXTURE } from "./console-page.js";
 
 const KEY = "console-http-key";
@@ -59,7 +61,16 @@ describe("console: HTTP", () => {
       assert.equal(res.headers.get("cache-control"), "public, max-age=31536000, immutable");
       assert.equal(res.headers.get("x-content-type-options"), "nosniff");
     }
-    const script = (await http(h.url, "GET", `/${assets.find((a) => a.endsWith(".js"))}`)).text;
+    const entry = `/${assets.find((a) => a.endsWith(".js"))}`;
+    const script = (await http(h.url, "GET", entry)).text;
+    // Gzipped for a browser that takes it, as is otherwise; the same bytes either way.
+    const zipped = await fetch(`${h.url}${entry}`, { headers: { "accept-encoding": "gzip" } });
+    assert.equal(zipped.headers.get("content-encoding"), "gzip");
+    assert.equal(zipped.headers.get("vary"), "Accept-Encoding");
+    assert.equal(await zipped.text(), script);
+    const plain = await fetch(`${h.url}${entry}`, { headers: { "accept-encoding": "identity" } });
+    assert.equal(plain.headers.get("content-encoding"), null);
+    assert.equal(await plain.text(), script);
     // The lazily loaded chunks (terminal, graph view) are served too.
     const chunks = [...script.matchAll(/"\.\/(chunk-[A-Z0-9]+\.js)"/g)].map((m) => m[1]!);
     assert.ok(chunks.length >= 2, `the entry imports chunks: ${chunks}`);
@@ -115,6 +126,39 @@ describe("console: HTTP", () => {
     for (const path of ["/console", "/console/assets/{file}"]) {
       assert.ok(doc.paths[path]?.get, path);
       assert.deepEqual(doc.paths[path].get.security, [], `${path} is public`);
+    }
+  });
+});
+
+describe("console: under http.mount_prefix", () => {
+  test("the page, its assets and the API it calls are all under the prefix", T, async () => {
+    const h = await startHangar({
+      config: join(REPO_ROOT, "test", "e2e", "fixtures", "console", "mount-prefix.json"),
+    });
+    const browser = await launchChromium();
+    try {
+      const base = `${h.url}/agents/api`;
+      assert.equal((await http(h.url, "GET", "/console")).status, 404);
+      const page = await http(base, "GET", "/console");
+      assert.equal(page.status, 200);
+      const script = /src="(console\/assets\/[^"]+)"/.exec(page.text)![1]!;
+      assert.equal((await http(base, "GET", `/${script}`)).status, 200);
+      // In a browser: the relative URLs resolve under the prefix, and so does the API.
+      const tab = await browser.newPage();
+      const requests: string[] = [];
+      tab.on("request", (r) => requests.push(new URL(r.url()).pathname));
+      await tab.goto(`${base}/console`);
+      await tab.locator("h1", { hasText: "Threads" }).waitFor();
+      await tab.getByText("No threads match.").waitFor();
+      assert.ok(requests.includes("/agents/api/threads/search"), requests.join(" "));
+      assert.deepEqual(
+        requests.filter((p) => !p.startsWith("/agents/api/")),
+        [],
+        "every request under the prefix",
+      );
+    } finally {
+      await browser.close();
+      await h.stop();
     }
   });
 });
