@@ -38,6 +38,19 @@ describe("console: queue, assistants, crons, store", () => {
     assert.equal(await page.getByLabel("API key").count(), 0);
   });
 
+  test("a thread whose run was started elsewhere shows it live, joined", T, async () => {
+    const thread = await c.threads.create();
+    await c.runs.create(thread.thread_id, "slow", {
+      input: human("watch me"),
+      config: { configurable: { sleep_ms: 3000 } },
+    });
+    await page.goto(`${h.url}/console#/threads/${thread.thread_id}`);
+    await page.getByTestId("streaming").waitFor({ timeout: 10_000 });
+    // Its reply arrives through the joined stream: the page is not reloaded.
+    await page.getByTestId("message").filter({ hasText: "slow echo: watch me" }).waitFor({ timeout: 15_000 });
+    await page.getByTestId("streaming").waitFor({ state: "detached" });
+  });
+
   test("the queue shows a running and a pending run; both are cancelled from the page", T, async () => {
     const thread = await c.threads.create();
     const slow = { configurable: { sleep_ms: 30_000 } };

@@ -88,6 +88,7 @@ export function ThreadPage({ threadId }: { threadId: string }) {
           defaultAssistant={String(
             thread.data?.metadata?.assistant_id ?? thread.data?.metadata?.graph_id ?? "",
           )}
+          busy={thread.data?.status === "busy"}
           modes={modes}
           setModes={setModes}
           onChange={thread.reload}
@@ -106,6 +107,8 @@ function ThreadView(props: {
   threadId: string | null;
   onThreadId: (id: string) => void;
   defaultAssistant: string;
+  /** The thread has a run in flight (as last read): one started elsewhere is joined, to show it live. */
+  busy: boolean;
   modes: StreamMode[];
   setModes: (modes: StreamMode[]) => void;
   onChange: () => void;
@@ -127,6 +130,8 @@ function ThreadView(props: {
 
   const log = (mode: string) => (data: unknown) => setEvents((prev) => [...prev.slice(-199), { mode, data }]);
   const on = (mode: StreamMode) => modes.includes(mode);
+  /** Runs this page streams already: its own, and those it joined. */
+  const joined = useRef(new Set<string>());
   const stream = useStream<Record<string, unknown>>({
     client,
     assistantId: chosen,
@@ -140,6 +145,7 @@ function ThreadView(props: {
     onDebugEvent: on("debug") ? log("debug") : undefined,
     onLangChainEvent: on("events") ? log("events") : undefined,
     onMetadataEvent: log("metadata"),
+    onCreated: (run) => joined.current.add(run.run_id),
   });
 
   // When a run ends, the thread's status, history and runs changed.
@@ -151,6 +157,26 @@ function ThreadView(props: {
     }
     wasLoading.current = stream.isLoading;
   });
+
+  // A run started elsewhere (the API, a cron, another tab) streams here too: join it, once (the
+  // hook's functions change identity as it renders).
+  const streaming = stream.isLoading;
+  const joinStream = useRef(stream.joinStream);
+  joinStream.current = stream.joinStream;
+  useEffect(() => {
+    if (!threadId || !props.busy || streaming) return;
+    client.runs.list(threadId, { limit: 20 }).then(
+      (runs) => {
+        // The one executing, else the next to (a run's stream can be joined before it starts).
+        const active = runs.filter((r) => r.status === "running" || r.status === "pending");
+        const run = active.find((r) => r.status === "running") ?? active.at(-1);
+        if (!run || joined.current.has(run.run_id)) return;
+        joined.current.add(run.run_id);
+        joinStream.current(run.run_id).catch(() => {}); // its errors show as stream.error
+      },
+      () => {},
+    );
+  }, [client, threadId, props.busy, streaming]);
 
   const fork = async (checkpoint: Checkpoint, input: unknown) => {
     setTab("chat");
