@@ -114,11 +114,17 @@ const AUTHORIZATION_PROTOCOL = "hangar.authorization.";
  * A WebSocket upgrade from the console carries its API key and Authorization header as subprotocols
  * (`hangar.key.<base64url>`, `hangar.authorization.<base64url>`): they become the request's
  * `X-Api-Key` and `Authorization` headers (when it has none), so authentication reads them as for any
- * request. Runs before authentication; anything that is not such an upgrade passes untouched.
+ * request. Only for the data plane's `/execute/ws` upgrades; a value that is no valid header value is
+ * dropped (authentication then refuses the request). Runs before authentication.
  */
 export const consoleWebSocketCredentials: MiddlewareHandler<AppEnv> = async (c, next) => {
   const offered = c.req.header("sec-websocket-protocol");
-  if (offered && c.req.header("upgrade")?.toLowerCase() === "websocket") {
+  if (
+    offered &&
+    c.req.method === "GET" &&
+    c.req.header("upgrade")?.toLowerCase() === "websocket" &&
+    c.req.path.endsWith("/execute/ws")
+  ) {
     const headers = c.req.raw.headers;
     for (const protocol of offered.split(",").map((p) => p.trim())) {
       const [prefix, header] = protocol.startsWith(KEY_PROTOCOL)
@@ -128,11 +134,17 @@ export const consoleWebSocketCredentials: MiddlewareHandler<AppEnv> = async (c, 
           : [];
       if (!prefix || !header || headers.has(header)) continue;
       const value = Buffer.from(protocol.slice(prefix.length), "base64url").toString("utf8");
-      if (value) headers.set(header, value);
+      if (!HEADER_VALUE.test(value)) continue;
+      try {
+        headers.set(header, value);
+      } catch {} // headers that cannot be changed: the request goes on without them
     }
   }
   return next();
 };
+
+/** Visible ASCII and inner spaces: what a key or an Authorization value can be. */
+const HEADER_VALUE = /^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/;
 
 export const consoleApiDocs: ApiDocs = {
   routes: {

@@ -4,6 +4,7 @@
  * credentials the terminal sends as subprotocols; the routes in /openapi.json.
  */
 import assert from "node:assert/strict";
+import { request } from "node:http";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { WebSocket } from "ws";
@@ -119,6 +120,34 @@ describe("console: HTTP", () => {
     assert.equal(await upgrade(["hangar.console"]), 401);
     assert.equal(await upgrade(["hangar.console", `hangar.key.${b64("wrong")}`]), 401);
     assert.equal(await upgrade(["hangar.console", `hangar.key.${b64(KEY)}`]), 404);
+    // A value that is no header value is dropped: refused, never a 500.
+    assert.equal(await upgrade(["hangar.console", `hangar.key.${b64("a\nb")}`]), 401);
+    assert.equal(await upgrade(["hangar.console", `hangar.authorization.${b64("Bearer x\r\ny")}`]), 401);
+    assert.equal(await upgrade(["hangar.console", "hangar.key.%%%"]), 401);
+    // Only the terminal's upgrade reads them: an ordinary request with the same headers is refused.
+    const plain = await new Promise<number>((resolve, reject) => {
+      const url = new URL(`${h.url}/threads/search`);
+      const req = request(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: "POST",
+          headers: {
+            upgrade: "websocket",
+            "sec-websocket-protocol": `hangar.key.${b64(KEY)}`,
+            "content-type": "application/json",
+          },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
+      req.on("error", reject);
+      req.end("{}");
+    });
+    assert.equal(plain, 401);
   });
 
   test("/openapi.json documents the console's routes as public", T, async () => {
