@@ -6,7 +6,7 @@
 import type { Run } from "@langchain/langgraph-sdk";
 import { useConsole } from "../context.js";
 import { ErrorNote, Section, useInterval, useLoad } from "../util.js";
-import { RunsTable } from "./runs.js";
+import { RunsTable, useAssistantNames } from "./runs.js";
 
 const THREADS = 30;
 
@@ -24,6 +24,7 @@ export function QueuePage() {
     const lists = await Promise.all(threads.map((t) => client.runs.list(t.thread_id, { limit: 20 })));
     return lists.flat().sort((a, b) => b.created_at.localeCompare(a.created_at));
   }, [client]);
+  const names = useAssistantNames();
   useInterval(() => {
     metrics.reload();
     runs.reload();
@@ -51,13 +52,13 @@ export function QueuePage() {
       </div>
       <ErrorNote error={metrics.error ?? runs.error} />
       <Section title={`Pending (${pending.length})`}>
-        <RunsTable runs={pending} onChanged={runs.reload} />
+        <RunsTable runs={pending} names={names} onChanged={runs.reload} />
       </Section>
       <Section title={`Running (${running.length})`}>
-        <RunsTable runs={running} onChanged={runs.reload} />
+        <RunsTable runs={running} names={names} onChanged={runs.reload} />
       </Section>
       <Section title="Recent outcomes">
-        <RunsTable runs={recent} onChanged={runs.reload} />
+        <RunsTable runs={recent} names={names} onChanged={runs.reload} />
       </Section>
     </>
   );

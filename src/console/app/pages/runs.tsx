@@ -18,7 +18,15 @@ import {
 
 const ACTIVE = new Set(["pending", "running"]);
 
-export function RunsTable({ runs, onChanged }: { runs: Run[]; onChanged: () => void }) {
+/** Assistants' names by id, to show which one a run used (the 100 most recently updated). */
+export function useAssistantNames(): Map<string, string> {
+  const { client } = useConsole();
+  const assistants = useLoad(() => client.assistants.search({ limit: 100, sortBy: "updated_at" }), [client]);
+  return new Map((assistants.data ?? []).map((a) => [a.assistant_id, a.name]));
+}
+
+export function RunsTable(props: { runs: Run[]; names: Map<string, string>; onChanged: () => void }) {
+  const { runs, names, onChanged } = props;
   if (runs.length === 0) return <Empty>No runs.</Empty>;
   return (
     <table className="table" data-testid="runs">
@@ -36,14 +44,14 @@ export function RunsTable({ runs, onChanged }: { runs: Run[]; onChanged: () => v
       </thead>
       <tbody>
         {runs.map((run) => (
-          <RunRow key={run.run_id} run={run} onChanged={onChanged} />
+          <RunRow key={run.run_id} run={run} assistant={names.get(run.assistant_id)} onChanged={onChanged} />
         ))}
       </tbody>
     </table>
   );
 }
 
-function RunRow({ run, onChanged }: { run: Run; onChanged: () => void }) {
+function RunRow({ run, assistant, onChanged }: { run: Run; assistant?: string; onChanged: () => void }) {
   const { client } = useConsole();
   const [outcome, setOutcome] = useState<unknown>(undefined);
   const action = useAction();
@@ -61,7 +69,9 @@ function RunRow({ run, onChanged }: { run: Run; onChanged: () => void }) {
             {shortId(run.thread_id)}
           </a>
         </td>
-        <td className="mono">{shortId(run.assistant_id)}</td>
+        <td title={run.assistant_id}>
+          <a href={href("assistants", run.assistant_id)}>{assistant ?? shortId(run.assistant_id)}</a>
+        </td>
         <td>{run.multitask_strategy ?? "—"}</td>
         <td>{when(run.created_at)}</td>
         <td>{when(run.updated_at)}</td>
@@ -111,6 +121,7 @@ function RunRow({ run, onChanged }: { run: Run; onChanged: () => void }) {
 export function ThreadRuns({ threadId }: { threadId: string }) {
   const { client } = useConsole();
   const runs = useLoad(() => client.runs.list(threadId, { limit: 100 }), [client, threadId]);
+  const names = useAssistantNames();
   useInterval(runs.reload, 2000);
   return (
     <Section
@@ -122,7 +133,7 @@ export function ThreadRuns({ threadId }: { threadId: string }) {
       }
     >
       <ErrorNote error={runs.error} />
-      {runs.data && <RunsTable runs={runs.data} onChanged={runs.reload} />}
+      {runs.data && <RunsTable runs={runs.data} names={names} onChanged={runs.reload} />}
     </Section>
   );
 }
