@@ -14,7 +14,7 @@
  * cached for good and only the page itself is revalidated.
  */
 import { createHash } from "node:crypto";
-import { mkdir, readdir, readFile, rename, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { basename, dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -187,6 +187,11 @@ async function writeCache(file: string, bundle: ConsoleBundle): Promise<void> {
   const temp = `${file}.${process.pid}.${Date.now()}.tmp`;
   await writeFile(temp, JSON.stringify(cached));
   await rename(temp, file);
+  // Builds of sources that changed since are of no use: only this one is kept.
+  const dir = dirname(file);
+  for (const name of await readdir(dir)) {
+    if (name.endsWith(".json") && name !== basename(file)) await rm(join(dir, name), { force: true });
+  }
 }
 
 function fromJson(text: string): ConsoleBundle | undefined {
