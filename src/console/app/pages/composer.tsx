@@ -61,12 +61,13 @@ export function Composer(props: {
   onStop: () => void;
   onSend: (
     input: unknown,
-    options: { multitaskStrategy: MultitaskStrategy; config?: any; context?: any },
+    options: { multitaskStrategy: MultitaskStrategy; streamSubgraphs: boolean; config?: any; context?: any },
   ) => Promise<void>;
 }) {
   const [text, setText] = useState("");
   const [asJson, setAsJson] = useState(false);
   const [strategy, setStrategy] = useState<MultitaskStrategy>("enqueue");
+  const [subgraphs, setSubgraphs] = useState(false);
   const [configText, setConfigText] = useState("");
   const [contextText, setContextText] = useState("");
   const action = useAction();
@@ -79,7 +80,7 @@ export function Composer(props: {
         : { messages: [{ type: "human", content: text }] };
       const config = parseJson(configText, "Config");
       const context = parseJson(contextText, "Context");
-      await props.onSend(input, { multitaskStrategy: strategy, config, context });
+      await props.onSend(input, { multitaskStrategy: strategy, streamSubgraphs: subgraphs, config, context });
       setText("");
     });
   };
@@ -154,6 +155,10 @@ export function Composer(props: {
               {mode}
             </label>
           ))}
+          <label className="check" title="Stream the events of subgraphs too (stream_subgraphs)">
+            <input type="checkbox" checked={subgraphs} onChange={(e) => setSubgraphs(e.target.checked)} />{" "}
+            subgraphs
+          </label>
         </fieldset>
         <div className="row">
           <label className="grow">

@@ -45,6 +45,12 @@ export function ThreadPage({ threadId }: { threadId: string }) {
           <a href={href("threads")}>Threads</a> / <span className="mono">{tid ?? "new thread"}</span>
         </h1>
         {thread.data && <Status value={thread.data.status} />}
+        <span className="grow" />
+        {tid && (
+          <button type="button" className="secondary" onClick={() => navigate("threads", "new")}>
+            New thread
+          </button>
+        )}
         {tid && (
           <button
             type="button"
