@@ -62,7 +62,9 @@ describe("console: chat, interrupts, time travel", () => {
     t.diagnostic(
       `cold /console: first contentful paint ${Math.round(fcp ?? -1)} ms, sign-in shown after ${shownMs} ms`,
     );
-    assert.ok(fcp !== null && fcp < 1500, `first contentful paint ${fcp} ms`);
+    // 270-640 ms on this machine at rest (docs/console.md); the bound leaves room for a loaded CI
+    // machine and still fails if the bundle were built on the page's request (about a second more).
+    assert.ok(fcp !== null && fcp < 2000, `first contentful paint ${fcp} ms`);
     // Nothing is readable without the key.
     assert.equal((await fetch(`${h.url}/threads/search`, { method: "POST", body: "{}" })).status, 401);
     await signIn(page, h.url, KEY);
