@@ -2,7 +2,7 @@
  * Sandbox bench: create-to-ready time (cold, and claimed from a pool) and the `echo` round trip (over
  * the WebSocket and over HTTP), through the official client (`langsmith` 0.5.21), against a fresh
  * Hangar on a free 127.0.0.1 port with a fresh data dir, once per isolation engine on the machine
- * (gVisor's runsc, bubblewrap). Needs root and the engines' tools, like the driver.
+ * (gVisor's runsc, runc, bubblewrap). Needs root and the engines' tools, like the driver.
  *
  *   node --import tsx bench/sandboxes.ts                 # 20 creates per kind, 200 echoes per transport
  *   node --import tsx bench/sandboxes.ts --quick         # 5 and 30
@@ -22,7 +22,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const quick = process.argv.includes("--quick");
 const CREATES = quick ? 5 : 20;
 const ECHOES = quick ? 30 : 200;
-const ENGINES = ["runsc", "bwrap"] as const;
+const ENGINES = ["runsc", "runc", "bwrap"] as const;
 const engineArg = process.argv.indexOf("--engine");
 const engines = engineArg > 0 ? [process.argv[engineArg + 1]!] : ENGINES.filter((e) => onPath(e));
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond npm packages: Debian's chromium, which the browser test
-# (test/e2e/docs.test.ts) drives through playwright-core; the sandbox engines: bubblewrap (`bwrap`) and
-# gVisor (`runsc`, with tini as its sandboxes' init) (test/e2e/sandbox-runtime*.test.ts), and e2fsprogs
+# (test/e2e/docs.test.ts) drives through playwright-core; the sandbox engines: bubblewrap (`bwrap`),
+# gVisor (`runsc`) and runc, with tini as the OCI runtimes' sandboxes' init (test/e2e/sandbox-runtime*.test.ts), and e2fsprogs
 # for the sandboxes' size-limited file systems; skopeo and umoci, the sandbox image store's
 # tools, and busybox-static, from which test/e2e/sandbox-images*.test.ts build an image; mmdebstrap, with
 # which `hangar images build` makes one from Debian packages (test/e2e/sandbox-image-build.test.ts).
@@ -18,6 +18,7 @@ missing=()
 [ -x "$CHROMIUM" ] || missing+=(chromium)
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 [ "$(runsc_release || true)" -ge "$RUNSC_SINCE" ] 2>/dev/null || missing+=(runsc)
+command -v runc >/dev/null 2>&1 || missing+=(runc)
 command -v tini-static >/dev/null 2>&1 || missing+=(tini)
 command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
 command -v skopeo >/dev/null 2>&1 || missing+=(skopeo)
@@ -29,6 +30,7 @@ if [ ${#missing[@]} -eq 0 ]; then
   echo "== chromium present: $("$CHROMIUM" --version 2>/dev/null || echo "$CHROMIUM")"
   echo "== bubblewrap present: $(bwrap --version)"
   echo "== gVisor present: $(runsc --version | head -1)"
+  echo "== runc present: $(runc --version | head -1)"
   echo "== image tools present: $(skopeo --version), $(umoci --version)"
   exit 0
 fi
@@ -69,3 +71,4 @@ echo "== chromium: $("$CHROMIUM" --version 2>/dev/null || echo "$CHROMIUM")"
 echo "== bubblewrap: $(bwrap --version)"
 echo "== gVisor: $(runsc --version | head -1)"
 echo "== image tools: $(skopeo --version), $(umoci --version)"
+echo "== runc: $(runc --version | head -1)"

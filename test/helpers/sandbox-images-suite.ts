@@ -72,7 +72,7 @@ async function buildBusyboxImage(dir: string) {
   return { layout, ociArchive, dockerArchive };
 }
 
-export function sandboxImagesSuite(engine: "bwrap" | "runsc") {
+export function sandboxImagesSuite(engine: "bwrap" | "runsc" | "runc") {
   const onEngine = (opts: Parameters<typeof startHangar>[0] = {}) =>
     startHangar({ ...opts, env: { ...opts.env, HANGAR_SANDBOX_ENGINE: engine } });
 

@@ -58,7 +58,7 @@ function hostProcessesMentioning(needle: string): string[] {
 /** `/proc/<pid>/status` of a `hostProcessesMentioning` line. */
 const hostStatusOf = (line: string) => readFileSync(`/proc/${line.split(":")[0]}/status`, "utf8");
 
-export function sandboxRuntimeSuite(engine: "bwrap" | "runsc") {
+export function sandboxRuntimeSuite(engine: "bwrap" | "runsc" | "runc") {
   const onEngine = (opts: Parameters<typeof startHangar>[0] = {}) =>
     startHangar({ ...opts, env: { ...opts.env, HANGAR_SANDBOX_ENGINE: engine } });
 
@@ -338,6 +338,21 @@ export function sandboxRuntimeSuite(engine: "bwrap" | "runsc") {
         assert.equal(sentries.length, 1, "the sandbox's gVisor process on the host");
         const uid = /^Uid:\s+(\d+)/m.exec(hostStatusOf(sentries[0]!))![1];
         assert.notEqual(uid, "0");
+      } else if (engine === "runc") {
+        // A user namespace: root inside is an unprivileged uid outside; the seccomp filter refuses a
+        // new namespace (and mounts, the keyring, ...), which the user namespace alone would allow.
+        await first.run("(sleep 301 &)");
+        const status = hostStatusOf(hostProcessesMentioning("sleep 301")[0]!);
+        assert.match(status, /^Uid:\s+1000000000\s/m);
+        await first.run("pkill -f 'sleep 301'");
+        const nested = await first.run("unshare --user --map-root-user true");
+        assert.notEqual(nested.exit_code, 0);
+        assert.match(nested.stderr, /Operation not permitted/);
+        // Its own files and its volumes are root's inside.
+        assert.deepEqual(
+          await first.run("stat -c %u /root /data && touch /data/by-root"),
+          succeeded("0\n0\n"),
+        );
       } else {
         // bubblewrap has no user namespace: uid 0 outside too, with every capability dropped.
         await first.run("(sleep 301 &)");

@@ -15,7 +15,7 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { existsSync, lstatSync } from "node:fs";
-import { chmod, mkdir, readdir, readFile, rename, rm, truncate, writeFile } from "node:fs/promises";
+import { chmod, lchown, mkdir, readdir, readFile, rename, rm, truncate, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import type { ExecProcess, ExecRequest, SandboxDriver, SandboxSpec } from "../provisioner.js";
@@ -132,6 +132,14 @@ export abstract class HostSandboxDriver implements SandboxDriver {
   protected async afterHalt(_id: string, _handle: unknown): Promise<void> {}
   /** Before the first boot: whatever a crashed server's engine left. */
   protected async cleanStale(): Promise<void> {}
+  /** The host uid of root inside (a user namespace's mapped root): the sandbox's own layer belongs to it. */
+  protected readonly rootUid: number = 0;
+  /** The directories a layer's overlay is mounted over (an engine may need copies of its own). */
+  protected async lowerDirs(layer: ImageLayer): Promise<string[]> {
+    return layer.lower;
+  }
+  /** Before each boot's init, once the sandbox's layers are ready. */
+  protected async beforeBoot(_spec: SandboxSpec): Promise<void> {}
   /** A probe that failed this early may mean the engine is not ready yet: it is tried again. */
   protected readonly probeRetries: number = 0;
 
@@ -203,6 +211,7 @@ export abstract class HostSandboxDriver implements SandboxDriver {
           })
         : [];
     const cgroupsPath = this.enginePlacesCgroups ? this.#cgroups?.pathOf(spec.id) : undefined;
+    await this.beforeBoot(spec);
     const engineInit = await this.initCommand(spec, { root, cgroupsPath });
     const init = spawn(
       "/bin/sh",
@@ -341,6 +350,7 @@ export abstract class HostSandboxDriver implements SandboxDriver {
       if (!limited || staging) {
         await mkdir(path.join(made, "upper"), { recursive: true });
         await mkdir(path.join(made, "work"), { recursive: true });
+        await lchown(path.join(made, "upper"), this.rootUid, this.rootUid);
       }
       if (layer.at === "/" && (!limited || staging)) {
         for (const [name, mode] of EXPECTED_DIRS) {
@@ -350,13 +360,14 @@ export abstract class HostSandboxDriver implements SandboxDriver {
           if (lexists(path.join(made, "upper", name))) continue;
           await mkdir(path.join(made, "upper", name));
           await chmod(path.join(made, "upper", name), mode);
+          await lchown(path.join(made, "upper", name), this.rootUid, this.rootUid);
         }
       }
       const upper = path.join(layersAt, `layer-${i}`, "upper");
       const work = path.join(layersAt, `layer-${i}`, "work");
       const target = layer.at === "/" ? root : path.join(root, layer.at);
       // overlayfs separates lower dirs with ':'; one in a directory's name (python:3.12-slim) is escaped.
-      const lower = layer.lower.map((d) => d.replaceAll(":", "\\:")).join(":");
+      const lower = (await this.lowerDirs(layer)).map((d) => d.replaceAll(":", "\\:")).join(":");
       args.push(`lowerdir=${lower},upperdir=${upper},workdir=${work}`, target);
     }
     if (!limited) return ["", "", ...args];

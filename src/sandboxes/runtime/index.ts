@@ -2,8 +2,9 @@
  * Builds the sandbox runtime of one server process: a driver on this machine with its image store,
  * and the BoxService over it. Settings (environment):
  *
- * - `HANGAR_SANDBOX_ENGINE`: what isolates sandboxes: `runsc` (gVisor, gvisor.ts) or `bwrap`
- *   (bubblewrap, bwrap.ts). Default: `runsc` when it is on PATH, `bwrap` otherwise.
+ * - `HANGAR_SANDBOX_ENGINE`: what isolates sandboxes: `runsc` (gVisor, gvisor.ts), `runc` (a user
+ *   namespace on the host's kernel, runc.ts) or `bwrap` (bubblewrap, bwrap.ts). Default: the first of
+ *   `runsc`, `runc` on PATH, else `bwrap`.
  * - `HANGAR_SANDBOX_IMAGES`: the image store (default `<dataDir>/images`).
  * - `HANGAR_SANDBOX_PIDS_MAX`: most processes per sandbox (default 1024).
  *
@@ -18,18 +19,20 @@ import { BwrapDriver } from "./bwrap.js";
 import { GvisorDriver } from "./gvisor.js";
 import { onPath } from "./host-driver.js";
 import { ImageStore } from "./images.js";
+import { RuncDriver } from "./runc.js";
 
 export const SANDBOX_ENGINE_ENV = "HANGAR_SANDBOX_ENGINE";
 export const SANDBOX_IMAGES_ENV = "HANGAR_SANDBOX_IMAGES";
 export const SANDBOX_PIDS_MAX_ENV = "HANGAR_SANDBOX_PIDS_MAX";
 
-const ENGINES = { runsc: GvisorDriver, bwrap: BwrapDriver };
+const ENGINES = { runsc: GvisorDriver, runc: RuncDriver, bwrap: BwrapDriver };
 export type SandboxEngine = keyof typeof ENGINES;
 
 /** The engine the settings name, or the best one this machine has. */
 export function sandboxEngine(env: NodeJS.ProcessEnv = process.env): SandboxEngine {
   const named = env[SANDBOX_ENGINE_ENV];
-  if (named === undefined || named === "") return onPath("runsc") ? "runsc" : "bwrap";
+  if (named === undefined || named === "")
+    return onPath("runsc") ? "runsc" : onPath("runc") ? "runc" : "bwrap";
   if (!Object.hasOwn(ENGINES, named)) {
     throw new Error(
       `${SANDBOX_ENGINE_ENV} must be one of ${Object.keys(ENGINES).join(", ")}, got '${named}'`,
