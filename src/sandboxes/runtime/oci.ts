@@ -42,8 +42,20 @@ export const NAMESPACES = ["pid", "network", "ipc", "uts", "mount"];
 export abstract class OciRuntimeDriver extends HostSandboxDriver {
   /** The runtime's program. */
   protected abstract readonly runtime: string;
-  /** Flags of `<runtime> run`, before the command. */
+  /** The runtime's global flags for `run`. */
   protected abstract runFlags(cgroupsPath: string | undefined): string[];
+  /** Flags of the `run` command itself. */
+  protected runOptions(_spec: SandboxSpec): string[] {
+    return [];
+  }
+  /** What the init (tini) runs: by default a read of the server's pipe, which holds the sandbox up. */
+  protected initProcess(): string[] {
+    return ["/bin/sh", "-c", "read _"];
+  }
+  /** Host directories bound into the sandbox beside its volumes. */
+  protected extraBinds(_spec: SandboxSpec): { source: string; destination: string; readonly: boolean }[] {
+    return [];
+  }
   /** The engine's part of the bundle's `linux` section (namespaces beyond the usual, mappings, seccomp). */
   protected abstract linuxConfig(): Record<string, unknown>;
   /**
@@ -59,8 +71,8 @@ export abstract class OciRuntimeDriver extends HostSandboxDriver {
    * Where the runtime finds the sandbox's root and volumes (by default where they are), and the init's
    * argv as it must run for that (by default as it is).
    */
-  protected visiblePaths(root: string, volumes: string[]) {
-    return { root, volumes, init: (argv: string[]) => argv };
+  protected visiblePaths(root: string, sources: string[]) {
+    return { root, sources, init: (argv: string[]) => argv };
   }
 
   /** The runtime's state (one entry per running sandbox), kept beside the sandboxes' own. */
@@ -79,16 +91,24 @@ export abstract class OciRuntimeDriver extends HostSandboxDriver {
   ): Promise<{ argv: string[]; fds: number }> {
     const bundle = path.join(this.dir(spec.id), "bundle");
     await mkdir(bundle, { recursive: true });
+    const binds = [
+      ...spec.mounts.map((m) => ({
+        source: this.opts.volumePath(m.volumeId),
+        destination: m.mountPath,
+        readonly: false,
+      })),
+      ...this.extraBinds(spec),
+    ];
     const seen = this.visiblePaths(
       root,
-      spec.mounts.map((m) => this.opts.volumePath(m.volumeId)),
+      binds.map((b) => b.source),
     );
     const config = {
       ociVersion: "1.0.2",
       process: {
         terminal: false,
         user: { uid: 0, gid: 0 },
-        args: [INIT_PATH, "--", "/bin/sh", "-c", "read _"],
+        args: [INIT_PATH, "--", ...this.initProcess()],
         env: [`PATH=${DEFAULT_PATH}`],
         cwd: "/",
         capabilities: Object.fromEntries(
@@ -105,11 +125,11 @@ export abstract class OciRuntimeDriver extends HostSandboxDriver {
         { destination: "/dev/shm", type: "tmpfs", source: "shm", options: ["nosuid", "noexec", "nodev"] },
         { destination: "/sys", type: "sysfs", source: "sysfs", options: ["nosuid", "noexec", "nodev", "ro"] },
         { destination: INIT_PATH, type: "bind", source: onPath("tini-static"), options: ["rbind", "ro"] },
-        ...spec.mounts.map((m, i) => ({
-          destination: m.mountPath,
+        ...binds.map((b, i) => ({
+          destination: b.destination,
           type: "bind",
-          source: seen.volumes[i],
-          options: ["rbind", "rw"],
+          source: seen.sources[i],
+          options: ["rbind", b.readonly ? "ro" : "rw"],
         })),
       ],
       linux: {
@@ -128,14 +148,21 @@ export abstract class OciRuntimeDriver extends HostSandboxDriver {
       },
     };
     await writeFile(path.join(bundle, "config.json"), JSON.stringify(config));
-    const run = this.runtimeArgv(...this.runFlags(cgroupsPath), "run", "--bundle", bundle, spec.id);
+    const run = this.runtimeArgv(
+      ...this.runFlags(cgroupsPath),
+      "run",
+      ...this.runOptions(spec),
+      "--bundle",
+      bundle,
+      spec.id,
+    );
     return { argv: seen.init(run), fds: 0 };
   }
 
   /** The runtime gives no sign once the container runs: the probe that follows tries again until it does. */
   protected override readonly probeRetries: number = 300;
 
-  protected async started(init: ChildProcess): Promise<null> {
+  protected async started(init: ChildProcess, _spec: SandboxSpec): Promise<unknown> {
     init.stdout!.resume(); // the init says nothing there
     if (init.exitCode !== null || init.signalCode !== null) throw new Error("exited");
     return null;

@@ -9,26 +9,26 @@
  * Files must belong to the mapped uids for root inside to own them: an imported image's content is
  * copied once, its owners shifted up by ROOT_UID (`rootfs-uid<ROOT_UID>` beside the content, removed
  * with the image); the sandbox's own layer and its volumes' top directories are made the mapped root's.
- * Images laid by hand and the built-in image are used as they are: root inside reads them but cannot
- * change them, as for files of another user. (crun would do the same; Debian 12's crun 1.8 refuses
- * hybrid cgroup hierarchies, so runc it is.)
+ * The built-in image's skeleton is shifted too; a hand-laid image and the host's /usr and /etc are used
+ * as they are: root inside reads them but cannot change them, as files of another user. (crun would do
+ * the same; Debian 12's crun 1.8 refuses hybrid cgroup hierarchies, so runc it is.)
  *
- * A kill ends the `runc exec` client and, from the host, the command's process group (runc makes each
- * command a session leader), once its pid is confirmed to be in this sandbox's cgroup.
+ * Commands go through the starter (starter.ts), the init's child, not `runc exec` (a Go program's
+ * start and a namespace join per command): runc relays the init's stdio, so the starter
+ * reads ids and reports on the server's pipes; its io directory and FIFOs belong to the mapped root.
+ * runc sees the sandbox's root and its binds under VISIBLE_AT (see `visiblePaths`).
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { readFileSync, rmSync } from "node:fs";
+import { type ChildProcess, execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { chmod, lchown, lstat, mkdir, readdir, rename, rm } from "node:fs/promises";
 import path from "node:path";
-import type { Readable } from "node:stream";
 import { promisify } from "node:util";
 import type { ExecProcess, ExecRequest, SandboxSpec } from "../provisioner.js";
-import { killGroup, type Running } from "./host-driver.js";
+import type { Running } from "./host-driver.js";
 import type { ImageLayer } from "./images.js";
 import { NAMESPACES, OciRuntimeDriver } from "./oci.js";
+import { IO_IN_SANDBOX, killSandboxTree, STARTER, Starter, startCommand } from "./starter.js";
 
-/** How long a command's output is read after it exited, when what it started still holds its pipes. */
-const STDIO_GRACE_MS = 50;
 /** Where runc finds a sandbox's root and volumes, in the sandbox's holder mount namespace. */
 const VISIBLE_AT = "/run/hangar-sandbox";
 /** The host uid (and gid) of root inside; the sandbox's uids 0–65535 map to ROOT_UID + uid. */
@@ -108,8 +108,53 @@ export class RuncDriver extends OciRuntimeDriver {
   /** Shifted copies being made, by the content they copy. */
   readonly #shifting = new Map<string, Promise<string>>();
 
+  /** runc writes its init's host pid there: the sandbox's pid namespace, for a kill (starter.ts). */
+  #initPidFile(id: string): string {
+    return path.join(this.dir(id), "bundle", "init.pid");
+  }
+
+  #ioDir(id: string): string {
+    return path.join(this.dir(id), "io");
+  }
+
   protected runFlags(): string[] {
     return [];
+  }
+
+  protected override runOptions(spec: SandboxSpec): string[] {
+    return ["--pid-file", this.#initPidFile(spec.id)];
+  }
+
+  protected override initProcess(): string[] {
+    return ["/bin/sh", "-c", STARTER];
+  }
+
+  protected override extraBinds(spec: SandboxSpec) {
+    return [{ source: this.#ioDir(spec.id), destination: IO_IN_SANDBOX, readonly: true }];
+  }
+
+  /** The starter reads the server's pipe (runc relays the init's stdio): it is ready when the init is. */
+  protected override async started(init: ChildProcess, spec: SandboxSpec): Promise<Starter> {
+    if (init.exitCode !== null || init.signalCode !== null) throw new Error("exited");
+    return new Starter(init, this.#ioDir(spec.id), ROOT_UID);
+  }
+
+  protected override command(
+    running: Running,
+    request: ExecRequest,
+    env: Record<string, string>,
+  ): ExecProcess {
+    const pidFile = this.#initPidFile(running.spec.id);
+    return startCommand(running.handle as Starter, request, env, (pid) => {
+      const pid1 = Number(readFileSync(pidFile, "utf8"));
+      if (Number.isInteger(pid1) && pid1 > 1) killSandboxTree(pid1, pid, undefined);
+    });
+  }
+
+  /** Its io directory is made by the server alone: nothing may be added once the sandbox's files go. */
+  protected override async afterHalt(id: string, handle: unknown): Promise<void> {
+    await (handle as Starter | undefined)?.stop();
+    await super.afterHalt(id, handle);
   }
 
   protected linuxConfig(): Record<string, unknown> {
@@ -127,71 +172,12 @@ export class RuncDriver extends OciRuntimeDriver {
     };
   }
 
-  protected execPid(pidFile: string): string[] {
-    return ["--pid-file", pidFile];
+  // Commands go through the starter, not `runc exec`.
+  protected execPid(): string[] {
+    return [];
   }
 
-  /**
-   * `runc exec` attached relays the command's output until every process holding the pipes it made
-   * closed them: a command that left something running (`(sleep 300 &)`) would never end. Detached
-   * (`--detach`), the command gets the server's pipes themselves and runc exits at once; the image's sh
-   * runs the command and reports its exit code on fd 3 (`--preserve-fds`), which the command does not
-   * inherit. No code reported (the group was killed) is SIGKILL's. Once it exited, what it wrote is
-   * read and its streams end, whatever still holds them (as `docker exec`'s do).
-   */
-  protected override command(
-    running: Running,
-    request: ExecRequest,
-    env: Record<string, string>,
-  ): ExecProcess {
-    const id = running.spec.id;
-    const pidFile = this.pidFile(id);
-    const flags = ["--detach", "--preserve-fds", "1", ...this.execPid(pidFile)];
-    const script = 'cd -- "$1" || { echo 1 >&3; exit 1; }; shift; "$@" 3>&-; echo $? >&3';
-    const argv = this.execArgv(id, request, env, flags, script);
-    const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ["pipe", "pipe", "pipe", "pipe"] });
-    const status = child.stdio[3] as Readable;
-    let reported = "";
-    status.setEncoding("utf8").on("data", (chunk: string) => {
-      reported += chunk;
-    });
-    const statusClosed = new Promise((resolve) => status.once("close", resolve));
-    const started = new Promise<boolean>((resolve) => {
-      child.once("error", () => resolve(false));
-      child.once("exit", (code) => resolve(code === 0));
-    });
-    const exited = started.then(async (ok) => {
-      if (ok) await statusClosed;
-      const code = ok ? Number.parseInt(reported, 10) : 127;
-      const streams = [child.stdout!, child.stderr!];
-      const ended = Promise.all(streams.map((s) => new Promise((resolve) => s.once("end", resolve))));
-      await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, STDIO_GRACE_MS))]);
-      for (const stream of streams) if (!stream.readableEnded) stream.push(null);
-      rmSync(pidFile, { force: true });
-      return Number.isInteger(code) ? code : 128 + 9;
-    });
-    child.stdin!.on("error", () => {});
-    const kill = () => this.killCommand(id, pidFile, child);
-    return { stdout: child.stdout!, stderr: child.stderr!, stdin: child.stdin!, exited, kill };
-  }
-
-  protected killCommand(id: string, pidFile: string, client: ChildProcess): void {
-    killGroup(client);
-    let pid: number;
-    try {
-      pid = Number(readFileSync(pidFile, "utf8"));
-      // A pid read after the command ended may be another process's by now: only this sandbox's.
-      if (!Number.isInteger(pid) || pid <= 1 || !readFileSync(`/proc/${pid}/cgroup`, "utf8").includes(id))
-        return;
-    } catch {
-      return; // not started, or already gone
-    }
-    try {
-      process.kill(-pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  }
+  protected killCommand(): void {}
 
   /**
    * An imported image's content, and the built-in image's skeleton (remade by each server), with their
@@ -221,6 +207,10 @@ export class RuncDriver extends OciRuntimeDriver {
 
   /** The volumes' top directories belong to the mapped root, so root inside may write there. */
   protected override async beforeBoot(spec: SandboxSpec): Promise<void> {
+    // The io directory is made afresh on every boot, by the server alone; root inside opens its FIFOs.
+    await rm(this.#ioDir(spec.id), { recursive: true, force: true });
+    await mkdir(this.#ioDir(spec.id), { mode: 0o700 });
+    await lchown(this.#ioDir(spec.id), ROOT_UID, ROOT_UID);
     // On the host too: `runc exec` starts its helper in the root's path (an empty directory here).
     await mkdir(path.join(VISIBLE_AT, "root"), { recursive: true, mode: 0o711 });
     for (const { volumeId } of spec.mounts) await lchown(this.opts.volumePath(volumeId), ROOT_UID, ROOT_UID);
@@ -231,21 +221,21 @@ export class RuncDriver extends OciRuntimeDriver {
    * may not pass through the data directory (0700, say). In the holder's mount namespace they are bound
    * under VISIBLE_AT (an empty directory on the host, a tmpfs there) and mounted from there.
    */
-  protected override visiblePaths(root: string, volumes: string[]) {
+  protected override visiblePaths(root: string, sources: string[]) {
     const at = (name: string) => path.join(VISIBLE_AT, name);
     return {
       root: at("root"),
-      volumes: volumes.map((_, i) => at(`volume-${i}`)),
+      sources: sources.map((_, i) => at(`bind-${i}`)),
       init: (argv: string[]) => [
         "/bin/sh",
         "-c",
         `set -e; mount -t tmpfs -o mode=0711,size=64k hangar "${VISIBLE_AT}"; n=-1
-for from in "$@"; do [ "$from" = -- ] && break; if [ $n = -1 ]; then to=root; else to=volume-$n; fi
+for from in "$@"; do [ "$from" = -- ] && break; if [ $n = -1 ]; then to=root; else to=bind-$n; fi
 mkdir "${VISIBLE_AT}/$to"; mount --rbind "$from" "${VISIBLE_AT}/$to"; n=$((n + 1)); done
 while [ "$1" != -- ]; do shift; done; shift; exec "$@"`,
         "hangar-sandbox",
         root,
-        ...volumes,
+        ...sources,
         "--",
         ...argv,
       ],
