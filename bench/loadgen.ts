@@ -372,6 +372,7 @@ async function waitOnce(
     const res = await ctx.client.request("POST", `/threads/${threadId}/runs/wait`, {
       assistant_id: assistant,
       input: HUMAN_INPUT,
+      ...(ctx.opts.durability && { durability: ctx.opts.durability }),
     });
     const problem = checkResult(res, expect);
     if (problem) {
@@ -753,6 +754,8 @@ export interface Options {
   n?: number;
   levels?: number[];
   duration?: number;
+  /** The runs' `durability` (absent: the server's default). */
+  durability?: string;
   streams?: number;
   threads?: number;
   timeoutMs?: number;
@@ -823,6 +826,7 @@ Scenarios: ${SCENARIOS.join(", ")}
   --n <count>             iterations (wait-seq, bg-join, stream, inproc)
   --levels 1,8,32,128     throughput concurrency levels
   --duration <s>          seconds per throughput level (10; quick 1.5)
+  --durability <mode>     runs/wait's durability: sync | async | exit (default: the server's)
   --streams <count>       many-streams (1000; quick 50)
   --threads <count>       threads-mem (10000; quick 1000)
   --timeout <ms>          per-request timeout (120000; many-streams 300000)
@@ -844,6 +848,7 @@ export function parseOptions(argv: string[]): Options {
       n: { type: "string" },
       levels: { type: "string" },
       duration: { type: "string" },
+      durability: { type: "string" },
       streams: { type: "string" },
       threads: { type: "string" },
       timeout: { type: "string" },
@@ -870,6 +875,7 @@ export function parseOptions(argv: string[]): Options {
     n: num(values.n),
     levels: values.levels?.split(",").map(Number),
     duration: num(values.duration),
+    durability: values.durability,
     streams: num(values.streams),
     threads: num(values.threads),
     timeoutMs: num(values.timeout),

@@ -53,6 +53,7 @@ const HELP = `Usage: npm run bench -- [options]
                          Postgres is unreachable, a failure if asked for by --servers)
   --levels <1,8,32,128>  throughput concurrency levels
   --duration <s>         seconds per throughput level
+  --durability <mode>    the runs' durability (sync | async | exit; default: the server's, async)
   --hangar-workers <n>   Hangar --workers, both kinds (default: Hangar's own default)
   --n-workers <n>        reference nWorkers (default 10)
   --cpu-prof <dir>       run Hangar (both kinds) with --cpu-prof, profiles into <dir>
@@ -73,6 +74,7 @@ interface RunOptions {
   serversExplicit: boolean;
   levels?: string;
   duration?: string;
+  durability?: string;
   hangarWorkers?: string;
   nWorkers: string;
   cpuProf?: string;
@@ -89,6 +91,7 @@ function parseOptions(argv: string[]): RunOptions {
       servers: { type: "string" },
       levels: { type: "string" },
       duration: { type: "string" },
+      durability: { type: "string" },
       "hangar-workers": { type: "string" },
       "n-workers": { type: "string", default: "10" },
       "cpu-prof": { type: "string" },
@@ -112,6 +115,7 @@ function parseOptions(argv: string[]): RunOptions {
     serversExplicit: values.servers !== undefined,
     levels: values.levels,
     duration: values.duration,
+    durability: values.durability,
     hangarWorkers: values["hangar-workers"],
     nWorkers: values["n-workers"] ?? "10",
     cpuProf: values["cpu-prof"] ? path.resolve(values["cpu-prof"]) : undefined,
@@ -334,6 +338,7 @@ async function runLoadgen(
   if (opts.quick) args.push("--quick");
   if (opts.levels) args.push("--levels", opts.levels);
   if (opts.duration) args.push("--duration", opts.duration);
+  if (opts.durability) args.push("--durability", opts.durability);
   if (server && isHangar(server.kind) && scenario === "throughput")
     args.push("--acked-file", ackedFile(server));
   const child = spawn(process.execPath, args, { cwd: ROOT, env: childEnv(), stdio: "inherit" });
