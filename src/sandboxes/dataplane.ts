@@ -170,6 +170,15 @@ export function dataplaneRoutes(service: BoxService): Hono<AppEnv> {
  */
 export function upgradeHandler(fetch: (request: Request, env: UpgradeEnv) => Response | Promise<Response>) {
   return async (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // Only a GET is upgraded (RFC 6455): any other method would reach the app as a GET of its path.
+    if (req.method !== "GET") {
+      const body = JSON.stringify({ detail: `Only GET requests can be upgraded, got ${req.method}` });
+      socket.end(
+        "HTTP/1.1 405 Method Not Allowed\r\nallow: GET\r\ncontent-type: application/json\r\n" +
+          `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
+      return;
+    }
     const host = req.headers.host ?? "localhost";
     const headers = new Headers();
     for (const [key, value] of Object.entries(req.headers)) {

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { assertDetail, assertValidation, type Hangar, http, startHangar } from "../helpers/server.js";
 
@@ -31,6 +32,28 @@ describe("system routes", () => {
     assert.ok(res.body.flags !== null && !Array.isArray(res.body.flags));
     // Assistants are always on in Hangar (nothing is gated).
     assert.equal(res.body.flags.assistants, true);
+  });
+
+  test("an upgrade by any method but GET is a 405 naming it, not a GET of its path", T, async () => {
+    const { hostname, port } = new URL(h.url);
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), hostname, () => {
+        socket.write(
+          "POST /threads/search HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n" +
+            "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+        );
+      });
+      let text = "";
+      socket.setEncoding("utf8").on("data", (chunk: string) => {
+        text += chunk;
+      });
+      socket.on("end", () => resolve(text)).on("error", reject);
+    });
+    assert.match(raw, /^HTTP\/1\.1 405 /);
+    assert.match(raw, /\r\nallow: GET\r\n/);
+    assert.deepEqual(JSON.parse(raw.slice(raw.indexOf("\r\n\r\n") + 4)), {
+      detail: "Only GET requests can be upgraded, got POST",
+    });
   });
 
   test("an unknown route is a 404 with a JSON detail", T, async () => {
