@@ -267,16 +267,21 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     if (metadataType !== "json") {
       throw new Error(`Checkpoint metadata must serialize as JSON, got "${metadataType}"`);
     }
-    if (this.isFenced(runId)) return result; // a rollback may land while serialization is awaited
-    await this.#q.upsertCheckpoint.execute(this.#database, {
-      ...thread,
-      checkpoint_id: checkpoint.id,
-      parent_checkpoint_id: parentId ? String(parentId) : null,
-      run_id: runId,
-      type,
-      checkpoint: toBuffer(serialized),
-      metadata: toBuffer(serializedMetadata),
-    });
+    // A rollback may land while serialization (or the write lock) is awaited: checked until it is written.
+    const fenced = () => this.isFenced(runId);
+    await this.#q.upsertCheckpoint.execute(
+      this.#database,
+      {
+        ...thread,
+        checkpoint_id: checkpoint.id,
+        parent_checkpoint_id: parentId ? String(parentId) : null,
+        run_id: runId,
+        type,
+        checkpoint: toBuffer(serialized),
+        metadata: toBuffer(serializedMetadata),
+      },
+      fenced,
+    );
     return result;
   }
 
@@ -312,11 +317,13 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
       rows.set(idx, [...key, idx, channel, type, toBuffer(value), taskPath, runId]); // WRITE_COLUMNS
     }
     const all = [...rows.values()];
+    const fenced = () => this.isFenced(runId); // checked until written, as in put
     if (all.length <= WRITES_PER_STATEMENT)
-      await this.#writesInsert(all.length).execute(this.#database, all.flat());
+      await this.#writesInsert(all.length).execute(this.#database, all.flat(), fenced);
     else {
       const insert = (n: number) => this.#writesInsert(n);
       await this.#database.transaction(function* () {
+        if (fenced()) return;
         for (let i = 0; i < all.length; i += WRITES_PER_STATEMENT) {
           const batch = all.slice(i, i + WRITES_PER_STATEMENT);
           yield* insert(batch.length).changed(batch.flat());

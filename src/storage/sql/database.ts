@@ -96,11 +96,14 @@ export class SqlDatabase {
 
   /**
    * Runs one compiled query outside a transaction. On SQLite it is one synchronous call (after any wait
-   * for the write lock), without the round of promises Kysely's executor takes per query.
+   * for the write lock), without the round of promises Kysely's executor takes per query. `unless`: not
+   * run (no rows) if it holds when the query would run, checked again after each wait for the lock.
    */
-  execute<R>(query: CompiledQuery<R>): Promise<QueryResult<R>> {
+  execute<R>(query: CompiledQuery<R>, unless?: () => boolean): Promise<QueryResult<R>> {
     const runSync = this.#runSync;
-    return runSync ? whenWriteLockFree(() => runSync(query)) : this.db.executeQuery(query);
+    if (unless?.()) return Promise.resolve({ rows: [] });
+    if (!runSync) return this.db.executeQuery(query);
+    return whenWriteLockFree(() => (unless?.() ? { rows: [] } : runSync(query)));
   }
 
   /** Runs `body` in one transaction: COMMIT when it returns, ROLLBACK when it throws. */

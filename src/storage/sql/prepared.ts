@@ -40,8 +40,12 @@ export class Prepared<R, K extends string = string> {
   }
 
   /** Outside a transaction. `values` by slot name, or already in the compiled SQL's order. */
-  async execute(database: SqlDatabase, values: Record<K, unknown> | unknown[]): Promise<R[]> {
-    return (await database.execute(this.#bind(values))).rows;
+  async execute(
+    database: SqlDatabase,
+    values: Record<K, unknown> | unknown[],
+    unless?: () => boolean,
+  ): Promise<R[]> {
+    return (await database.execute(this.#bind(values), unless)).rows;
   }
 
   /** In a transaction: its first row. */
