@@ -9,9 +9,12 @@
  * sandbox.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { readFileSync, rmSync } from "node:fs";
+import path from "node:path";
 import { promisify } from "node:util";
-import { killGroup } from "./host-driver.js";
+import type { ExecProcess, ExecRequest } from "../provisioner.js";
+import { killGroup, type Running, spawnedCommand } from "./host-driver.js";
 import { OciRuntimeDriver } from "./oci.js";
 
 /**
@@ -57,12 +60,39 @@ export class GvisorDriver extends OciRuntimeDriver {
     return {};
   }
 
-  protected execPid(pidFile: string): string[] {
-    return ["--internal-pid-file", pidFile];
+  /**
+   * Each command is a `runsc exec` (host FIFOs cannot be opened inside gVisor, so no starter): the
+   * image's sh changes directory (runsc's --cwd fails a missing one with no message), so a command
+   * fails as on every engine: exit 1, the shell saying why.
+   */
+  protected command(running: Running, request: ExecRequest, env: Record<string, string>): ExecProcess {
+    const id = running.spec.id;
+    const pidFile = path.join(this.dir(id), "bundle", `exec-${randomUUID()}.pid`);
+    const argv = this.runtimeArgv(
+      "exec",
+      ...Object.entries(env).flatMap(([k, v]) => ["--env", `${k}=${v}`]),
+      "--internal-pid-file",
+      pidFile,
+      id,
+      "/bin/sh",
+      "-c",
+      'cd -- "$1" || exit 1; shift; exec "$@"',
+      "sh",
+      request.cwd,
+      request.shell,
+      "-c",
+      request.command,
+    );
+    const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ["pipe", "pipe", "pipe"] });
+    return spawnedCommand(
+      child,
+      () => this.#kill(id, pidFile, child),
+      () => rmSync(pidFile, { force: true }),
+    );
   }
 
   /** Each `runsc exec` leads a process group of its own inside: the command and what it started. */
-  protected killCommand(id: string, pidFile: string, client: ChildProcess): void {
+  #kill(id: string, pidFile: string, client: ChildProcess): void {
     killGroup(client);
     let pid: number;
     try {

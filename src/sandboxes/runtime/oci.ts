@@ -1,22 +1,19 @@
 /**
  * What the engines that are OCI runtimes share (gvisor.ts: `runsc`; runc.ts: `runc`; both speak the
- * runc command line): the sandbox is a container run from an OCI bundle written per boot, and each
- * command is an `exec` into it.
+ * runc command line): the sandbox is a container run from an OCI bundle written per boot. How a
+ * command enters it, each engine says (runsc: `runsc exec`; runc: the starter).
  *
  * The init (after host-driver.ts's holder mounted the overlays, so the runtime sees the merged root):
  * `<runtime> run` of the bundle, attached, whose process is tini (Debian's tini-static, bound read-only
  * at /dev/.hangar-init, so nothing is written to the sandbox's files) reaping orphans as pid 1 over
- * `sh -c 'read _'`. The runtime's death (the server's SIGKILL on stop) ends the container; the server's
- * death closes the read, which ends it the same way. Each command is `<runtime> exec`, its own session
- * and process group inside; what a kill reaches, each engine says.
+ * `sh -c 'read _'` (runc: the starter, which reads the same pipe). The runtime's death (the server's
+ * SIGKILL on stop) ends the container; the server's death closes the read, which ends it the same way.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { randomUUID } from "node:crypto";
-import { rmSync } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import type { ExecProcess, ExecRequest, SandboxSpec } from "../provisioner.js";
-import { DEFAULT_PATH, HostSandboxDriver, onPath, type Running, spawnedCommand } from "./host-driver.js";
+import type { SandboxSpec } from "../provisioner.js";
+import { DEFAULT_PATH, HostSandboxDriver, onPath } from "./host-driver.js";
 
 /** Docker's default capabilities: what root in a container is expected to be able to do. */
 const CAPABILITIES = [
@@ -58,12 +55,6 @@ export abstract class OciRuntimeDriver extends HostSandboxDriver {
   }
   /** The engine's part of the bundle's `linux` section (namespaces beyond the usual, mappings, seccomp). */
   protected abstract linuxConfig(): Record<string, unknown>;
-  /**
-   * Flags of `<runtime> exec` that write the command's pid to `pidFile`, and how to kill the command
-   * (its process group) from that file once written.
-   */
-  protected abstract execPid(pidFile: string): string[];
-  protected abstract killCommand(id: string, pidFile: string, client: ChildProcess): void;
 
   protected override readonly enginePlacesCgroups = true;
 
@@ -166,41 +157,6 @@ export abstract class OciRuntimeDriver extends HostSandboxDriver {
     init.stdout!.resume(); // the init says nothing there
     if (init.exitCode !== null || init.signalCode !== null) throw new Error("exited");
     return null;
-  }
-
-  /**
-   * `<runtime> exec` of `request` with `flags`: the image's sh runs `script` with the directory, the
-   * shell and the command as its arguments. The sh changes directory (the runtimes' --cwd fail a
-   * missing one with no message), so a command fails the same way on every engine: exit 1, the shell
-   * saying why.
-   */
-  protected execArgv(
-    id: string,
-    request: ExecRequest,
-    env: Record<string, string>,
-    flags: string[],
-    script = 'cd -- "$1" || exit 1; shift; exec "$@"',
-  ): string[] {
-    const envFlags = Object.entries(env).flatMap(([k, v]) => ["--env", `${k}=${v}`]);
-    const args = [request.cwd, request.shell, "-c", request.command];
-    return this.runtimeArgv("exec", ...envFlags, ...flags, id, "/bin/sh", "-c", script, "sh", ...args);
-  }
-
-  /** A file for the pid of one command, removed once it exited. */
-  protected pidFile(id: string): string {
-    return path.join(this.dir(id), "bundle", `exec-${randomUUID()}.pid`);
-  }
-
-  protected command(running: Running, request: ExecRequest, env: Record<string, string>): ExecProcess {
-    const id = running.spec.id;
-    const pidFile = this.pidFile(id);
-    const argv = this.execArgv(id, request, env, this.execPid(pidFile));
-    const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ["pipe", "pipe", "pipe"] });
-    return spawnedCommand(
-      child,
-      () => this.killCommand(id, pidFile, child),
-      () => rmSync(pidFile, { force: true }),
-    );
   }
 
   /** The runtime was killed: its state entry stays until deleted. */

@@ -172,13 +172,6 @@ export class RuncDriver extends OciRuntimeDriver {
     };
   }
 
-  // Commands go through the starter, not `runc exec`.
-  protected execPid(): string[] {
-    return [];
-  }
-
-  protected killCommand(): void {}
-
   /**
    * An imported image's content, and the built-in image's skeleton (remade by each server), with their
    * owners shifted into the mapped range; other layers (a hand-laid image, the host's /usr) as they are.
