@@ -3,7 +3,7 @@
  * sandbox with a terminal (lazily loaded xterm.js over the data plane's `/execute/ws`) and a file
  * browser (listing by a command, upload and download through the data plane).
  */
-import { lazy, Suspense, useState } from "react";
+import { lazy, type ReactNode, Suspense, useState } from "react";
 import { useConsole } from "../context.js";
 import { href, navigate } from "../router.js";
 import { headersOf } from "../session.js";
@@ -23,6 +23,41 @@ export interface Box {
 }
 
 const LIMIT = 500;
+
+/** A table of one kind of resource, a row each with a Delete button. */
+function ResourceTable<Row extends { id: string }>(props: {
+  testId: string;
+  rows: Row[] | undefined;
+  columns: [string, (row: Row) => ReactNode][];
+  onDelete: (row: Row) => void;
+}) {
+  return (
+    <table className="table" data-testid={props.testId}>
+      <thead>
+        <tr>
+          {props.columns.map(([title]) => (
+            <th key={title}>{title}</th>
+          ))}
+          <th />
+        </tr>
+      </thead>
+      <tbody>
+        {props.rows?.map((row) => (
+          <tr key={row.id}>
+            {props.columns.map(([title, cell]) => (
+              <td key={title}>{cell(row)}</td>
+            ))}
+            <td className="actions">
+              <button type="button" className="danger" onClick={() => props.onDelete(row)}>
+                Delete
+              </button>
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
 
 export function SandboxesPage() {
   const { api } = useConsole();
@@ -48,42 +83,25 @@ export function SandboxesPage() {
         {boxes.data?.sandboxes.length === 0 ? (
           <Empty>No sandboxes.</Empty>
         ) : (
-          <table className="table" data-testid="boxes">
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Template</th>
-                <th>Status</th>
-                <th>Expires</th>
-                <th>Created</th>
-                <th />
-              </tr>
-            </thead>
-            <tbody>
-              {boxes.data?.sandboxes.map((b: Box) => (
-                <tr key={b.id}>
-                  <td>
-                    <a href={href("sandboxes", b.name)}>{b.name}</a>
-                  </td>
-                  <td>{b.template_name}</td>
-                  <td>
+          <ResourceTable
+            testId="boxes"
+            rows={boxes.data?.sandboxes}
+            columns={[
+              ["Name", (b: Box) => <a href={href("sandboxes", b.name)}>{b.name}</a>],
+              ["Template", (b: Box) => b.template_name],
+              [
+                "Status",
+                (b: Box) => (
+                  <>
                     <Status value={b.status} /> <span className="muted small">{b.status_message ?? ""}</span>
-                  </td>
-                  <td>{when(b.expires_at)}</td>
-                  <td>{when(b.created_at)}</td>
-                  <td className="actions">
-                    <button
-                      type="button"
-                      className="danger"
-                      onClick={() => remove("boxes", b.name, boxes.reload)}
-                    >
-                      Delete
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+                  </>
+                ),
+              ],
+              ["Expires", (b: Box) => when(b.expires_at)],
+              ["Created", (b: Box) => when(b.created_at)],
+            ]}
+            onDelete={(b) => remove("boxes", b.name, boxes.reload)}
+          />
         )}
         <CreateForm
           label="New sandbox"
@@ -104,42 +122,23 @@ export function SandboxesPage() {
       </Section>
       <Section title="Templates">
         <ErrorNote error={templates.error} />
-        <table className="table" data-testid="templates">
-          <thead>
-            <tr>
-              <th>Name</th>
-              <th>Image</th>
-              <th>CPU</th>
-              <th>Memory</th>
-              <th>Storage</th>
-              <th>Volumes</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {templates.data?.templates.map((t: any) => (
-              <tr key={t.id}>
-                <td>{t.name}</td>
-                <td className="mono">{t.image}</td>
-                <td>{t.resources.cpu}</td>
-                <td>{t.resources.memory}</td>
-                <td>{t.resources.storage ?? "—"}</td>
-                <td>
-                  {t.volume_mounts.map((m: any) => `${m.volume_name} → ${m.mount_path}`).join(", ") || "—"}
-                </td>
-                <td className="actions">
-                  <button
-                    type="button"
-                    className="danger"
-                    onClick={() => remove("templates", t.name, templates.reload)}
-                  >
-                    Delete
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <ResourceTable
+          testId="templates"
+          rows={templates.data?.templates}
+          columns={[
+            ["Name", (t: any) => t.name],
+            ["Image", (t: any) => <span className="mono">{t.image}</span>],
+            ["CPU", (t: any) => t.resources.cpu],
+            ["Memory", (t: any) => t.resources.memory],
+            ["Storage", (t: any) => t.resources.storage ?? "—"],
+            [
+              "Volumes",
+              (t: any) =>
+                t.volume_mounts.map((m: any) => `${m.volume_name} → ${m.mount_path}`).join(", ") || "—",
+            ],
+          ]}
+          onDelete={(t: any) => remove("templates", t.name, templates.reload)}
+        />
         <CreateForm
           label="New template"
           fields={[
@@ -163,36 +162,17 @@ export function SandboxesPage() {
       </Section>
       <Section title="Pools">
         <ErrorNote error={pools.error} />
-        <table className="table" data-testid="pools">
-          <thead>
-            <tr>
-              <th>Name</th>
-              <th>Template</th>
-              <th>Replicas</th>
-              <th>Created</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {pools.data?.pools.map((p: any) => (
-              <tr key={p.id}>
-                <td>{p.name}</td>
-                <td>{p.template_name}</td>
-                <td>{p.replicas}</td>
-                <td>{when(p.created_at)}</td>
-                <td className="actions">
-                  <button
-                    type="button"
-                    className="danger"
-                    onClick={() => remove("pools", p.name, pools.reload)}
-                  >
-                    Delete
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <ResourceTable
+          testId="pools"
+          rows={pools.data?.pools}
+          columns={[
+            ["Name", (p: any) => p.name],
+            ["Template", (p: any) => p.template_name],
+            ["Replicas", (p: any) => p.replicas],
+            ["Created", (p: any) => when(p.created_at)],
+          ]}
+          onDelete={(p: any) => remove("pools", p.name, pools.reload)}
+        />
         <CreateForm
           label="New pool"
           fields={[
@@ -213,36 +193,17 @@ export function SandboxesPage() {
       </Section>
       <Section title="Volumes">
         <ErrorNote error={volumes.error} />
-        <table className="table" data-testid="volumes">
-          <thead>
-            <tr>
-              <th>Name</th>
-              <th>Size</th>
-              <th>Class</th>
-              <th>Created</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {volumes.data?.volumes.map((v: any) => (
-              <tr key={v.id}>
-                <td>{v.name}</td>
-                <td>{v.size}</td>
-                <td>{v.storage_class}</td>
-                <td>{when(v.created_at)}</td>
-                <td className="actions">
-                  <button
-                    type="button"
-                    className="danger"
-                    onClick={() => remove("volumes", v.name, volumes.reload)}
-                  >
-                    Delete
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <ResourceTable
+          testId="volumes"
+          rows={volumes.data?.volumes}
+          columns={[
+            ["Name", (v: any) => v.name],
+            ["Size", (v: any) => v.size],
+            ["Class", (v: any) => v.storage_class],
+            ["Created", (v: any) => when(v.created_at)],
+          ]}
+          onDelete={(v: any) => remove("volumes", v.name, volumes.reload)}
+        />
         <CreateForm
           label="New volume"
           fields={[
