@@ -367,6 +367,16 @@ const routes: Record<string, RouteDoc> = {
     response: R.RunResult,
   }),
   "POST /runs/batch": stateless("Create several stateless runs", { body: S.RunBatch, response: R.RunList }),
+  "POST /runs/search": stateless("Search the runs of every thread (Hangar extension)", {
+    body: S.RunSearch,
+    response: R.RunWithErrorList,
+    description:
+      "Not in the official API, which lists runs thread by thread. Runs of all the organization's threads " +
+      "(stateless runs' included), newest first, filtered by status (one or a list), assistant, thread " +
+      "and run metadata (containment). Under custom auth it raises `threads:search`, whose filter applies " +
+      "to the runs' threads. Each run carries `error`: how it failed, with the stack trace for API-key " +
+      `callers. ${PAGINATION}`,
+  }),
   "POST /runs/cancel": stateless("Cancel runs in bulk", {
     body: S.BulkCancel,
     query: S.BulkCancelQuery,

@@ -166,6 +166,22 @@ export const Run = z
 
 export const RunList = z.array(Run);
 
+export const RunWithErrorList = z.array(
+  Run.extend({
+    error: z
+      .object({
+        error: z.string().describe("The error's type."),
+        message: z.string(),
+        stack: z
+          .string()
+          .optional()
+          .describe("The stack trace (at most 16 KiB): for API-key callers, never under custom auth."),
+      })
+      .nullable()
+      .describe("How the run failed; null unless its status is `error`."),
+  }),
+);
+
 export const RunResult = z
   .unknown()
   .describe(

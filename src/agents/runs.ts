@@ -6,12 +6,24 @@ import { type AppEnv, orgOf } from "../http/context.js";
 import { lastEventId, sseResponse } from "../http/sse.js";
 import { body, params, query } from "../http/validation.js";
 import type { RunRequest } from "../runtime/runs.js";
-import type { Run } from "../storage/ports.js";
+import type { Run, RunWithError } from "../storage/ports.js";
+import type { RunStatus } from "../storage/statuses.js";
 import { accessOf, assertUsableAssistant, authorize, visibleThread } from "./authz.js";
 import type { AgentDeps } from "./context.js";
 import * as S from "./schemas.js";
 
 type C = Context<AppEnv>;
+
+/**
+ * A searched run as its caller may see it: a failure's stack trace goes to API-key callers (the people
+ * who operate the organization's graphs), never to the users of a custom auth handler (a project's end
+ * users), who get its type and message as the official API shows them.
+ */
+const withErrorFor = (deps: Pick<AgentDeps, "auth">, run: RunWithError): RunWithError => {
+  if (!deps.auth || !run.error?.stack) return run;
+  const { stack: _, ...error } = run.error;
+  return { ...run, error };
+};
 
 const runPath = (run: Run, stateless: boolean) =>
   stateless ? `/runs/${run.run_id}` : `/threads/${run.thread_id}/runs/${run.run_id}`;
@@ -186,6 +198,30 @@ export function runRoutes(deps: AgentDeps) {
         const created: Run[] = [];
         for (const item of items) created.push(await admit(c, null, item as RunRequest));
         return c.json(created);
+      })
+      // A Hangar extension: the official API lists runs thread by thread only.
+      .post("/runs/search", async (c) => {
+        const b = await body(c, S.RunSearch);
+        const { filter } = await authorize(deps, c, "threads", "search", {
+          metadata: b.metadata ?? {},
+          status: b.status ?? null,
+          thread_id: b.thread_id ?? null,
+          assistant_id: b.assistant_id ?? null,
+          limit: b.limit,
+          offset: b.offset,
+        });
+        const { items, total } = await storage.runs.search(orgOf(c), {
+          status: b.status == null ? undefined : ([] as RunStatus[]).concat(b.status),
+          assistant_id: b.assistant_id ?? undefined,
+          thread_id: b.thread_id ?? undefined,
+          metadata: b.metadata ?? undefined,
+          auth: filter,
+          limit: b.limit,
+          offset: b.offset,
+        });
+        c.header("X-Pagination-Total", String(total));
+        if (b.offset + items.length < total) c.header("X-Pagination-Next", String(b.offset + items.length));
+        return c.json(items.map((run) => withErrorFor(deps, run)));
       })
       .post("/runs/cancel", async (c) => {
         const b = await body(c, S.BulkCancel);

@@ -274,6 +274,20 @@ export const RunListQuery = z.object({
   status: z.enum(RUN_STATUSES).optional(),
 });
 
+/** `POST /runs/search` (a Hangar extension): runs of every thread, newest first. */
+export const RunSearch = z.object({
+  status: z
+    .union([z.enum(RUN_STATUSES), z.array(z.enum(RUN_STATUSES)).min(1).max(RUN_STATUSES.length)], {
+      error: `must be one of ${RUN_STATUSES.join(", ")}, or a list of them`,
+    })
+    .nullish(),
+  assistant_id: uuid.nullish(),
+  thread_id: uuid.nullish(),
+  metadata: optionalFilter,
+  limit: limit(1000, 10),
+  offset,
+});
+
 export const CancelQuery = z.object({
   wait: flag,
   action: z.enum(["interrupt", "rollback"]).default("interrupt"),

@@ -272,6 +272,7 @@ async function settleFailure(
   return {
     status: "error",
     error: { error: e.name, message: e.message },
+    stack: e.stack,
     values: plainOrUndefined(state?.values),
     interrupts: {},
     hasNext: false,

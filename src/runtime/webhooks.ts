@@ -12,6 +12,8 @@ export type RunOutcome =
       interrupts?: Record<string, Interrupt[]>;
       hasNext: boolean;
       error?: { error: string; message: string };
+      /** A failure's stack trace: stored with the run, never sent with the error. */
+      stack?: string;
     }
   | { status: "rolled_back" }
   | { status: "handed_back" };

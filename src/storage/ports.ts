@@ -134,6 +134,36 @@ export interface RunKwargs {
 
 export type RunListQuery = { limit: number; offset: number; status?: RunStatus; metadata?: JsonObject };
 
+/**
+ * A search over every thread's runs (`POST /runs/search`, a Hangar extension), newest first. `auth`
+ * filters the runs' threads' metadata: runs are authorized through their thread.
+ */
+export interface RunSearchQuery {
+  /** One status, or any of several. */
+  status?: RunStatus[];
+  assistant_id?: string;
+  thread_id?: string;
+  /** Contained in the run's own metadata (the request's `metadata`). */
+  metadata?: JsonObject;
+  auth?: AuthFilter;
+  limit: number;
+  offset: number;
+}
+
+/**
+ * How a failed run failed, as storage keeps it: the type and message every client sees (the `error` SSE
+ * event, `__error__` of join/wait, the thread's `error`) and the stack trace, which only the run search
+ * returns, to the callers allowed to see it.
+ */
+export interface RunError {
+  error: string;
+  message: string;
+  stack?: string;
+}
+
+/** A run found by `runs.search`: with how it failed, when it did (null otherwise). */
+export type RunWithError = Run & { error: RunError | null };
+
 export interface Run {
   run_id: string;
   thread_id: string;
@@ -184,7 +214,10 @@ export interface RunCompletion {
   interrupts?: Record<string, Interrupt[]>;
   /** True when the last checkpoint has pending nodes (interrupt() or a breakpoint). */
   hasNext: boolean;
+  /** How the run failed (`status: "error"`); the thread keeps its type and message, the run the stack too. */
   error?: { error: string; message: string };
+  /** The failure's stack trace, kept with the run only. */
+  stack?: string;
 }
 
 /** How a running run is asked to stop, by a cancel or an interrupt/rollback double text. */
@@ -299,6 +332,8 @@ export interface RunsRepo {
   admit(org: OrgId, admission: RunAdmission): Promise<AdmissionResult>;
   get(org: OrgId, threadId: string | null, runId: string): Promise<Run | null>;
   list(org: OrgId, threadId: string, query: RunListQuery): Promise<Run[]>;
+  /** Runs of every thread of `org` (stateless runs' included), newest first; `total`: all matches. */
+  search(org: OrgId, query: RunSearchQuery): Promise<{ items: RunWithError[]; total: number }>;
   /** Deletes a run that is not executing, and its checkpoints. */
   delete(org: OrgId, threadId: string, runId: string): Promise<"deleted" | "absent" | "running">;
   /** Cancels a pending run (interrupt → status interrupted; rollback → deleted). Null if not pending. */

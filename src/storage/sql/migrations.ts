@@ -321,6 +321,11 @@ export const MIGRATIONS: HangarMigration[] = [
       "DROP INDEX IF EXISTS checkpoint_writes_run",
     ],
   },
+  {
+    // How a failed run failed, with its stack trace (the thread keeps the type and message only).
+    name: "0003_run_errors",
+    up: (t) => [`ALTER TABLE runs ADD COLUMN error ${t.json}`],
+  },
 ];
 
 /** What only Postgres has: GIN indexes for `@>` filters, and the cosine function SQLite registers in code. */

@@ -43,9 +43,17 @@ import {
 
 type RunRow = Row<"runs">;
 
-/** A run's record: its row without the queue's own columns. */
+/** A run's record: its row without the queue's own columns and its stored error. */
 const toRun = (r: RunRow): Port.Run =>
-  recordOf(r, ["org_id", "not_before", "worker_id", "lease_expires_at", "stop_requested"], RUN_JSON);
+  recordOf(r, ["org_id", "not_before", "worker_id", "lease_expires_at", "stop_requested", "error"], RUN_JSON);
+
+/** The longest stack trace kept with a failed run, in characters (a trace's first lines say the most). */
+const MAX_STACK = 16_384;
+
+/** A failed run's stored error (JSON text): its type and message, and its stack trace when there is one. */
+function runError(error: { error: string; message: string }, stack?: string): string {
+  return JSON.stringify({ ...error, ...(stack && { stack: stack.slice(0, MAX_STACK) }) });
+}
 
 /** How many due candidates one claim looks at before giving up on threads other processes hold. */
 const CLAIM_CANDIDATES = 16;
@@ -312,7 +320,7 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
           config: threadConfig,
         });
       }
-      return { run: toRun({ ...run, seq: 0 }), runningToStop, pendingSettled };
+      return { run: toRun({ ...run, seq: 0, error: null }), runningToStop, pendingSettled };
     });
   }
 
@@ -335,6 +343,36 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
       .offset(q.offset)
       .execute();
     return rows.map(toRun);
+  }
+
+  /**
+   * Newest first (`seq`). The custom auth filter applies to the runs' threads (a subquery on threads,
+   * whose metadata it reads), as runs are authorized through their thread.
+   */
+  async search(
+    org: Port.OrgId,
+    q: Port.RunSearchQuery,
+  ): Promise<{ items: Port.RunWithError[]; total: number }> {
+    const d = this.dialect;
+    const filtered = this.database.db
+      .selectFrom("runs")
+      .where("org_id", "=", org)
+      .$if(Boolean(q.status?.length), (qb) => qb.where("status", "in", q.status!))
+      .$if(q.assistant_id !== undefined, (qb) => qb.where("assistant_id", "=", q.assistant_id!))
+      .$if(q.thread_id !== undefined, (qb) => qb.where("thread_id", "=", q.thread_id!))
+      .$if(Boolean(q.metadata), (qb) => qb.where(d.jsonContains("runs.metadata", q.metadata!)))
+      .$if(Boolean(q.auth), (qb) =>
+        qb.where("thread_id", "in", (eb) =>
+          eb
+            .selectFrom("threads")
+            .select("threads.thread_id")
+            .where("threads.org_id", "=", org)
+            .where(d.authFilter("threads.metadata", q.auth!)),
+        ),
+      );
+    const rows = await filtered.selectAll().orderBy("seq", "desc").limit(q.limit).offset(q.offset).execute();
+    const items = rows.map((r) => ({ ...toRun(r), error: r.error === null ? null : JSON.parse(r.error) }));
+    return { items, total: await this.countOf(filtered) };
   }
 
   async delete(org: Port.OrgId, threadId: string, runId: string): Promise<"deleted" | "absent" | "running"> {
@@ -593,14 +631,13 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
 
   /** Statements: the thread (locked), the run's update (checks status and attempt), the thread's update. */
   async complete(c: Port.RunCompletion): Promise<Port.Run | null> {
+    const failure = c.status === "error" ? (c.error ?? { error: "Error", message: "Run failed" }) : undefined;
     const settlement: Settlement = {
       values: c.values !== undefined ? JSON.stringify(c.values) : undefined,
       interrupts: c.interrupts !== undefined ? JSON.stringify(c.interrupts) : undefined,
       hasNext: c.hasNext,
-      error:
-        c.status === "error"
-          ? JSON.stringify(c.error ?? { error: "Error", message: "Run failed" })
-          : undefined,
+      // The thread's error is what clients see of a failure: its type and message, no trace.
+      error: failure && JSON.stringify({ error: failure.error, message: failure.message }),
     };
     return this.transaction(function* (tx) {
       const thread = yield* this.#lockThreadOfRun(c.run_id);
@@ -611,13 +648,19 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
         .prepared(`runs.complete:${ofAttempt}`, (db) =>
           db
             .updateTable("runs")
-            .set({ status: slot("status"), updated_at: slot("now") })
+            .set({ status: slot("status"), updated_at: slot("now"), error: slot("error") })
             .where("run_id", "=", slot("run_id"))
             .where("status", "=", RUNNING) // not deleted or settled meanwhile
             .$if(ofAttempt, (qb) => qb.where("attempt", "=", slot("attempt"))) // not another worker's attempt now
             .returningAll(),
         )
-        .first({ run_id: c.run_id, status: c.status, now, attempt: c.attempt });
+        .first({
+          run_id: c.run_id,
+          status: c.status,
+          now,
+          attempt: c.attempt,
+          error: failure ? runError(failure, c.stack) : null,
+        });
       if (!row) return null;
       yield* this.#settleThread(tx, thread, settlement);
       return toRun(row);
@@ -679,11 +722,9 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
           return "interrupted";
         }
         if (row.attempt >= maxAttempts) {
-          yield* this.#update(tx, runId, { status: "error", updated_at: now });
-          const message = `Run failed after ${row.attempt} attempts`;
-          yield* this.#settleThread(tx, thread, {
-            error: JSON.stringify({ error: "RunAbandoned", message }),
-          });
+          const error = { error: "RunAbandoned", message: `Run failed after ${row.attempt} attempts` };
+          yield* this.#update(tx, runId, { status: "error", updated_at: now, error: runError(error) });
+          yield* this.#settleThread(tx, thread, { error: JSON.stringify(error) });
           return "failed";
         }
         yield* this.#update(tx, runId, { ...QUEUED, updated_at: now });

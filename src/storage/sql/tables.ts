@@ -49,6 +49,8 @@ export interface Tables {
       worker_id: string | null;
       lease_expires_at: number | null;
       stop_requested: StopAction | null;
+      /** A failed run's `RunError` (JSON), null otherwise. */
+      error: Json | null;
     };
   checkpoints: {
     thread_id: string;
