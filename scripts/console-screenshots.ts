@@ -139,8 +139,8 @@ async function main() {
     await page.goto(`${h.url}/console#/runs`);
     await page.getByText("Running (1)").waitFor({ timeout: 15_000 });
     const failedRow = page.locator("tr", { has: page.getByText("error", { exact: true }) }).first();
-    await failedRow.getByRole("button", { name: "Outcome" }).click();
-    await page.locator("tr.detail .json").first().waitFor();
+    await failedRow.getByRole("button", { name: "Error" }).click();
+    await page.getByTestId("trace").first().waitFor();
     await shot("runs-queue");
 
     await page.goto(`${h.url}/console#/assistants`);

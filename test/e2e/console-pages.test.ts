@@ -91,6 +91,30 @@ describe("console: queue, assistants, crons, store", () => {
     await section("Recent outcomes").getByTitle(running.run_id).waitFor();
   });
 
+  test("a failed run is listed with the recent errors, its stack trace shown", T, async () => {
+    const thread = await c.threads.create();
+    // The SDK raises the run's error (its type and message, as the official servers send them).
+    await assert.rejects(c.runs.wait(thread.thread_id, "fail", { input: human("boom") }), /Boo!/);
+    const [failed] = await c.runs.list(thread.thread_id);
+    await page.goto(`${h.url}/console#/runs`);
+    const errors = page.locator("section", { has: page.getByRole("heading", { name: "Recent errors" }) });
+    const row = errors.locator("tr", { has: page.getByTitle(failed!.run_id) });
+    await row.getByRole("button", { name: "Error" }).click();
+    const shown = errors.getByTestId("run-error");
+    await shown.getByText("CustomError: Boo!", { exact: false }).first().waitFor();
+    const trace = (await shown.getByTestId("trace").textContent()) ?? "";
+    assert.match(trace, /^CustomError: Boo!\n\s+at /);
+    assert.match(trace, /examples\/src\/fail\.ts:\d+/);
+    // The thread's runs tab shows the same error and trace.
+    await page.goto(`${h.url}/console#/threads/${thread.thread_id}`);
+    await page.getByRole("tab", { name: "Runs" }).click();
+    await page.getByTestId("runs").getByRole("button", { name: "Error" }).click();
+    await page
+      .getByTestId("trace")
+      .getByText(/examples\/src\/fail\.ts/)
+      .waitFor();
+  });
+
   test(
     "an assistant: its graph with the subgraph's nodes (xray), its config edited as a new version",
     T,

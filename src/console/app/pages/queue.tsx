@@ -1,14 +1,16 @@
 /**
  * The server-wide queue: the figures of `/metrics` (every process's queue, from the database) and the
- * runs of the most recently active threads, grouped into pending, running and recent outcomes.
- * The API has no server-wide run list, so the runs are read thread by thread (the 30 most recent).
+ * runs of every thread from `POST /runs/search` (Hangar's extension): pending, running, recent outcomes
+ * and recent errors (with their stack traces).
  */
-import type { Run } from "@langchain/langgraph-sdk";
 import { useConsole } from "../context.js";
 import { ErrorNote, Section, useInterval, useLoad } from "../util.js";
-import { RunsTable, useAssistantNames } from "./runs.js";
+import { RunsTable, useAssistantNames, useRunSearch } from "./runs.js";
 
-const THREADS = 30;
+/** How many runs each list shows at most. */
+const IN_FLIGHT = 200;
+const RECENT = 50;
+const ERRORS = 20;
 
 interface QueueMetrics {
   queue?: { n_pending?: number; n_running?: number; pending_runs_wait_time_max_secs?: number | null };
@@ -17,24 +19,28 @@ interface QueueMetrics {
 }
 
 export function QueuePage() {
-  const { client, api } = useConsole();
+  const { api } = useConsole();
+  const search = useRunSearch();
   const metrics = useLoad(() => api<QueueMetrics>("GET", "/metrics?format=json"), [api]);
   const runs = useLoad(async () => {
-    const threads = await client.threads.search({ limit: THREADS, sortBy: "updated_at", sortOrder: "desc" });
-    const lists = await Promise.all(threads.map((t) => client.runs.list(t.thread_id, { limit: 20 })));
-    return lists.flat().sort((a, b) => b.created_at.localeCompare(a.created_at));
-  }, [client]);
+    const [inFlight, recent, errors] = await Promise.all([
+      search({ status: ["pending", "running"], limit: IN_FLIGHT }),
+      search({ status: ["success", "error", "timeout", "interrupted"], limit: RECENT }),
+      search({ status: ["error", "timeout"], limit: ERRORS }),
+    ]);
+    return { inFlight, recent, errors };
+  }, [api]);
   const names = useAssistantNames();
   useInterval(() => {
     metrics.reload();
     runs.reload();
   }, 2000);
 
-  const all: Run[] = runs.data ?? [];
-  const pending = all.filter((r) => r.status === "pending");
-  const running = all.filter((r) => r.status === "running");
-  const recent = all.filter((r) => r.status !== "pending" && r.status !== "running").slice(0, 50);
-  const failed = recent.filter((r) => r.status === "error" || r.status === "timeout");
+  const inFlight = runs.data?.inFlight ?? [];
+  const pending = inFlight.filter((r) => r.status === "pending");
+  const running = inFlight.filter((r) => r.status === "running");
+  const recent = runs.data?.recent ?? [];
+  const errors = runs.data?.errors ?? [];
   const m = metrics.data;
 
   return (
@@ -48,7 +54,10 @@ export function QueuePage() {
           label="worker slots free"
           value={m?.workers ? `${m.workers.available} / ${m.workers.max}` : undefined}
         />
-        <Figure label="recent errors" value={runs.data ? failed.length : undefined} />
+        <Figure
+          label="recent errors"
+          value={runs.data ? `${errors.length}${errors.length === ERRORS ? "+" : ""}` : undefined}
+        />
       </div>
       <ErrorNote error={metrics.error ?? runs.error} />
       <Section title={`Pending (${pending.length})`}>
@@ -59,6 +68,9 @@ export function QueuePage() {
       </Section>
       <Section title="Recent outcomes">
         <RunsTable runs={recent} names={names} onChanged={runs.reload} />
+      </Section>
+      <Section title="Recent errors">
+        <RunsTable runs={errors} names={names} onChanged={runs.reload} />
       </Section>
     </>
   );

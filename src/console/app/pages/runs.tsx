@@ -1,4 +1,7 @@
-/** Runs: a table with their outcome (joined on demand: output or the error and its trace) and cancel. */
+/**
+ * Runs: a table with their outcome (joined on demand: the output; a failed run's error and its stack
+ * trace come with the run from `POST /runs/search`) and cancel.
+ */
 import type { Run } from "@langchain/langgraph-sdk";
 import { useState } from "react";
 import { useConsole } from "../context.js";
@@ -18,6 +21,33 @@ import {
 
 const ACTIVE = new Set(["pending", "running"]);
 
+/** How a run failed, as `POST /runs/search` gives it: the trace for API-key callers only. */
+export interface RunError {
+  error: string;
+  message: string;
+  stack?: string;
+}
+
+/** A run found by `POST /runs/search` (a Hangar extension): the run and how it failed (null: it did not). */
+export type SearchedRun = Run & { error?: RunError | null };
+
+type RunStatus = Run["status"];
+
+export interface RunSearch {
+  status?: RunStatus | RunStatus[];
+  thread_id?: string;
+  assistant_id?: string;
+  metadata?: Record<string, unknown>;
+  limit?: number;
+  offset?: number;
+}
+
+/** `POST /runs/search`: the runs of every thread (or those `query` names), newest first. */
+export function useRunSearch() {
+  const { api } = useConsole();
+  return (query: RunSearch) => api<SearchedRun[]>("POST", "/runs/search", query);
+}
+
 /** Assistants' names by id, to show which one a run used (the 100 most recently updated). */
 export function useAssistantNames(): Map<string, string> {
   const { client } = useConsole();
@@ -25,7 +55,7 @@ export function useAssistantNames(): Map<string, string> {
   return new Map((assistants.data ?? []).map((a) => [a.assistant_id, a.name]));
 }
 
-export function RunsTable(props: { runs: Run[]; names: Map<string, string>; onChanged: () => void }) {
+export function RunsTable(props: { runs: SearchedRun[]; names: Map<string, string>; onChanged: () => void }) {
   const { runs, names, onChanged } = props;
   if (runs.length === 0) return <Empty>No runs.</Empty>;
   return (
@@ -51,9 +81,11 @@ export function RunsTable(props: { runs: Run[]; names: Map<string, string>; onCh
   );
 }
 
-function RunRow({ run, assistant, onChanged }: { run: Run; assistant?: string; onChanged: () => void }) {
+function RunRow(props: { run: SearchedRun; assistant?: string; onChanged: () => void }) {
+  const { run, assistant, onChanged } = props;
   const { client } = useConsole();
   const [outcome, setOutcome] = useState<unknown>(undefined);
+  const [showError, setShowError] = useState(false);
   const action = useAction();
   return (
     <>
@@ -90,6 +122,10 @@ function RunRow({ run, assistant, onChanged }: { run: Run; assistant?: string; o
             >
               Cancel
             </button>
+          ) : run.error ? (
+            <button type="button" className="secondary" onClick={() => setShowError(!showError)}>
+              {showError ? "Hide" : "Error"}
+            </button>
           ) : (
             <button
               type="button"
@@ -106,11 +142,12 @@ function RunRow({ run, assistant, onChanged }: { run: Run; assistant?: string; o
           )}
         </td>
       </tr>
-      {(outcome !== undefined || action.error != null) && (
+      {(outcome !== undefined || action.error != null || (showError && run.error)) && (
         <tr className="detail">
           <td colSpan={8}>
             <ErrorNote error={action.error} />
             {outcome !== undefined && <Json value={outcome} />}
+            {showError && run.error && <RunErrorView error={run.error} />}
           </td>
         </tr>
       )}
@@ -118,9 +155,29 @@ function RunRow({ run, assistant, onChanged }: { run: Run; assistant?: string; o
   );
 }
 
+/** A failed run's error: type and message, then the stack trace when the server gave one. */
+export function RunErrorView({ error }: { error: RunError }) {
+  return (
+    <div data-testid="run-error">
+      <div className="error" role="note">
+        <strong>{error.error}</strong>: {error.message}
+      </div>
+      {error.stack ? (
+        <pre className="json trace" data-testid="trace">
+          {error.stack}
+        </pre>
+      ) : (
+        <p className="empty">No stack trace (the server gives traces to API-key callers only).</p>
+      )}
+    </div>
+  );
+}
+
 export function ThreadRuns({ threadId }: { threadId: string }) {
-  const { client } = useConsole();
-  const runs = useLoad(() => client.runs.list(threadId, { limit: 100 }), [client, threadId]);
+  const search = useRunSearch();
+  const { api } = useConsole();
+  // The run search rather than the thread's run list: it gives failed runs' errors with their traces.
+  const runs = useLoad(() => search({ thread_id: threadId, limit: 100 }), [api, threadId]);
   const names = useAssistantNames();
   useInterval(runs.reload, 2000);
   return (
