@@ -2,7 +2,8 @@
  * Screenshots of every console page for docs/console.md (`npm run console:screenshots`), taken in
  * Debian's Chromium against a real server holding a little of everything: threads of the console
  * fixture's graphs (a streamed reply with a tool call, an interrupt waiting, a failed run), an
- * assistant, a cron, store items and, where bubblewrap runs, a sandbox. Also prints the figures
+ * assistant, a cron, store items and, where bubblewrap runs, a sandbox; then, on a server with
+ * langgraph.json `ui`, a generative UI message in the chat. Also prints the figures
  * docs/console.md quotes: the bundle's size and the first paint from a cold server.
  *
  * Writes docs/console/*.png.
@@ -208,6 +209,36 @@ async function main() {
       console.log("sandboxes: skipped (needs root and bubblewrap)");
     }
     console.log(JSON.stringify(figures, null, 2));
+  } finally {
+    await browser.close();
+    await h.stop();
+  }
+  await generativeUi();
+}
+
+/** A generative UI message in the chat: a server of its own, with langgraph.json `ui` (fixtures/console/ui.json). */
+async function generativeUi() {
+  const h = await startHangar({
+    config: join(REPO_ROOT, "test", "e2e", "fixtures", "console", "ui.json"),
+    env: { HANGAR_API_KEYS: `${KEY}:docs` },
+  });
+  const browser = await launchChromium();
+  try {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await signIn(page, h.url, KEY);
+    await page.goto(`${h.url}/console#/threads/new`);
+    await page.getByRole("combobox", { name: "Assistant", exact: true }).locator("option").first().waitFor({
+      state: "attached",
+    });
+    for (const city of ["Paris", "Rome"]) {
+      await page.getByRole("textbox", { name: "Message", exact: true }).fill(city);
+      await page.getByRole("button", { name: "Send" }).click();
+      await page.getByTestId("weather").filter({ hasText: city }).waitFor();
+    }
+    await page.getByTestId("weather").first().click();
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: join(OUT, "thread-ui.png") });
+    console.log("docs/console/thread-ui.png");
   } finally {
     await browser.close();
     await h.stop();

@@ -1,5 +1,10 @@
-/** A conversation as chat: messages with their text and structured content, tool calls and results. */
+/**
+ * A conversation as chat: messages with their text and structured content, tool calls and results, and
+ * generative UI messages (each under the message it belongs to, else at the end).
+ */
 import type { Message } from "@langchain/langgraph-sdk";
+import type { UIMessage } from "@langchain/langgraph-sdk/react-ui";
+import type { ReactNode } from "react";
 import { Json } from "../util.js";
 
 type Block = { type?: string; text?: string; [key: string]: unknown };
@@ -46,13 +51,29 @@ export function MessageView({ message }: { message: Message }) {
   );
 }
 
-export function Conversation({ messages }: { messages: Message[] }) {
-  if (messages.length === 0) return <p className="empty">No messages yet. Say something below.</p>;
+export function Conversation(props: {
+  messages: Message[];
+  ui?: UIMessage[];
+  renderUi?: (message: UIMessage) => ReactNode;
+}) {
+  const { messages, ui = [], renderUi } = props;
+  if (messages.length === 0 && ui.length === 0)
+    return <p className="empty">No messages yet. Say something below.</p>;
+  const ids = new Set(messages.map((m) => m.id));
+  // The message a UI message belongs to: `metadata.id` (the SDK's typedUi), `message_id` in older SDKs.
+  const owner = (u: UIMessage) => (u.metadata?.id ?? u.metadata?.message_id) as string | undefined;
+  const of = (id: string | undefined) => ui.filter((u) => owner(u) === id);
+  const show = (list: UIMessage[]) =>
+    renderUi ? list.map((u) => <div key={u.id}>{renderUi(u)}</div>) : null;
   return (
     <div className="conversation" data-testid="conversation">
       {messages.map((m, i) => (
-        <MessageView key={m.id ?? `i-${i}`} message={m} />
+        <div key={m.id ?? `i-${i}`}>
+          <MessageView message={m} />
+          {m.id && show(of(m.id))}
+        </div>
       ))}
+      {show(ui.filter((u) => !ids.has(owner(u))))}
     </div>
   );
 }

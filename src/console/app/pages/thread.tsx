@@ -7,11 +7,18 @@
  */
 import type { Checkpoint, StreamMode } from "@langchain/langgraph-sdk";
 import { useStream } from "@langchain/langgraph-sdk/react";
+import {
+  isRemoveUIMessage,
+  isUIMessage,
+  type UIMessage,
+  uiMessageReducer,
+} from "@langchain/langgraph-sdk/react-ui";
 import { useEffect, useRef, useState } from "react";
 import { useConsole } from "../context.js";
 import { href, navigate } from "../router.js";
 import { Empty, ErrorNote, Json, Section, Status, useInterval, useLoad } from "../util.js";
 import { Composer, InterruptForm } from "./composer.js";
+import { UiMessageView, uiMessagesOf, withCspSafeUi } from "./generative-ui.js";
 import { HistoryTimeline } from "./history.js";
 import { Conversation } from "./messages.js";
 import { ThreadRuns } from "./runs.js";
@@ -114,6 +121,8 @@ function ThreadView(props: {
     list.find((a) => a.graph_id === props.defaultAssistant && a.metadata?.created_by === "system") ??
     list[0];
   const chosen = assistantId || fallback?.assistant_id || props.defaultAssistant;
+  // The agent whose UI components render the thread's UI messages: the chosen assistant's graph.
+  const graphId = list.find((a) => a.assistant_id === chosen)?.graph_id ?? chosen;
   const [tab, setTab] = useState<Tab>("chat");
   const [events, setEvents] = useState<StreamEventLine[]>([]);
   const [historyVersion, setHistoryVersion] = useState(0);
@@ -123,13 +132,21 @@ function ThreadView(props: {
   /** Runs this page streams already: its own, and those it joined. */
   const joined = useRef(new Set<string>());
   const stream = useStream<Record<string, unknown>>({
-    client,
+    client: withCspSafeUi(client),
     assistantId: chosen,
     threadId,
     onThreadId: props.onThreadId,
     fetchStateHistory: false,
     onUpdateEvent: on("updates") ? log("updates") : undefined,
-    onCustomEvent: on("custom") ? log("custom") : undefined,
+    // Always: generative UI messages arrive as custom events (and are in the values' `ui` at the end).
+    onCustomEvent: (event, options) => {
+      if (on("custom")) log("custom")(event);
+      if (isUIMessage(event) || isRemoveUIMessage(event))
+        options.mutate((prev) => ({
+          ...prev,
+          ui: uiMessageReducer(uiMessagesOf(prev), event as UIMessage),
+        }));
+    },
     onTaskEvent: on("tasks") ? log("tasks") : undefined,
     onCheckpointEvent: on("checkpoints") ? log("checkpoints") : undefined,
     onDebugEvent: on("debug") ? log("debug") : undefined,
@@ -198,7 +215,11 @@ function ThreadView(props: {
       {tab === "chat" && (
         <div className="chat-layout">
           <div className="chat-main">
-            <Conversation messages={stream.messages} />
+            <Conversation
+              messages={stream.messages}
+              ui={uiMessagesOf(stream.values)}
+              renderUi={(message) => <UiMessageView message={message} stream={stream} namespace={graphId} />}
+            />
             {stream.isLoading && (
               <p className="live" data-testid="streaming">
                 streaming…
