@@ -154,6 +154,14 @@ async function main() {
     await page.getByTestId("graph").locator(".react-flow__node").nth(5).waitFor();
     await shot("assistant-graph");
 
+    const deep = (await c.assistants.search({ graphId: "deep" }))[0]!;
+    await page.goto(`${h.url}/console#/assistants/${deep.assistant_id}`);
+    await page.getByLabel("nested (recurse)").check();
+    await page.getByTestId("subgraph").nth(1).waitFor({ timeout: 60_000 });
+    await page.locator('[data-namespace="middle|leaf"]').getByText("state schema", { exact: true }).click();
+    await page.getByTestId("subgraph").first().scrollIntoViewIfNeeded();
+    await shot("assistant-subgraphs");
+
     await page.goto(`${h.url}/console#/crons`);
     await page.getByTestId("crons").waitFor();
     await shot("crons");

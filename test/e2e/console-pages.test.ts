@@ -1,7 +1,8 @@
 /**
  * The console's other pages in Debian's Chromium, on a server without API keys (the console opens
- * without asking): the queue with a pending and a running run cancelled from the page, an assistant's
- * graph drawn with its subgraph (xray) and its config edited into a new version, a cron disabled and
+ * without asking): the queue with a pending and a running run cancelled from the page, a failed run's
+ * trace, an assistant's subgraphs' schemas (recurse), an assistant's graph drawn with its subgraph
+ * (xray) and its config edited into a new version, a cron disabled and
  * enabled, the store browsed by namespace and searched.
  */
 import assert from "node:assert/strict";
@@ -113,6 +114,33 @@ describe("console: queue, assistants, crons, store", () => {
       .getByTestId("trace")
       .getByText(/examples\/src\/fail\.ts/)
       .waitFor();
+  });
+
+  test("an assistant's subgraphs' schemas beside its own, one level and nested (recurse)", T, async () => {
+    const deep = (await c.assistants.search({ graphId: "deep" }))[0]!;
+    await page.goto(`${h.url}/console#/assistants/${deep.assistant_id}`);
+    const subgraphs = page.getByTestId("subgraph");
+    // The first schemas of a graph without run-time ones are read from its TypeScript source: seconds.
+    await subgraphs.first().waitFor({ timeout: 45_000 });
+    const namespaces = () => subgraphs.evaluateAll((els) => els.map((e) => e.getAttribute("data-namespace")));
+    assert.deepEqual(await namespaces(), ["middle"]);
+    const stateOf = async (scope: ReturnType<Page["locator"]>) => {
+      await scope.getByText("state schema", { exact: true }).click();
+      return (await scope.locator("details[open] .json").textContent()) ?? "";
+    };
+    const own = page.locator("section", { has: page.getByRole("heading", { name: "Schemas", exact: true }) });
+    const ownState = await stateOf(own);
+    assert.match(ownState, /"depth"/);
+    assert.doesNotMatch(ownState, /middle_note/);
+    assert.match(await stateOf(page.locator('[data-namespace="middle"]')), /"middle_note"/);
+    await page.getByLabel("nested (recurse)").check();
+    await waitFor(async () => (await subgraphs.count()) === 2, { what: "the nested subgraph listed" });
+    assert.deepEqual(await namespaces(), ["middle", "middle|leaf"]);
+    assert.match(await stateOf(page.locator('[data-namespace="middle|leaf"]')), /"leaf_note"/);
+    // A graph without subgraphs says so.
+    const agent = (await c.assistants.search({ graphId: "agent" }))[0]!;
+    await page.goto(`${h.url}/console#/assistants/${agent.assistant_id}`);
+    await page.getByText("No subgraphs.").waitFor({ timeout: 45_000 });
   });
 
   test(

@@ -141,6 +141,11 @@ export function AssistantPage({ assistantId }: { assistantId: string }) {
   const [xray, setXray] = useState(false);
   const graph = useLoad(() => client.assistants.getGraph(assistantId, { xray }), [client, assistantId, xray]);
   const schemas = useLoad(() => client.assistants.getSchemas(assistantId), [client, assistantId]);
+  const [recurse, setRecurse] = useState(false);
+  const subgraphs = useLoad(
+    () => client.assistants.getSubgraphs(assistantId, { recurse }),
+    [client, assistantId, recurse],
+  );
   const versions = useLoad(
     () => client.assistants.getVersions(assistantId, { limit: 50 }),
     [client, assistantId],
@@ -194,15 +199,25 @@ export function AssistantPage({ assistantId }: { assistantId: string }) {
       {a && <EditAssistant key={`${a.assistant_id}-${a.version}`} assistant={a} onSaved={reload} />}
       <Section title="Schemas">
         <ErrorNote error={schemas.error} />
-        {schemas.data &&
-          (["input_schema", "output_schema", "state_schema", "config_schema", "context_schema"] as const).map(
-            (k) => (
-              <details key={k}>
-                <summary>{k.replace("_", " ")}</summary>
-                <Json value={(schemas.data as any)[k] ?? null} />
-              </details>
-            ),
-          )}
+        {schemas.data && <SchemaList schemas={schemas.data} />}
+      </Section>
+      <Section
+        title="Subgraphs' schemas"
+        actions={
+          <label className="check">
+            <input type="checkbox" checked={recurse} onChange={(e) => setRecurse(e.target.checked)} /> nested
+            (recurse)
+          </label>
+        }
+      >
+        <ErrorNote error={subgraphs.error} />
+        {subgraphs.data && Object.keys(subgraphs.data).length === 0 && <Empty>No subgraphs.</Empty>}
+        {Object.entries(subgraphs.data ?? {}).map(([namespace, schemas]) => (
+          <div key={namespace} className="subgraph" data-testid="subgraph" data-namespace={namespace}>
+            <h3 className="mono">{namespace}</h3>
+            <SchemaList schemas={schemas} />
+          </div>
+        ))}
       </Section>
       <Section title="Versions">
         <ErrorNote error={versions.error} />
@@ -242,6 +257,22 @@ export function AssistantPage({ assistantId }: { assistantId: string }) {
           </tbody>
         </table>
       </Section>
+    </>
+  );
+}
+
+const SCHEMAS = ["input_schema", "output_schema", "state_schema", "config_schema", "context_schema"] as const;
+
+/** A graph's (or subgraph's) schemas, each folded. */
+function SchemaList({ schemas }: { schemas: Partial<Record<(typeof SCHEMAS)[number], unknown>> }) {
+  return (
+    <>
+      {SCHEMAS.map((k) => (
+        <details key={k}>
+          <summary>{k.replace("_", " ")}</summary>
+          <Json value={schemas[k] ?? null} />
+        </details>
+      ))}
     </>
   );
 }
