@@ -2,7 +2,7 @@ import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { CustomAuth } from "./auth/custom.js";
 import { guardNetworkExposure } from "./cli/exposure.js";
-import { ClusterBus, RedisLink } from "./cluster/redis.js";
+import type { ClusterBus, RedisLink } from "./cluster/redis.js";
 import type { Config } from "./config/index.js";
 import { createApp } from "./http/app.js";
 import { loadCustomApp } from "./http/custom-app.js";
@@ -53,10 +53,16 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const listening = new Promise<string | null>((resolve) => (heard = resolve));
   const storage = await openStorage(config);
   let redis: RedisLink | undefined;
+  let clusterBus: ClusterBus | undefined;
   let threads: ExecutorThreads | undefined;
   let bundling: Promise<UiBundles> | undefined;
   try {
-    if (config.redisUri) redis = await RedisLink.connect(config.redisUri, config.redisPrefix, log);
+    if (config.redisUri) {
+      // Imported only when scaled out: an embedded server never needs the Redis client (6 MB of RSS).
+      const cluster = await import("./cluster/redis.js");
+      redis = await cluster.RedisLink.connect(config.redisUri, config.redisPrefix, log);
+      clusterBus = new cluster.ClusterBus(redis);
+    }
     // Graph code may use the SDK logger and the loopback client as it loads (here and in executor threads).
     provideGraphHost(log, listening);
     // What this process's workers do (`GET /metrics`): row 0 this thread's dispatcher, then each thread's.
@@ -99,7 +105,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       {
         concurrency: threads ? 0 : config.workers,
         leaseMs,
-        bus: redis ? new ClusterBus(redis) : threads,
+        bus: clusterBus ?? threads,
         stats: workerStats.row(0),
       },
     );

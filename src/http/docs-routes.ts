@@ -13,10 +13,8 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { Hono } from "hono";
 import { z } from "zod";
-import { agentApiDocs } from "../agents/api-docs.js";
 import { consoleApiDocs } from "../console/routes.js";
 import { notFound } from "../errors.js";
-import { sandboxApiDocs } from "../sandboxes/api-docs.js";
 import { uiApiDocs } from "../ui/routes.js";
 import type { AppEnv } from "./context.js";
 import { type ApiDocs, buildOpenApi, type RouteSource } from "./openapi.js";
@@ -37,8 +35,17 @@ const DESCRIPTION = `An open, self-hosted LangGraph Agent Server and sandbox con
 
 **Errors** are JSON: \`{"detail": "<text>"}\`, \`{"detail": {"error": "<Type>", "message": "<text>"}}\`, or for an invalid request a 422 \`{"detail": [{"loc": [...], "msg": "...", "type": "..."}]}\`.`;
 
-/** Every area's metadata; a new area adds its `api-docs.ts` here. */
-const AREAS: ApiDocs[] = [agentApiDocs, sandboxApiDocs, uiApiDocs, consoleApiDocs];
+/**
+ * Every area's metadata; a new area adds its `api-docs.ts` here. The two big ones (their response
+ * schemas: 2.7 MB of heap) are imported when the document is first asked for, not at start-up.
+ */
+async function areas(): Promise<ApiDocs[]> {
+  const [{ agentApiDocs }, { sandboxApiDocs }] = await Promise.all([
+    import("../agents/api-docs.js"),
+    import("../sandboxes/api-docs.js"),
+  ]);
+  return [agentApiDocs, sandboxApiDocs, uiApiDocs, consoleApiDocs];
+}
 
 // ---- the page and its assets -----------------------------------------------------------------
 
@@ -150,20 +157,22 @@ export function docsRoutes(
   app: RouteSource,
   customAuth?: Record<string, Record<string, unknown>>,
 ): Hono<AppEnv> {
-  let document: string | undefined;
+  let document: Promise<string> | undefined;
   const cache = new Map<string, Promise<string | Uint8Array<ArrayBuffer>>>();
 
   return new Hono<AppEnv>()
-    .get("/openapi.json", (c) => {
-      document ??= JSON.stringify(
-        buildOpenApi(app, [...AREAS, docsApiDocs], {
-          title: DOCS_TITLE,
-          version: HANGAR_VERSION,
-          description: DESCRIPTION,
-          extraSecurity: customAuth,
-        }),
+    .get("/openapi.json", async (c) => {
+      document ??= areas().then((docs) =>
+        JSON.stringify(
+          buildOpenApi(app, [...docs, docsApiDocs], {
+            title: DOCS_TITLE,
+            version: HANGAR_VERSION,
+            description: DESCRIPTION,
+            extraSecurity: customAuth,
+          }),
+        ),
       );
-      return c.body(document, 200, { "Content-Type": "application/json" });
+      return c.body(await document, 200, { "Content-Type": "application/json" });
     })
     .get("/docs", (c) =>
       c.html(PAGE, 200, {

@@ -12,7 +12,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { type Context, Hono } from "hono";
-import { WebSocketServer } from "ws";
+import type { WebSocketServer } from "ws";
 import { badRequest, HangarError, notFound, timedOut, validationFailed } from "../errors.js";
 import { type AppEnv, orgOf } from "../http/context.js";
 import { body, params, query } from "../http/validation.js";
@@ -77,7 +77,12 @@ function filePath(c: Parameters<typeof query>[0]): { path: string } {
 }
 
 export function dataplaneRoutes(service: BoxService): Hono<AppEnv> {
-  const wss = new WebSocketServer({ noServer: true });
+  // `ws` is imported at the first WebSocket: a server whose sandboxes nobody opens a socket to never loads it.
+  let wss: Promise<WebSocketServer> | undefined;
+  const webSockets = () => {
+    wss ??= import("ws").then(({ WebSocketServer }) => new WebSocketServer({ noServer: true }));
+    return wss;
+  };
   const sandboxOf = (c: Context<AppEnv>) => service.running(orgOf(c), params(c, S.SandboxIdPath).id);
 
   return new Hono<AppEnv>()
@@ -109,7 +114,7 @@ export function dataplaneRoutes(service: BoxService): Hono<AppEnv> {
       if (!upgrade) {
         return c.json({ detail: "This endpoint is a WebSocket: send an Upgrade: websocket request" }, 426);
       }
-      wss.handleUpgrade(upgrade.req, upgrade.socket, upgrade.head, (ws) =>
+      (await webSockets()).handleUpgrade(upgrade.req, upgrade.socket, upgrade.head, (ws) =>
         handleExecSocket(ws, service, box),
       );
       return c.body(null, 200, { "x-hangar-upgraded": "1" });

@@ -29,7 +29,7 @@ import type {
   SelectQueryBuilder,
   SqlBool,
 } from "kysely";
-import pg from "pg";
+import type pg from "pg";
 import type { SearchQuery, SortOrder } from "../ports.js";
 import { type Dialect, postgresDialect, sqliteDialect } from "./dialect.js";
 import { CompiledQuery, Kysely, kysely, sql } from "./kysely.js";
@@ -396,13 +396,13 @@ const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
  * int8 columns hold epoch ms, counts and sequence numbers: all safe JavaScript numbers. JSON columns
  * come back as text, as SQLite's do, and the repositories parse them (tables.ts).
  */
-const types = {
+const typesOf = (pgTypes: typeof pg.types) => ({
   getTypeParser(oid: number, format?: string) {
-    if (oid === pg.types.builtins.INT8) return (value: string) => Number(value);
-    if (oid === pg.types.builtins.JSONB || oid === pg.types.builtins.JSON) return (value: string) => value;
-    return pg.types.getTypeParser(oid, format as "text");
+    if (oid === pgTypes.builtins.INT8) return (value: string) => Number(value);
+    if (oid === pgTypes.builtins.JSONB || oid === pgTypes.builtins.JSON) return (value: string) => value;
+    return pgTypes.getTypeParser(oid, format as "text");
   },
-};
+});
 
 /**
  * Scale-out storage: everything in one Postgres schema (`public` unless `schema` is given), whose name
@@ -416,11 +416,13 @@ export async function openPostgres(opts: {
 }): Promise<SqlDatabase> {
   const schema = opts.schema ?? "public";
   if (!SCHEMA_NAME.test(schema)) throw new Error(`Invalid Postgres schema name: ${JSON.stringify(schema)}`);
-  const pool = new pg.Pool({
+  // Loaded here, not at start-up: an embedded server never needs the driver (4 MB of RSS).
+  const { default: pgDriver } = await import("pg");
+  const pool = new pgDriver.Pool({
     connectionString: opts.uri,
     max: opts.max ?? 10,
     options: `-c search_path=${schema}`,
-    types,
+    types: typesOf(pgDriver.types),
   });
   // An idle connection dropped by the server must not crash the process; the pool replaces it.
   pool.on("error", () => {});
