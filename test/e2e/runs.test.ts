@@ -123,6 +123,26 @@ describe("runs", () => {
     assert.deepEqual(contents(values), ["yo", "echo: yo", "again", "echo: again"]);
   });
 
+  test(
+    "a graph whose output schema is narrower than its state: the thread keeps the whole state",
+    T,
+    async () => {
+      // The executor takes a run's final state from its last `values` chunk: `graph.stream` streams every
+      // state channel there, whatever the output schema says.
+      const t = await c.threads.create();
+      const waited = await c.runs.wait(t.thread_id, "narrow", { input: { question: "q" } });
+      assert.deepEqual(waited, { question: "q", answer: "re: q", scratch: "kept" });
+      const state = await c.threads.getState(t.thread_id);
+      assert.deepEqual(state.values, { question: "q", answer: "re: q", scratch: "kept" });
+      assert.deepEqual((await c.threads.get(t.thread_id)).values, {
+        question: "q",
+        answer: "re: q",
+        scratch: "kept",
+      });
+      assert.deepEqual(state.next, []);
+    },
+  );
+
   test("onRunCreated fires exactly once for create, wait and stream", T, async () => {
     const t = await c.threads.create();
     const seen: { run_id: string; thread_id?: string }[] = [];
