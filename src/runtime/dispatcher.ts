@@ -58,6 +58,10 @@ export class Dispatcher {
   readonly #active = new Map<string, { controller: AbortController; done: Promise<void> }>();
   readonly #unsubscribe: (() => void)[] = [];
   #pumping = false;
+  /** A run may be claimable: set by every nudge and by a claim that says so; a claim clears it first. */
+  #maybeDue = true;
+  /** The last claim saw due runs behind executing threads: claim again when a run ends here. */
+  #waiting = true;
   #renewing = false;
   #again = false;
   #stopped = false;
@@ -119,6 +123,7 @@ export class Dispatcher {
 
   /** Something may be due: claim and start runs while there are free slots. */
   nudge(): void {
+    this.#maybeDue = true;
     if (this.#stopped || this.#concurrency === 0) return;
     if (this.#pumping) {
       this.#again = true;
@@ -135,7 +140,10 @@ export class Dispatcher {
   }
 
   async #pump(): Promise<void> {
-    while (!this.#stopped && this.#active.size < this.#concurrency) {
+    // No claim that would find nothing: each one says whether another could take a run (claimable),
+    // and a wake-up meanwhile (`nudge`) says so too.
+    while (!this.#stopped && this.#active.size < this.#concurrency && this.#maybeDue) {
+      this.#maybeDue = false;
       let claimed: Awaited<ReturnType<Storage["runs"]["claimNext"]>>;
       try {
         claimed = await this.#storage.runs.claimNext(this.#lease);
@@ -144,6 +152,8 @@ export class Dispatcher {
         this.#wakeAt(new Date(Date.now() + 1000));
         return;
       }
+      this.#waiting = claimed.waiting;
+      if (claimed.claimable) this.#maybeDue = true;
       if (!claimed.run) {
         if (claimed.nextDueAt) this.#wakeAt(claimed.nextDueAt);
         return;
@@ -177,9 +187,12 @@ export class Dispatcher {
         if (this.#active.get(run.run_id) === entry) this.#active.delete(run.run_id);
         if (controller.signal.reason === "shutdown" || controller.signal.reason === "lease_lost") {
           this.#bus?.wakeWorkers(); // handed back: another worker may take it now
+          this.#maybeDue = true;
         }
         if (this.#active.size === 0) this.#stopHeartbeat();
-        this.nudge();
+        // A slot is free: claim if a run may be due (a wake-up came while all slots were taken), or one
+        // waited behind an executing run (this one, maybe).
+        if (this.#maybeDue || this.#waiting) this.nudge();
       });
     const entry = { controller, done };
     this.#active.set(run.run_id, entry);

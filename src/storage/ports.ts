@@ -243,6 +243,16 @@ export interface ClaimResult {
   nextDueAt: Date | null;
   /** The run was asked to stop before this worker got it: settle it without executing the graph. */
   stopRequested?: StopAction;
+  /**
+   * Another run may be claimable now (after a claim that took one; false only when certainly none is),
+   * so a worker with room claims again, and not otherwise.
+   */
+  claimable: boolean;
+  /**
+   * Due runs wait behind their thread's executing run: a worker claims again when a run of its own
+   * ends, and need not otherwise. Exact as of the claim; a run admitted after it wakes the workers.
+   */
+  waiting: boolean;
 }
 
 export interface LeaseRenewal {

@@ -243,14 +243,23 @@ for (const adapter of ADAPTERS) {
           assert.equal(c1.run?.attempt, 1);
           assert.equal(c1.org, ORG);
           assert.equal(c1.threadMetadata?.owner, "alice", "the claim hands over the thread's metadata");
+          assert.equal(c1.claimable, true, "b1 could be claimed next");
+          assert.equal(c1.waiting, true, "a2 waits behind a1");
           const c2 = await s.runs.claimNext();
           assert.equal(c2.run?.run_id, b1.run.run_id, "t1 is executing a1, so its a2 waits");
+          assert.equal(c2.waiting, true);
           const c3 = await s.runs.claimNext();
           assert.equal(c3.run, null);
           assert.equal(c3.nextDueAt?.getTime(), later.getTime());
+          assert.equal(c3.claimable, false, "an empty claim says no other claim would find one");
+          assert.equal(c3.waiting, true, "a2 still waits: claim again when a1 ends");
 
           await s.runs.complete({ run_id: a1.run.run_id, status: "success", hasNext: false });
-          assert.equal((await s.runs.claimNext()).run?.run_id, a2.run.run_id);
+          const c4 = await s.runs.claimNext();
+          assert.equal(c4.run?.run_id, a2.run.run_id);
+          assert.equal(c4.waiting, false, "nothing due waits any more (the delayed run is not due)");
+          const c5 = await s.runs.claimNext();
+          assert.deepEqual([c5.run, c5.claimable, c5.waiting], [null, false, false]);
         }),
       );
 

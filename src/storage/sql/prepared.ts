@@ -48,6 +48,11 @@ export class Prepared<R, K extends string = string> {
     return (await database.execute(this.#bind(values), unless)).rows;
   }
 
+  /** In a transaction: its rows. */
+  *rows(values: Record<K, unknown> | unknown[]): TxSteps<R[]> {
+    return (yield this.#bind(values)).rows;
+  }
+
   /** In a transaction: its first row. */
   *first(values: Record<K, unknown> | unknown[]): TxSteps<R | undefined> {
     return (yield this.#bind(values)).rows[0];

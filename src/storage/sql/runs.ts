@@ -422,7 +422,15 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
     const [look] = await this.database
       .prepared("runs.look", (db) => this.#pickQuery(db, slot("now"), [], false))
       .execute(this.database, { now: Date.now() });
-    if (look.thread_id === null && !look.due) return { run: null, nextDueAt: dateOf(look.next_due) };
+    if (look.thread_id === null && !look.due) {
+      const [waiting] = await this.#waiting.execute(this.database, { now: Date.now() });
+      return {
+        run: null,
+        nextDueAt: dateOf(look.next_due),
+        claimable: false,
+        waiting: Boolean(waiting!.waiting),
+      };
+    }
     return this.transaction(function* (tx): TxSteps<Port.ClaimResult> {
       const now = Date.now();
       const nowIso = new Date(now).toISOString();
@@ -433,7 +441,8 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
           let t = pick.next_due === null ? null : Number(pick.next_due);
           // Due runs whose threads were locked, or claimed by another process since: look again soon.
           if (pick.due || tried.length) t = Math.min(t ?? Number.POSITIVE_INFINITY, now + CONTENDED_RETRY_MS);
-          return { run: null, nextDueAt: dateOf(t) };
+          const waiting = Boolean((yield* this.#waiting.first({ now }))!.waiting);
+          return { run: null, nextDueAt: dateOf(t), claimable: false, waiting };
         }
         const row = yield* this.database
           .prepared("runs.claimOn", (db) => this.#claimOn(db))
@@ -449,7 +458,8 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
           tried.push(pick.thread_id);
           continue;
         }
-        return yield* this.#claimed(row, nowIso);
+        // Other threads' due runs are not looked for here: another claim finds out.
+        return yield* this.#claimed(row, now, true);
       }
     });
   }
@@ -462,14 +472,23 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
    * time, the lock costs less than a look outside it would cost every successful claim.
    */
   async #claimSerialized(lease: Port.Lease): Promise<Port.ClaimResult> {
+    // The second oldest says whether another claim could take one (ClaimResult.claimable).
     const oldestDue = this.database.prepared("runs.oldestDue", (db) =>
-      dueInQueueOrder(db.selectFrom("runs as r").selectAll(), slot("now")).limit(sql.lit(1)),
+      dueInQueueOrder(db.selectFrom("runs as r").selectAll(), slot("now")).limit(sql.lit(2)),
     );
     const delayed = this.database.prepared("runs.nextDue", (db) => nextDue(db, slot("now")));
     return this.transaction(function* (): TxSteps<Port.ClaimResult> {
       const now = Date.now();
-      const row = yield* oldestDue.first({ now });
-      if (!row) return { run: null, nextDueAt: dateOf((yield* delayed.first({ now }))?.t) };
+      const [row, next] = yield* oldestDue.rows({ now });
+      if (!row) {
+        const nextDueAt = dateOf((yield* delayed.first({ now }))?.t);
+        return {
+          run: null,
+          nextDueAt,
+          claimable: false,
+          waiting: Boolean((yield* this.#waiting.first({ now }))!.waiting),
+        };
+      }
       const nowIso = new Date(now).toISOString();
       const claim = this.database.prepared("runs.claimById", (db) =>
         db.updateTable("runs").set(this.#claimSet).where("run_id", "=", slot("run_id")),
@@ -482,7 +501,8 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
       });
       return yield* this.#claimed(
         { ...row, status: "running", attempt: row.attempt + 1, updated_at: nowIso },
-        nowIso,
+        now,
+        next !== undefined, // maybe on the same thread (then not claimable after all): one empty claim at worst
       );
     });
   }
@@ -497,7 +517,8 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
   });
 
   /** The claim's last statement, on the claimed run's thread (now busy), and its result. */
-  *#claimed(row: RunRow, nowIso: string): TxSteps<Port.ClaimResult> {
+  *#claimed(row: RunRow, now: number, claimable: boolean): TxSteps<Port.ClaimResult> {
+    const nowIso = new Date(now).toISOString();
     const thread = yield* this.database
       .prepared("runs.claimed", (db) =>
         db
@@ -513,7 +534,28 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
       threadMetadata: thread ? JSON.parse(thread.metadata) : {},
       nextDueAt: null,
       stopRequested: row.stop_requested ?? undefined,
+      claimable,
+      // The claimed run's thread executes it now: its other due runs count.
+      waiting: Boolean((yield* this.#waiting.first({ now }))!.waiting),
     };
+  }
+
+  /** Whether due runs wait behind their thread's executing run (ClaimResult.waiting). Slot: now. */
+  get #waiting() {
+    return this.database.prepared("runs.waiting", (db) =>
+      db.selectNoFrom((eb) =>
+        eb
+          .exists(
+            eb
+              .selectFrom("runs as r")
+              .select(sql.lit(1).as("one"))
+              .where("r.status", "=", PENDING)
+              .where("r.not_before", "<=", slot("now"))
+              .where((e) => hasRuns(e, e.ref("r.thread_id"), RUNNING)),
+          )
+          .as("waiting"),
+      ),
+    );
   }
 
   /**
