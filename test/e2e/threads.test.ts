@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import { request } from "node:http";
 import { after, before, describe, test } from "node:test";
 import type { Client } from "@langchain/langgraph-sdk";
 import {
@@ -527,6 +528,33 @@ describe("threads", () => {
       const huge = await post("/threads", JSON.stringify({ metadata: { s: "x".repeat(33 * 1024 * 1024) } }));
       assert.equal(huge.status, 413);
       assert.match((await huge.json()).detail, /32 MiB/);
+      // A chunked body (no Content-Length) goes through the counting limit, and is taken under it.
+      const chunked = async (size: number) => {
+        const json = JSON.stringify({ metadata: { s: "x".repeat(size) } });
+        return await new Promise<{ status: number; body: string }>((resolve, reject) => {
+          let answered = false;
+          const req = request(
+            new URL("/threads", h.url),
+            { method: "POST", headers: { "content-type": "application/json" } },
+            (res) => {
+              answered = true; // the server may answer before the body is all sent: stop sending
+              let body = "";
+              res.setEncoding("utf8");
+              res.on("data", (chunk) => (body += chunk));
+              res.on("end", () => resolve({ status: res.statusCode!, body }));
+            },
+          );
+          req.on("error", (err) => (answered ? undefined : reject(err)));
+          const send = async () => {
+            for (let i = 0; i < json.length && !answered; i += 1 << 16) {
+              if (!req.write(json.slice(i, i + (1 << 16)))) await new Promise((r) => req.once("drain", r));
+            }
+            if (!answered) req.end();
+          };
+          void send();
+        });
+      };
+      assert.equal((await chunked(1024)).status, 200);
 
       // Searches of the organization still work, with any filter.
       assert.equal((await http(h.url, "POST", "/threads/search", { metadata: { x: 1 } })).status, 200);
