@@ -682,7 +682,7 @@ async function threadsMem(ctx: Ctx, m: Record<string, number>): Promise<void> {
 /**
  * The echo graph's `invoke()` rate in this process with the project's LangGraph: no checkpointer,
  * MemorySaver, Hangar's SQLite checkpointer (a fresh file, Hangar's pragmas), and what Hangar's
- * executor does per run (SQLite, `graph.stream` values, then `getState`).
+ * executor does per run (SQLite, `graph.stream` values; its final state is the last values chunk).
  */
 async function inproc(ctx: Ctx, m: Record<string, number>): Promise<void> {
   const n = ctx.opts.n ?? (ctx.quick ? 200 : 5000);
@@ -710,10 +710,11 @@ async function inproc(ctx: Ctx, m: Record<string, number>): Promise<void> {
       new SqlCheckpointer(db),
       async (g, i) => {
         const config = { configurable: { thread_id: `h${i}` } };
-        for await (const _ of await g.stream(HUMAN_INPUT, { ...config, streamMode: ["values"] })) {
-          // drain
+        let last: unknown;
+        for await (const chunk of await g.stream(HUMAN_INPUT, { ...config, streamMode: ["values"] })) {
+          last = chunk;
         }
-        return g.getState(config);
+        return last;
       },
     ],
   ];

@@ -599,7 +599,7 @@ function markdown(report: Report): string {
       ["none", "`invoke`, no checkpointer"],
       ["memory", "`invoke`, MemorySaver"],
       ["sqlite", "`invoke`, Hangar's SqliteCheckpointer (file, WAL)"],
-      ["hangar_executor", "Hangar's per-run work: SQLite, `stream` values + `getState`"],
+      ["hangar_executor", "Hangar's per-run work: SQLite, `stream` values"],
     ]) {
       lines.push(
         `| ${label} | ${fmt(x[`inproc.${mode}.per_s`], 0)} | ${fmt(x[`inproc.${mode}.us.p50`], 0)} | ${fmt(x[`inproc.${mode}.us.p99`], 0)} | ${fmt(x[`inproc.${mode}.cpu_us`], 0)} |`,
