@@ -70,7 +70,9 @@ describe("console: generative UI in the chat", () => {
       .evaluate((el) => getComputedStyle(el).borderTopColor);
     assert.equal(border, "rgb(0, 128, 0)");
     // Under the AI message it belongs to.
-    const turn = page.getByTestId("conversation").locator(":scope > div", { hasText: "The weather in Paris:" });
+    const turn = page
+      .getByTestId("conversation")
+      .locator(":scope > div", { hasText: "The weather in Paris:" });
     assert.equal(await turn.getByTestId("weather").count(), 1);
     await waitFor(() => /#\/threads\/[0-9a-f-]{36}$/.test(page.url()), { what: "the thread's id" });
     threadId = page.url().split("/").at(-1)!;
