@@ -104,6 +104,17 @@ const nextDue = (
     .where("status", "=", PENDING)
     .where("not_before", ">", now);
 
+/** Some due pending run waits behind its thread's executing run (ClaimResult.waiting); typed loosely. */
+const waitingBehindThreads = (eb: ExpressionBuilder<any, any>, now: unknown) =>
+  eb.exists(
+    eb
+      .selectFrom("runs as r")
+      .select(sql.lit(1).as("one"))
+      .where("r.status", "=", PENDING)
+      .where("r.not_before", "<=", now)
+      .where((e) => hasRuns(e, e.ref("r.thread_id"), RUNNING)),
+  );
+
 /** An epoch-ms time read from the database (null: none) as a Date. */
 const dateOf = (ms: number | string | null | undefined) => (ms == null ? null : new Date(Number(ms)));
 
@@ -422,15 +433,13 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
     const [look] = await this.database
       .prepared("runs.look", (db) => this.#pickQuery(db, slot("now"), [], false))
       .execute(this.database, { now: Date.now() });
-    if (look.thread_id === null && !look.due) {
-      const [waiting] = await this.#waiting.execute(this.database, { now: Date.now() });
+    if (look.thread_id === null && !look.due)
       return {
         run: null,
         nextDueAt: dateOf(look.next_due),
         claimable: false,
-        waiting: Boolean(waiting!.waiting),
+        waiting: Boolean(look.waiting),
       };
-    }
     return this.transaction(function* (tx): TxSteps<Port.ClaimResult> {
       const now = Date.now();
       const nowIso = new Date(now).toISOString();
@@ -441,8 +450,7 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
           let t = pick.next_due === null ? null : Number(pick.next_due);
           // Due runs whose threads were locked, or claimed by another process since: look again soon.
           if (pick.due || tried.length) t = Math.min(t ?? Number.POSITIVE_INFINITY, now + CONTENDED_RETRY_MS);
-          const waiting = Boolean((yield* this.#waiting.first({ now }))!.waiting);
-          return { run: null, nextDueAt: dateOf(t), claimable: false, waiting };
+          return { run: null, nextDueAt: dateOf(t), claimable: false, waiting: pick.waiting };
         }
         const row = yield* this.database
           .prepared("runs.claimOn", (db) => this.#claimOn(db))
@@ -543,32 +551,27 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
   /** Whether due runs wait behind their thread's executing run (ClaimResult.waiting). Slot: now. */
   get #waiting() {
     return this.database.prepared("runs.waiting", (db) =>
-      db.selectNoFrom((eb) =>
-        eb
-          .exists(
-            eb
-              .selectFrom("runs as r")
-              .select(sql.lit(1).as("one"))
-              .where("r.status", "=", PENDING)
-              .where("r.not_before", "<=", slot("now"))
-              .where((e) => hasRuns(e, e.ref("r.thread_id"), RUNNING)),
-          )
-          .as("waiting"),
-      ),
+      db.selectNoFrom((eb) => waitingBehindThreads(eb, slot("now")).as("waiting")),
     );
   }
 
   /**
    * One statement: the thread of the oldest due run whose thread executes none (index runs_pending_due),
    * locked with SKIP LOCKED on Postgres; whether any such run was due (none picked although some were
-   * due = contended); the next due time of a delayed run. The first `CLAIM_CANDIDATES` due runs are the
+   * due = contended); the next due time of a delayed run; whether due runs wait behind executing threads.
+   * The first `CLAIM_CANDIDATES` due runs are the
    * candidates, threads already `tried` left out. Compiled once for the usual case, none tried.
    */
   *#pickThread(tx: Executor, now: number, tried: string[]) {
     const row = tried.length
       ? yield* first(this.#pickQuery(tx, now, tried))
       : yield* this.#pick.first({ now });
-    return { thread_id: row!.thread_id as string | null, due: Boolean(row!.due), next_due: row!.next_due };
+    return {
+      thread_id: row!.thread_id as string | null,
+      due: Boolean(row!.due),
+      next_due: row!.next_due,
+      waiting: Boolean(row!.waiting),
+    };
   }
 
   get #pick() {
@@ -595,6 +598,7 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
           (lock ? this.dialect.lock(thread, { of: "t", skipLocked: true }) : thread).as("thread_id"),
           eb.exists(eb.selectFrom("due").select(sql.lit(1).as("one"))).as("due"),
           nextDue(eb, now).as("next_due"),
+          waitingBehindThreads(eb, now).as("waiting"),
         ];
       });
   }
