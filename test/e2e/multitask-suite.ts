@@ -134,6 +134,10 @@ export function multitaskSuite(title: string, start: () => Promise<Deployment>):
         const t = (await c.threads.create()).thread_id;
         const r1 = await createRun(t, slowBody("first", 10_000));
         await waitRunning(t, r1.body.run_id);
+        // Running is claimed, not yet checkpointed: the progress to keep is its input checkpoint.
+        await waitFor(async () => (await messageContents(t)).includes("first"), {
+          what: "run 1's input checkpoint",
+        });
         const started = Date.now();
         const r2 = await createRun(t, slowBody("second", 50, { multitask_strategy: "interrupt" }));
         assert.equal(r2.status, 200);
