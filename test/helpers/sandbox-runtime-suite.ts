@@ -225,10 +225,19 @@ export function sandboxRuntimeSuite(engine: "bwrap" | "runsc" | "runc") {
         body: JSON.stringify({ command: "sleep 32", timeout: 0.001 }),
       });
       assert.equal(early.status, 408);
+      // A kill that lands while the command forks: no child forked meanwhile outlives it.
+      for (let i = 0; i < 5; i++) {
+        const forking = await fetch(`${first.dataplane_url}/execute`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ command: "while :; do sleep 33 & kill $!; done", timeout: 0.3 }),
+        });
+        assert.equal(forking.status, 408);
+      }
       await new Promise((r) => setTimeout(r, 300));
       // The killed commands' processes are gone from the sandbox.
-      const ps = await first.run("ps -eo args");
-      assert.doesNotMatch(ps.stdout, /sleep 3[012]/);
+      const ps = await first.run("ps -eo pid,ppid,pgid,stat,args");
+      assert.doesNotMatch(ps.stdout, /sleep 3[0-3]/);
     });
 
     test("a sandbox cannot reach the network or the host's files outside its mounts", T, async () => {

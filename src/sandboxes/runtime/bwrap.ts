@@ -118,6 +118,11 @@ export class BwrapDriver extends HostSandboxDriver {
 
   protected command(running: Running, request: ExecRequest, env: Record<string, string>): ExecProcess {
     const { pid1, starter } = running.handle as { pid1: number; starter: Starter };
-    return startCommand(starter, request, env, (pid) => killSandboxTree(pid1, pid, running.cgroupProcs[0]));
+    return startCommand(
+      starter,
+      request,
+      env,
+      (pid) => void killSandboxTree(pid1, pid, running.cgroupProcs[0]),
+    );
   }
 }

@@ -5,8 +5,8 @@
  * namespace of its own under a seccomp filter, and a gofer serves the files. Root inside is gVisor's
  * root, not the host's; with `--network=none` the sandbox has a loopback interface and nothing else.
  *
- * A kill ends the `runsc exec` client and sends SIGKILL to the command's process group from inside the
- * sandbox.
+ * A kill ends the `runsc exec` client and, from inside the sandbox, stops the command's process group
+ * and then sends it SIGKILL.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -101,10 +101,29 @@ export class GvisorDriver extends OciRuntimeDriver {
       return; // not started inside
     }
     if (!Number.isInteger(pid) || pid <= 1) return;
-    const killer = this.runtimeArgv("exec", id, "/bin/sh", "-c", `kill -9 -${pid} ${pid}`);
+    const killer = this.runtimeArgv("exec", id, "/bin/sh", "-c", KILL_GROUP, "sh", String(pid));
     spawn(killer[0]!, killer.slice(1), { stdio: "ignore", timeout: 10_000 }).on("error", () => {});
   }
 }
+
+/**
+ * Run inside with the group's id as $1. gVisor finishes a fork under way even after the parent got
+ * SIGKILL, so the child of a group kill's race outlives it. So the group is stopped first, again and
+ * again until each of its processes is stopped (state T in /proc/<pid>/stat; a process in a fork is
+ * not yet): a stopped process forks no more. Then SIGKILL to the group, and to its leader by pid.
+ */
+const KILL_GROUP = `g=$1 round=0
+while [ $round -lt 100 ] && kill -STOP -$g 2>/dev/null; do
+  moving=
+  for stat in /proc/[0-9]*/stat; do
+    { read -r line <"$stat"; } 2>/dev/null || continue
+    set -- \${line##*") "}
+    [ "$3" = "$g" ] && case $1 in T|t|Z|X) ;; *) moving=1 ;; esac
+  done
+  [ -z "$moving" ] && break
+  round=$((round + 1))
+done
+kill -9 -$g $g`;
 
 /** The release date (YYYYMMDD) `runsc --version` names, or null when it names none. */
 async function runscRelease(): Promise<string | null> {

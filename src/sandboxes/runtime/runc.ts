@@ -147,7 +147,7 @@ export class RuncDriver extends OciRuntimeDriver {
     const pidFile = this.#initPidFile(running.spec.id);
     return startCommand(running.handle as Starter, request, env, (pid) => {
       const pid1 = Number(readFileSync(pidFile, "utf8"));
-      if (Number.isInteger(pid1) && pid1 > 1) killSandboxTree(pid1, pid, undefined);
+      if (Number.isInteger(pid1) && pid1 > 1) void killSandboxTree(pid1, pid, undefined);
     });
   }
 

@@ -283,11 +283,22 @@ export function startCommand(
   };
 }
 
+/** How long a kill waits for the processes it stopped to be stopped (a process in the kernel may take a while). */
+const STOP_WAIT_MS = 200;
+
 /**
  * SIGKILL to a process of the sandbox (`nsPid`, its pid inside) and everything it started, found
  * through /proc: the sandbox's host processes (its cgroup's, else all) whose pid namespace is pid 1's.
+ * The tree may fork while it is read: a child forked after the read would outlive its killed parent,
+ * handed to pid 1, no longer known as the command's. So the tree is frozen first: SIGSTOP to each
+ * process found, read again once they have stopped (a stopped process neither forks nor exits), until
+ * no new one appears; then SIGKILL to them all.
  */
-export function killSandboxTree(pid1: number, nsPid: number, cgroupProcs: string | undefined): void {
+export async function killSandboxTree(
+  pid1: number,
+  nsPid: number,
+  cgroupProcs: string | undefined,
+): Promise<void> {
   let pidNs: string;
   try {
     pidNs = readlinkSync(`/proc/${pid1}/ns/pid`);
@@ -296,6 +307,22 @@ export function killSandboxTree(pid1: number, nsPid: number, cgroupProcs: string
   }
   // pid 1 died and its pid went to a host process: nothing of the sandbox is left to kill.
   if (pidNs === readlinkSync("/proc/self/ns/pid")) return;
+  const stopped = new Set<string>();
+  for (;;) {
+    const fresh = [...commandTree(pidNs, nsPid, cgroupProcs)].filter((hostPid) => !stopped.has(hostPid));
+    if (fresh.length === 0) break;
+    for (const hostPid of fresh) {
+      signal(hostPid, "SIGSTOP");
+      stopped.add(hostPid);
+    }
+    const deadline = Date.now() + STOP_WAIT_MS;
+    while (!fresh.every(isStopped) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 1));
+  }
+  for (const hostPid of stopped) signal(hostPid, "SIGKILL");
+}
+
+/** The host pids of the process `nsPid` of the pid namespace `pidNs` and of all its descendants. */
+function commandTree(pidNs: string, nsPid: number, cgroupProcs: string | undefined): Set<string> {
   const hostPids = (() => {
     if (!cgroupProcs) return readdirSync("/proc").filter((p) => /^\d+$/.test(p));
     try {
@@ -315,20 +342,33 @@ export function killSandboxTree(pid1: number, nsPid: number, cgroupProcs: string
       if (Number(nsPids.at(-1)) === nsPid) root = hostPid;
     } catch {} // exited meanwhile
   }
-  if (!root) return;
-  const doomed = new Set([root]);
+  const tree = new Set<string>();
+  if (!root) return tree;
+  tree.add(root);
   for (let grew = true; grew; ) {
     grew = false;
     for (const [child, parent] of parentOf) {
-      if (!doomed.has(child) && doomed.has(parent)) {
-        doomed.add(child);
+      if (!tree.has(child) && tree.has(parent)) {
+        tree.add(child);
         grew = true;
       }
     }
   }
-  for (const hostPid of doomed) {
-    try {
-      process.kill(Number(hostPid), "SIGKILL");
-    } catch {}
+  return tree;
+}
+
+/** Stopped, a zombie, or gone: it will fork no more. */
+function isStopped(hostPid: string): boolean {
+  try {
+    const stat = readFileSync(`/proc/${hostPid}/stat`, "utf8");
+    return "TtZX".includes(stat.charAt(stat.lastIndexOf(")") + 2));
+  } catch {
+    return true;
   }
+}
+
+function signal(hostPid: string, name: NodeJS.Signals): void {
+  try {
+    process.kill(Number(hostPid), name);
+  } catch {} // exited meanwhile
 }
