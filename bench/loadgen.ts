@@ -10,7 +10,7 @@
  * Every loop is bounded by a count and by a deadline (`--max-seconds`, default 900); every request by
  * `--timeout` (ms, default 120 s). `--quick` shrinks every count and duration for a smoke run.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
@@ -105,6 +105,39 @@ export class ProcSampler {
     } catch {
       return 0;
     }
+  }
+
+  /** CPU time in ms of each of its threads (by thread id), from /proc/<pid>/task/<tid>/stat. */
+  threadCpuMs(): Map<number, number> {
+    const byThread = new Map<number, number>();
+    let tids: string[];
+    try {
+      tids = readdirSync(`/proc/${this.#pid}/task`);
+    } catch {
+      return byThread;
+    }
+    for (const tid of tids) {
+      try {
+        const stat = readFileSync(`/proc/${this.#pid}/task/${tid}/stat`, "utf8");
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        byThread.set(Number(tid), ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK);
+      } catch {} // the thread ended
+    }
+    return byThread;
+  }
+
+  /**
+   * How the CPU time since `before` (a `threadCpuMs()`) splits: the main thread (its tid is the pid:
+   * Hangar's API thread), the busiest other thread (Hangar's executor thread, with one), and the rest
+   * (other executor threads, V8's GC helpers, libuv's pool). Linux does not name Node's threads apart.
+   */
+  threadSplitMs(before: Map<number, number>): { main: number; busiestOther: number; rest: number } {
+    const spent = [...this.threadCpuMs()].map(([tid, ms]) => [tid, ms - (before.get(tid) ?? 0)] as const);
+    const main = spent.find(([tid]) => tid === this.#pid)?.[1] ?? 0;
+    const others = spent.filter(([tid]) => tid !== this.#pid).map(([, ms]) => ms);
+    const busiestOther = Math.max(0, ...others);
+    const rest = others.reduce((a, b) => a + b, 0) - busiestOther;
+    return { main, busiestOther, rest };
   }
 
   sample(): number {
@@ -541,6 +574,7 @@ async function throughput(ctx: Ctx, m: Record<string, number>): Promise<void> {
     });
     const latencies: number[] = [];
     const cpu0 = ctx.sampler.cpuMs();
+    const threads0 = ctx.sampler.threadCpuMs();
     const client0 = process.cpuUsage();
     const t0 = performance.now();
     const stopAt = Math.min(t0 + duration * 1000, ctx.deadline);
@@ -557,6 +591,10 @@ async function throughput(ctx: Ctx, m: Record<string, number>): Promise<void> {
     m[`${k}.errors`] = ctx.errors.count - errorsBefore;
     m[`${k}.server_cpu_pct`] = round((serverCpu / elapsed) * 100, 1);
     m[`${k}.server_cpu_ms_per_run`] = round((serverCpu * 1000) / Math.max(1, latencies.length));
+    const split = ctx.sampler.threadSplitMs(threads0);
+    m[`${k}.main_thread_cpu_ms_per_run`] = round(split.main / Math.max(1, latencies.length));
+    m[`${k}.busiest_other_thread_cpu_ms_per_run`] = round(split.busiestOther / Math.max(1, latencies.length));
+    m[`${k}.other_threads_cpu_ms_per_run`] = round(split.rest / Math.max(1, latencies.length));
     m[`${k}.client_cpu_pct`] = round(((client.user + client.system) / 1e6 / elapsed) * 100, 1);
     m[`${k}.rss_end_mb`] = mb(ctx.sampler.sample());
     await sleep(pauseMs);

@@ -431,6 +431,21 @@ const FIGURES: Record<Exclude<Scenario, "inproc">, Figure[]> = {
     { label: "throughput C=128 (runs/s)", key: "throughput.c128.runs_per_s", better: "higher" },
     { label: "C=32 runs/wait p50 (ms)", key: "throughput.c32.latency_ms.p50", better: "lower" },
     { label: "C=32 server CPU per run (ms)", key: "throughput.c32.server_cpu_ms_per_run", better: "lower" },
+    {
+      label: "C=32 CPU per run: main thread (ms)",
+      key: "throughput.c32.main_thread_cpu_ms_per_run",
+      better: "lower",
+    },
+    {
+      label: "C=32 CPU per run: busiest other thread (ms)",
+      key: "throughput.c32.busiest_other_thread_cpu_ms_per_run",
+      better: "lower",
+    },
+    {
+      label: "C=32 CPU per run: all other threads (ms)",
+      key: "throughput.c32.other_threads_cpu_ms_per_run",
+      better: "lower",
+    },
     { label: "C=128 server CPU per run (ms)", key: "throughput.c128.server_cpu_ms_per_run", better: "lower" },
   ],
   "many-streams": [
