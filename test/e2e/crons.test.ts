@@ -509,7 +509,10 @@ describe("crons across a restart", () => {
         `${late.length} runs after the restart: the missed ticks must fire once in all`,
       );
       const before = (await runsOf(c2, thread.thread_id)).filter((r) => Date.parse(r.created_at) < stopped);
-      assert.ok(before.length >= 1 && before.length <= END_MS / 1000, `${before.length} runs before the stop`);
+      assert.ok(
+        before.length >= 1 && before.length <= END_MS / 1000,
+        `${before.length} runs before the stop`,
+      );
       for (const r of [...before, ...late]) assert.deepEqual(r.metadata, { cron_id: ending.cron_id });
 
       const crons = await c2.crons.search({ assistantId: "agent", limit: 100 });
