@@ -66,6 +66,14 @@ describe("custom routes (http.app)", () => {
     // Streaming responses stream.
     const streamed = await http(h.url, "GET", "/custom/stream");
     assert.equal(streamed.text, "line 0\nline 1\nline 2\n");
+    // Every answer carries the CORS headers: the routes', errors', streams', redirects'.
+    const redirect = await fetch(`${h.url}/custom/redirect`, { redirect: "manual" });
+    assert.equal(redirect.status, 302);
+    assert.equal(redirect.headers.get("location"), "http://127.0.0.1/elsewhere");
+    for (const res of [hello, teapot, missing, thread, streamed, redirect]) {
+      assert.equal(res.headers.get("access-control-allow-origin"), "*");
+      assert.match(res.headers.get("access-control-expose-headers") ?? "", /content-location/);
+    }
   });
 
   test("middleware rewrites a run request on its way to the built-in route (SDK)", async () => {
