@@ -10,8 +10,9 @@
  * writing back checkpoints of a run that was rolled back (with workers in several processes, the
  * rollback signal must reach the executing worker, which fences there).
  *
- * Hot path: every LangGraph step calls `put` (one statement) and `putWrites` (one for the whole batch);
- * `getTuple` (two) and `list` run at a run's start and for state reads.
+ * Hot path: every LangGraph step calls `put` (one statement) and `putWrites` (one for the whole batch),
+ * committed with the other writes of the same event-loop turn (`SqlDatabase.write`); `getTuple` (two) and
+ * `list` run at a run's start and for state reads.
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
@@ -269,7 +270,7 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     }
     // A rollback may land while serialization (or the write lock) is awaited: checked until it is written.
     const fenced = () => this.isFenced(runId);
-    await this.#q.upsertCheckpoint.execute(
+    await this.#q.upsertCheckpoint.write(
       this.#database,
       {
         ...thread,
@@ -319,7 +320,7 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     const all = [...rows.values()];
     const fenced = () => this.isFenced(runId); // checked until written, as in put
     if (all.length <= WRITES_PER_STATEMENT)
-      await this.#writesInsert(all.length).execute(this.#database, all.flat(), fenced);
+      await this.#writesInsert(all.length).write(this.#database, all.flat(), fenced);
     else {
       const insert = (n: number) => this.#writesInsert(n);
       await this.#database.transaction(function* () {

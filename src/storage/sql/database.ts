@@ -61,6 +61,14 @@ export function* changed(query: Compilable<unknown>): TxSteps<number> {
 /** Runs one compiled query: synchronously on SQLite. */
 type RunSync = (query: CompiledQuery) => QueryResult<any>;
 
+/** A write waiting for its group's commit (`SqlDatabase.write`). */
+interface GroupedWrite {
+  query: CompiledQuery;
+  unless?: () => boolean;
+  resolve: (result: QueryResult<any>) => void;
+  reject: (err: unknown) => void;
+}
+
 /** The database, for `transaction`; openSqlite and openPostgres make one. */
 export class SqlDatabase {
   readonly dialect: Dialect;
@@ -104,6 +112,58 @@ export class SqlDatabase {
     if (unless?.()) return Promise.resolve({ rows: [] });
     if (!runSync) return this.db.executeQuery(query);
     return whenWriteLockFree(() => (unless?.() ? { rows: [] } : runSync(query)));
+  }
+
+  /**
+   * A write that need not commit alone (the checkpointer's): like `execute`, but on SQLite the writes
+   * asked for in one turn of the event loop commit together, in one transaction at the end of the turn
+   * (group commit: each commit writes the pages it changed to the WAL, and a run's checkpoints, or many
+   * runs', share pages). Each promise resolves once its write is committed, as with `execute`. If one
+   * write of the group fails, the group is rolled back and each write runs alone, with its own outcome.
+   */
+  write<R>(query: CompiledQuery<R>, unless?: () => boolean): Promise<QueryResult<R>> {
+    const runSync = this.#runSync;
+    if (!runSync) return this.execute(query, unless);
+    if (unless?.()) return Promise.resolve({ rows: [] });
+    return new Promise((resolve, reject) => {
+      if (!this.#group) {
+        const group: GroupedWrite[] = [];
+        this.#group = group;
+        setImmediate(() => {
+          this.#group = null;
+          this.#commitGroup(group, runSync);
+        });
+      }
+      this.#group.push({ query, unless, resolve, reject });
+    });
+  }
+
+  #group: GroupedWrite[] | null = null;
+
+  #commitGroup(group: GroupedWrite[], runSync: RunSync): void {
+    whenWriteLockFree(() => {
+      runSync(BEGIN);
+      try {
+        const results = group.map((w) => (w.unless?.() ? { rows: [] } : runSync(w.query)));
+        runSync(COMMIT);
+        return results;
+      } catch {
+        try {
+          runSync(ROLLBACK);
+        } catch {} // SQLite rolled it back itself
+        return null;
+      }
+    }).then(
+      (results) => {
+        for (const [i, w] of group.entries()) {
+          if (results) w.resolve(results[i]!);
+          else this.execute(w.query, w.unless).then(w.resolve, w.reject);
+        }
+      },
+      (err) => {
+        for (const w of group) w.reject(err); // the write lock was not free in time
+      },
+    );
   }
 
   /** Runs `body` in one transaction: COMMIT when it returns, ROLLBACK when it throws. */

@@ -48,6 +48,15 @@ export class Prepared<R, K extends string = string> {
     return (await database.execute(this.#bind(values), unless)).rows;
   }
 
+  /** A write outside a transaction, committed with the others of this turn (`SqlDatabase.write`). */
+  async write(
+    database: SqlDatabase,
+    values: Record<K, unknown> | unknown[],
+    unless?: () => boolean,
+  ): Promise<void> {
+    await database.write(this.#bind(values), unless);
+  }
+
   /** In a transaction: its rows. */
   *rows(values: Record<K, unknown> | unknown[]): TxSteps<R[]> {
     return (yield this.#bind(values)).rows;

@@ -1,0 +1,64 @@
+/**
+ * SQLite's group commit (`SqlDatabase.write`, used by the checkpointer): the writes asked for in one turn
+ * of the event loop commit together at its end; each promise resolves once its write is committed; a
+ * write that fails fails alone; a write whose `unless` holds by the commit is left out.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, test } from "node:test";
+import Database from "better-sqlite3";
+import { openSqlite, type SqlDatabase } from "../../src/storage/sql/database.js";
+import { CompiledQuery } from "../../src/storage/sql/kysely.js";
+
+const dataDir = mkdtempSync(path.join(tmpdir(), "hangar-group-commit-"));
+let db: SqlDatabase;
+let other: Database.Database;
+before(async () => {
+  db = await openSqlite({ dataDir, synchronous: "normal" });
+  await db.execute(CompiledQuery.raw("CREATE TABLE grouped (k TEXT PRIMARY KEY)"));
+  other = new Database(path.join(dataDir, "hangar.sqlite"), { readonly: true });
+});
+after(async () => {
+  other.close();
+  await db.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+const insert = (k: string, unless?: () => boolean) =>
+  db.write(CompiledQuery.raw("INSERT INTO grouped (k) VALUES (?)", [k]), unless);
+const stored = (prefix: string) =>
+  (other.prepare("SELECT k FROM grouped WHERE k LIKE ? ORDER BY k").all(`${prefix}%`) as { k: string }[]).map(
+    (r) => r.k,
+  );
+
+test("the writes of one turn are committed together at its end, each resolved once committed", async () => {
+  const keys = Array.from({ length: 20 }, (_, i) => `a${String(i).padStart(2, "0")}`);
+  const writes = keys.map((k) => insert(k));
+  assert.deepEqual(stored("a"), [], "nothing is written before the turn ends");
+  const results = await Promise.all(writes);
+  assert.deepEqual(stored("a"), keys);
+  for (const r of results) assert.equal(Number(r.numAffectedRows), 1);
+});
+
+test("a write that fails fails alone: the others of its group are committed", async () => {
+  await insert("b-taken");
+  const outcomes = await Promise.allSettled([insert("b1"), insert("b-taken"), insert("b2")]);
+  assert.deepEqual(
+    outcomes.map((o) => o.status),
+    ["fulfilled", "rejected", "fulfilled"],
+  );
+  assert.match(String((outcomes[1] as PromiseRejectedResult).reason), /UNIQUE/);
+  assert.deepEqual(stored("b"), ["b-taken", "b1", "b2"]);
+});
+
+test("a write whose `unless` holds by the commit is left out", async () => {
+  let fenced = false;
+  const left = insert("c-fenced", () => fenced);
+  const kept = insert("c-kept");
+  fenced = true; // after the write was asked for, before its turn ended (a rollback's fence)
+  assert.deepEqual((await left).rows, []);
+  await kept;
+  assert.deepEqual(stored("c"), ["c-kept"]);
+});
