@@ -62,3 +62,19 @@ test("a write whose `unless` holds by the commit is left out", async () => {
   await kept;
   assert.deepEqual(stored("c"), ["c-kept"]);
 });
+
+test("closing the database commits the writes still waiting for their turn's end", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "hangar-group-close-"));
+  try {
+    const closing = await openSqlite({ dataDir: dir, synchronous: "normal" });
+    await closing.execute(CompiledQuery.raw("CREATE TABLE grouped (k TEXT PRIMARY KEY)"));
+    const write = closing.write(CompiledQuery.raw("INSERT INTO grouped (k) VALUES ('d1')"));
+    await closing.close();
+    assert.equal(Number((await write).numAffectedRows), 1);
+    const check = new Database(path.join(dir, "hangar.sqlite"), { readonly: true });
+    assert.deepEqual(check.prepare("SELECT k FROM grouped").all(), [{ k: "d1" }]);
+    check.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

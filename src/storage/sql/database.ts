@@ -82,8 +82,13 @@ export class SqlDatabase {
   constructor(
     readonly db: Kysely<Tables>,
     engine: { dialect: Dialect; kysely: KyselyDialect; runSync?: RunSync },
-    readonly close: () => Promise<void>,
+    close: () => Promise<void>,
   ) {
+    // Writes waiting for their group's commit are committed before the connection closes.
+    this.close = async () => {
+      await this.#commitPendingGroup();
+      await close();
+    };
     this.dialect = engine.dialect;
     this.#builder = compileOnly(engine.kysely);
     this.#runSync = engine.runSync;
@@ -127,21 +132,31 @@ export class SqlDatabase {
     if (unless?.()) return Promise.resolve({ rows: [] });
     return new Promise((resolve, reject) => {
       if (!this.#group) {
-        const group: GroupedWrite[] = [];
-        this.#group = group;
-        setImmediate(() => {
-          this.#group = null;
-          this.#commitGroup(group, runSync);
-        });
+        this.#group = [];
+        this.#groupCommit = setImmediate(() => void this.#commitPendingGroup());
       }
       this.#group.push({ query, unless, resolve, reject });
     });
   }
 
-  #group: GroupedWrite[] | null = null;
+  /** Closes the connection, once the writes waiting for their group's commit are committed. */
+  readonly close: () => Promise<void>;
 
-  #commitGroup(group: GroupedWrite[], runSync: RunSync): void {
-    whenWriteLockFree(() => {
+  #group: GroupedWrite[] | null = null;
+  #groupCommit: NodeJS.Immediate | null = null;
+
+  /** Commits the group of writes waiting (if any): settled once each of its writes is. */
+  #commitPendingGroup(): Promise<unknown> {
+    const group = this.#group;
+    if (!group || !this.#runSync) return Promise.resolve();
+    clearImmediate(this.#groupCommit!);
+    this.#group = null;
+    this.#groupCommit = null;
+    return this.#commitGroup(group, this.#runSync);
+  }
+
+  #commitGroup(group: GroupedWrite[], runSync: RunSync): Promise<unknown> {
+    return whenWriteLockFree(() => {
       runSync(BEGIN);
       try {
         const results = group.map((w) => (w.unless?.() ? { rows: [] } : runSync(w.query)));
@@ -154,12 +169,12 @@ export class SqlDatabase {
         return null;
       }
     }).then(
-      (results) => {
-        for (const [i, w] of group.entries()) {
-          if (results) w.resolve(results[i]!);
-          else this.execute(w.query, w.unless).then(w.resolve, w.reject);
-        }
-      },
+      (results) =>
+        Promise.all(
+          group.map((w, i) =>
+            results ? w.resolve(results[i]!) : this.execute(w.query, w.unless).then(w.resolve, w.reject),
+          ),
+        ),
       (err) => {
         for (const w of group) w.reject(err); // the write lock was not free in time
       },
