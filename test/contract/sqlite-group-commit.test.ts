@@ -63,6 +63,21 @@ test("a write whose `unless` holds by the commit is left out", async () => {
   assert.deepEqual(stored("c"), ["c-kept"]);
 });
 
+test("a statement asked for after grouped writes runs after their commit, as on one connection", async () => {
+  const written = insert("e1");
+  // Same turn: the read waits for the write before it, and a transaction too.
+  const read = db.execute(CompiledQuery.raw("SELECT k FROM grouped WHERE k = 'e1'"));
+  const inTx = db.transaction(function* () {
+    return (yield CompiledQuery.raw("SELECT k FROM grouped WHERE k = 'e1'")).rows;
+  });
+  insert("e2"); // asked for after them: they need not wait for it
+  assert.deepEqual((await read).rows, [{ k: "e1" }]);
+  assert.deepEqual(await inTx, [{ k: "e1" }]);
+  await written;
+  await db.flushWrites();
+  assert.deepEqual(stored("e"), ["e1", "e2"]);
+});
+
 test("closing the database commits the writes still waiting for their turn's end", async () => {
   const dir = mkdtempSync(path.join(tmpdir(), "hangar-group-close-"));
   try {

@@ -291,8 +291,9 @@ const STOP_WAIT_MS = 200;
  * through /proc: the sandbox's host processes (its cgroup's, else all) whose pid namespace is pid 1's.
  * The tree may fork while it is read: a child forked after the read would outlive its killed parent,
  * handed to pid 1, no longer known as the command's. So the tree is frozen first: SIGSTOP to each
- * process found, read again once they have stopped (a stopped process neither forks nor exits), until
- * no new one appears; then SIGKILL to them all.
+ * process found, read again once all their threads have stopped (a stopped process neither forks nor
+ * exits), until no new one appears; then SIGKILL to them all. Each process is known by its pid and its
+ * start time, so a pid freed meanwhile and given to another process is never signalled.
  */
 export async function killSandboxTree(
   pid1: number,
@@ -302,27 +303,32 @@ export async function killSandboxTree(
   let pidNs: string;
   try {
     pidNs = readlinkSync(`/proc/${pid1}/ns/pid`);
+    // pid 1 died and its pid went to a host process: nothing of the sandbox is left to kill.
+    if (pidNs === readlinkSync("/proc/self/ns/pid")) return;
   } catch {
     return; // the sandbox is gone, and its processes with it
   }
-  // pid 1 died and its pid went to a host process: nothing of the sandbox is left to kill.
-  if (pidNs === readlinkSync("/proc/self/ns/pid")) return;
-  const stopped = new Set<string>();
-  for (;;) {
-    const fresh = [...commandTree(pidNs, nsPid, cgroupProcs)].filter((hostPid) => !stopped.has(hostPid));
-    if (fresh.length === 0) break;
-    for (const hostPid of fresh) {
-      signal(hostPid, "SIGSTOP");
-      stopped.add(hostPid);
+  const stopped = new Map<string, string>(); // host pid → start time
+  try {
+    for (;;) {
+      const fresh = [...commandTree(pidNs, nsPid, cgroupProcs)].filter(([hostPid]) => !stopped.has(hostPid));
+      if (fresh.length === 0) break;
+      for (const [hostPid, started] of fresh) {
+        signal(hostPid, started, "SIGSTOP");
+        stopped.set(hostPid, started);
+      }
+      const deadline = Date.now() + STOP_WAIT_MS;
+      while (!fresh.every(([hostPid]) => isStopped(hostPid)) && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 1));
     }
-    const deadline = Date.now() + STOP_WAIT_MS;
-    while (!fresh.every(isStopped) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 1));
+  } catch {
+    // /proc could not be read (callers do not wait for the kill): what was stopped is killed all the same.
   }
-  for (const hostPid of stopped) signal(hostPid, "SIGKILL");
+  for (const [hostPid, started] of stopped) signal(hostPid, started, "SIGKILL");
 }
 
-/** The host pids of the process `nsPid` of the pid namespace `pidNs` and of all its descendants. */
-function commandTree(pidNs: string, nsPid: number, cgroupProcs: string | undefined): Set<string> {
+/** The process `nsPid` of the pid namespace `pidNs` and all its descendants: host pid → start time. */
+function commandTree(pidNs: string, nsPid: number, cgroupProcs: string | undefined): Map<string, string> {
   const hostPids = (() => {
     if (!cgroupProcs) return readdirSync("/proc").filter((p) => /^\d+$/.test(p));
     try {
@@ -332,24 +338,28 @@ function commandTree(pidNs: string, nsPid: number, cgroupProcs: string | undefin
     }
   })();
   const parentOf = new Map<string, string>();
+  const startOf = new Map<string, string>();
   let root: string | undefined;
   for (const hostPid of hostPids) {
     try {
       if (readlinkSync(`/proc/${hostPid}/ns/pid`) !== pidNs) continue;
       const status = readFileSync(`/proc/${hostPid}/status`, "utf8");
+      const started = startTime(hostPid);
+      if (started === undefined) continue;
       parentOf.set(hostPid, /^PPid:\s+(\d+)/m.exec(status)?.[1] ?? "");
+      startOf.set(hostPid, started);
       const nsPids = /^NSpid:\s+(.+)$/m.exec(status)?.[1]?.trim().split(/\s+/) ?? [];
       if (Number(nsPids.at(-1)) === nsPid) root = hostPid;
     } catch {} // exited meanwhile
   }
-  const tree = new Set<string>();
+  const tree = new Map<string, string>();
   if (!root) return tree;
-  tree.add(root);
+  tree.set(root, startOf.get(root)!);
   for (let grew = true; grew; ) {
     grew = false;
     for (const [child, parent] of parentOf) {
       if (!tree.has(child) && tree.has(parent)) {
-        tree.add(child);
+        tree.set(child, startOf.get(child)!);
         grew = true;
       }
     }
@@ -357,17 +367,33 @@ function commandTree(pidNs: string, nsPid: number, cgroupProcs: string | undefin
   return tree;
 }
 
-/** Stopped, a zombie, or gone: it will fork no more. */
-function isStopped(hostPid: string): boolean {
+/** Fields of /proc/<pid>[/task/<tid>]/stat after the command name (field 3, the state, first). */
+function statFields(file: string): string[] | undefined {
   try {
-    const stat = readFileSync(`/proc/${hostPid}/stat`, "utf8");
-    return "TtZX".includes(stat.charAt(stat.lastIndexOf(")") + 2));
+    const stat = readFileSync(file, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   } catch {
-    return true;
+    return undefined;
   }
 }
 
-function signal(hostPid: string, name: NodeJS.Signals): void {
+/** When the process started (field 22, in clock ticks since boot): with its pid, who it is. */
+const startTime = (hostPid: string) => statFields(`/proc/${hostPid}/stat`)?.[19];
+
+/** Every thread stopped (or a zombie), or the process gone: it will fork no more. */
+function isStopped(hostPid: string): boolean {
+  let threads: string[];
+  try {
+    threads = readdirSync(`/proc/${hostPid}/task`);
+  } catch {
+    return true;
+  }
+  return threads.every((tid) => "TtZX".includes(statFields(`/proc/${hostPid}/task/${tid}/stat`)?.[0] ?? "X"));
+}
+
+/** Sends `name` to the process if it is still the one that started at `started` (its pid not reused). */
+function signal(hostPid: string, started: string, name: NodeJS.Signals): void {
+  if (startTime(hostPid) !== started) return;
   try {
     process.kill(Number(hostPid), name);
   } catch {} // exited meanwhile

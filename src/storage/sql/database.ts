@@ -86,7 +86,7 @@ export class SqlDatabase {
   ) {
     // Writes waiting for their group's commit are committed before the connection closes.
     this.close = async () => {
-      await this.#commitPendingGroup();
+      await this.flushWrites();
       await close();
     };
     this.dialect = engine.dialect;
@@ -111,8 +111,15 @@ export class SqlDatabase {
    * Runs one compiled query outside a transaction. On SQLite it is one synchronous call (after any wait
    * for the write lock), without the round of promises Kysely's executor takes per query. `unless`: not
    * run (no rows) if it holds when the query would run, checked again after each wait for the lock.
+   * It runs after the grouped writes asked for before it (`write`), as statements on one connection do.
    */
   execute<R>(query: CompiledQuery<R>, unless?: () => boolean): Promise<QueryResult<R>> {
+    if (this.#group || this.#committing.size)
+      return this.flushWrites().then(() => this.#executeNow(query, unless));
+    return this.#executeNow(query, unless);
+  }
+
+  #executeNow<R>(query: CompiledQuery<R>, unless?: () => boolean): Promise<QueryResult<R>> {
     const runSync = this.#runSync;
     if (unless?.()) return Promise.resolve({ rows: [] });
     if (!runSync) return this.db.executeQuery(query);
@@ -125,6 +132,7 @@ export class SqlDatabase {
    * (group commit: each commit writes the pages it changed to the WAL, and a run's checkpoints, or many
    * runs', share pages). Each promise resolves once its write is committed, as with `execute`. If one
    * write of the group fails, the group is rolled back and each write runs alone, with its own outcome.
+   * A statement run through `execute` or `transaction` after it runs after its commit.
    */
   write<R>(query: CompiledQuery<R>, unless?: () => boolean): Promise<QueryResult<R>> {
     const runSync = this.#runSync;
@@ -133,7 +141,7 @@ export class SqlDatabase {
     return new Promise((resolve, reject) => {
       if (!this.#group) {
         this.#group = [];
-        this.#groupCommit = setImmediate(() => void this.#commitPendingGroup());
+        this.#groupCommit = setImmediate(() => this.#commitPendingGroup());
       }
       this.#group.push({ query, unless, resolve, reject });
     });
@@ -142,17 +150,28 @@ export class SqlDatabase {
   /** Closes the connection, once the writes waiting for their group's commit are committed. */
   readonly close: () => Promise<void>;
 
+  /** Writes asked for in this turn, committed at its end (or before a statement that comes after them). */
   #group: GroupedWrite[] | null = null;
   #groupCommit: NodeJS.Immediate | null = null;
+  /** Groups being committed (waiting for the write lock, or re-run one by one): each settles, never rejects. */
+  readonly #committing = new Set<Promise<unknown>>();
 
-  /** Commits the group of writes waiting (if any): settled once each of its writes is. */
-  #commitPendingGroup(): Promise<unknown> {
+  /** Waits until the writes asked for so far (`write`) are committed or have failed. */
+  async flushWrites(): Promise<void> {
+    this.#commitPendingGroup();
+    await Promise.all([...this.#committing]);
+  }
+
+  /** Starts the commit of the group of writes waiting, if any. */
+  #commitPendingGroup(): void {
     const group = this.#group;
-    if (!group || !this.#runSync) return Promise.resolve();
+    if (!group || !this.#runSync) return;
     clearImmediate(this.#groupCommit!);
     this.#group = null;
     this.#groupCommit = null;
-    return this.#commitGroup(group, this.#runSync);
+    const commit = this.#commitGroup(group, this.#runSync);
+    this.#committing.add(commit);
+    void commit.finally(() => this.#committing.delete(commit));
   }
 
   #commitGroup(group: GroupedWrite[], runSync: RunSync): Promise<unknown> {
@@ -172,7 +191,7 @@ export class SqlDatabase {
       (results) =>
         Promise.all(
           group.map((w, i) =>
-            results ? w.resolve(results[i]!) : this.execute(w.query, w.unless).then(w.resolve, w.reject),
+            results ? w.resolve(results[i]!) : this.#executeNow(w.query, w.unless).then(w.resolve, w.reject),
           ),
         ),
       (err) => {
@@ -185,6 +204,7 @@ export class SqlDatabase {
   async transaction<T>(body: (tx: Executor) => TxSteps<T>): Promise<T> {
     const runSync = this.#runSync;
     if (runSync) {
+      if (this.#group || this.#committing.size) await this.flushWrites(); // after the writes asked for before it
       // Nothing else can run on the connection inside one attempt: Kysely's own queries on it are single
       // statements, each one synchronous call too (SyncSqliteDriver).
       return whenWriteLockFree(() => {
