@@ -10,7 +10,7 @@ import path from "node:path";
 import { after, before, test } from "node:test";
 import Database from "better-sqlite3";
 import { openSqlite, type SqlDatabase } from "../../src/storage/sql/database.js";
-import { CompiledQuery } from "../../src/storage/sql/kysely.js";
+import { CompiledQuery, sql } from "../../src/storage/sql/kysely.js";
 
 const dataDir = mkdtempSync(path.join(tmpdir(), "hangar-group-commit-"));
 let db: SqlDatabase;
@@ -70,12 +70,18 @@ test("a statement asked for after grouped writes runs after their commit, as on 
   const inTx = db.transaction(function* () {
     return (yield CompiledQuery.raw("SELECT k FROM grouped WHERE k = 'e1'")).rows;
   });
+  const viaKysely = sql`SELECT k FROM grouped WHERE k = 'e1'`.execute(db.db); // Kysely's own driver
   insert("e2"); // asked for after them: they need not wait for it
   assert.deepEqual((await read).rows, [{ k: "e1" }]);
+  assert.deepEqual((await viaKysely).rows, [{ k: "e1" }]);
   assert.deepEqual(await inTx, [{ k: "e1" }]);
   await written;
   await db.flushWrites();
   assert.deepEqual(stored("e"), ["e1", "e2"]);
+  // A query Kysely runs itself waits too.
+  const e3 = insert("e3");
+  assert.deepEqual((await sql`SELECT k FROM grouped WHERE k = 'e3'`.execute(db.db)).rows, [{ k: "e3" }]);
+  await e3;
 });
 
 test("closing the database commits the writes still waiting for their turn's end", async () => {

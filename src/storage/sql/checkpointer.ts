@@ -226,7 +226,6 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     let page = query;
     while (remaining > 0) {
       const pageSize = Math.min(LIST_PAGE, remaining);
-      await this.#database.flushWrites(); // Kysely's own execution does not wait for grouped writes
       const rows = await page.limit(pageSize).execute();
       for (const row of rows) yield await this.#toTuple(row);
       remaining -= rows.length;

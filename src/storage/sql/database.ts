@@ -61,27 +61,20 @@ export function* changed(query: Compilable<unknown>): TxSteps<number> {
 /** Runs one compiled query: synchronously on SQLite. */
 type RunSync = (query: CompiledQuery) => QueryResult<any>;
 
-/** A write waiting for its group's commit (`SqlDatabase.write`). */
-interface GroupedWrite {
-  query: CompiledQuery;
-  unless?: () => boolean;
-  resolve: (result: QueryResult<any>) => void;
-  reject: (err: unknown) => void;
-}
-
 /** The database, for `transaction`; openSqlite and openPostgres make one. */
 export class SqlDatabase {
   readonly dialect: Dialect;
   /** The builder transaction bodies get: it compiles, and refuses to execute (its queries are yielded). */
   readonly #builder: Kysely<Tables>;
   readonly #runSync?: RunSync;
+  readonly #groups?: SqliteWriteGroups;
   readonly #prepared = new Map<string, Prepared<any>>();
   /** The migrations applied when this connection opened the database (migrations.ts). */
   migrated: string[] = [];
 
   constructor(
     readonly db: Kysely<Tables>,
-    engine: { dialect: Dialect; kysely: KyselyDialect; runSync?: RunSync },
+    engine: { dialect: Dialect; kysely: KyselyDialect; runSync?: RunSync; groups?: SqliteWriteGroups },
     close: () => Promise<void>,
   ) {
     // Writes waiting for their group's commit are committed before the connection closes.
@@ -92,7 +85,11 @@ export class SqlDatabase {
     this.dialect = engine.dialect;
     this.#builder = compileOnly(engine.kysely);
     this.#runSync = engine.runSync;
+    this.#groups = engine.groups;
   }
+
+  /** Closes the connection, once the grouped writes asked for are committed. */
+  readonly close: () => Promise<void>;
 
   /**
    * The query `build` makes (with `slot` placeholders), compiled once for this database under `key`
@@ -113,98 +110,32 @@ export class SqlDatabase {
    * run (no rows) if it holds when the query would run, checked again after each wait for the lock.
    * It runs after the grouped writes asked for before it (`write`), as statements on one connection do.
    */
-  execute<R>(query: CompiledQuery<R>, unless?: () => boolean): Promise<QueryResult<R>> {
-    if (this.#group || this.#committing.size)
-      return this.flushWrites().then(() => this.#executeNow(query, unless));
-    return this.#executeNow(query, unless);
-  }
-
-  #executeNow<R>(query: CompiledQuery<R>, unless?: () => boolean): Promise<QueryResult<R>> {
+  async execute<R>(query: CompiledQuery<R>, unless?: () => boolean): Promise<QueryResult<R>> {
     const runSync = this.#runSync;
-    if (unless?.()) return Promise.resolve({ rows: [] });
+    if (unless?.()) return { rows: [] };
     if (!runSync) return this.db.executeQuery(query);
+    if (this.#groups?.pending) await this.#groups.flush();
     return whenWriteLockFree(() => (unless?.() ? { rows: [] } : runSync(query)));
   }
 
   /**
    * A write that need not commit alone (the checkpointer's): like `execute`, but on SQLite the writes
-   * asked for in one turn of the event loop commit together, in one transaction at the end of the turn
-   * (group commit: each commit writes the pages it changed to the WAL, and a run's checkpoints, or many
-   * runs', share pages). Each promise resolves once its write is committed, as with `execute`. If one
-   * write of the group fails, the group is rolled back and each write runs alone, with its own outcome.
-   * A statement run through `execute` or `transaction` after it runs after its commit.
+   * asked for in one turn of the event loop commit together (`SqliteWriteGroups`).
    */
   write<R>(query: CompiledQuery<R>, unless?: () => boolean): Promise<QueryResult<R>> {
-    const runSync = this.#runSync;
-    if (!runSync) return this.execute(query, unless);
-    if (unless?.()) return Promise.resolve({ rows: [] });
-    return new Promise((resolve, reject) => {
-      if (!this.#group) {
-        this.#group = [];
-        this.#groupCommit = setImmediate(() => this.#commitPendingGroup());
-      }
-      this.#group.push({ query, unless, resolve, reject });
-    });
+    return this.#groups ? this.#groups.write(query, unless) : this.execute(query, unless);
   }
-
-  /** Closes the connection, once the writes waiting for their group's commit are committed. */
-  readonly close: () => Promise<void>;
-
-  /** Writes asked for in this turn, committed at its end (or before a statement that comes after them). */
-  #group: GroupedWrite[] | null = null;
-  #groupCommit: NodeJS.Immediate | null = null;
-  /** Groups being committed (waiting for the write lock, or re-run one by one): each settles, never rejects. */
-  readonly #committing = new Set<Promise<unknown>>();
 
   /** Waits until the writes asked for so far (`write`) are committed or have failed. */
   async flushWrites(): Promise<void> {
-    this.#commitPendingGroup();
-    await Promise.all([...this.#committing]);
-  }
-
-  /** Starts the commit of the group of writes waiting, if any. */
-  #commitPendingGroup(): void {
-    const group = this.#group;
-    if (!group || !this.#runSync) return;
-    clearImmediate(this.#groupCommit!);
-    this.#group = null;
-    this.#groupCommit = null;
-    const commit = this.#commitGroup(group, this.#runSync);
-    this.#committing.add(commit);
-    void commit.finally(() => this.#committing.delete(commit));
-  }
-
-  #commitGroup(group: GroupedWrite[], runSync: RunSync): Promise<unknown> {
-    return whenWriteLockFree(() => {
-      runSync(BEGIN);
-      try {
-        const results = group.map((w) => (w.unless?.() ? { rows: [] } : runSync(w.query)));
-        runSync(COMMIT);
-        return results;
-      } catch {
-        try {
-          runSync(ROLLBACK);
-        } catch {} // SQLite rolled it back itself
-        return null;
-      }
-    }).then(
-      (results) =>
-        Promise.all(
-          group.map((w, i) =>
-            results ? w.resolve(results[i]!) : this.#executeNow(w.query, w.unless).then(w.resolve, w.reject),
-          ),
-        ),
-      (err) => {
-        for (const w of group) w.reject(err); // the write lock was not free in time
-      },
-    );
+    await this.#groups?.flush();
   }
 
   /** Runs `body` in one transaction: COMMIT when it returns, ROLLBACK when it throws. */
   async transaction<T>(body: (tx: Executor) => TxSteps<T>): Promise<T> {
     const runSync = this.#runSync;
     if (runSync) {
-      if (this.#group || this.#committing.size) await this.flushWrites(); // after the writes asked for before it
+      if (this.#groups?.pending) await this.#groups.flush(); // after the writes asked for before it
       // Nothing else can run on the connection inside one attempt: Kysely's own queries on it are single
       // statements, each one synchronous call too (SyncSqliteDriver).
       return whenWriteLockFree(() => {
@@ -377,14 +308,100 @@ const RETRYABLE = new Set(["40P01", "40001"]);
  * wait for and no connection mutex (Kysely's own driver has one). Its transactions (the migrations',
  * run before the database is handed out) begin IMMEDIATE too.
  */
+/**
+ * Group commit on one SQLite connection: the writes asked for in one turn of the event loop commit
+ * together, in one transaction at the end of the turn (each commit writes every page it changed to the
+ * WAL, and a run's checkpoints, or many runs', share pages). Each write's promise resolves once it is
+ * committed. If one write of a group fails, the group is rolled back and each write runs alone, with its
+ * own outcome. Every other statement on the connection (`SqlDatabase`, Kysely's driver) first waits for
+ * the groups asked for before it (`flush`), so statements keep their order on the connection.
+ */
+class SqliteWriteGroups {
+  /** Writes asked for in this turn, committed at its end (or before a statement that comes after them). */
+  #group: GroupedWrite[] | null = null;
+  #groupCommit: NodeJS.Immediate | null = null;
+  /** Groups being committed (waiting for the write lock, or re-run one by one): each settles, never rejects. */
+  readonly #committing = new Set<Promise<unknown>>();
+
+  constructor(readonly runSync: RunSync) {}
+
+  /** Writes are waiting for, or in, their group's commit. */
+  get pending(): boolean {
+    return this.#group !== null || this.#committing.size > 0;
+  }
+
+  write<R>(query: CompiledQuery<R>, unless?: () => boolean): Promise<QueryResult<R>> {
+    if (unless?.()) return Promise.resolve({ rows: [] });
+    return new Promise((resolve, reject) => {
+      if (!this.#group) {
+        this.#group = [];
+        this.#groupCommit = setImmediate(() => this.#commitWaiting());
+      }
+      this.#group.push({ query, unless, resolve, reject });
+    });
+  }
+
+  /** Waits until the writes asked for so far are committed or have failed. */
+  async flush(): Promise<void> {
+    this.#commitWaiting();
+    await Promise.all([...this.#committing]);
+  }
+
+  /** Starts the commit of the group of writes waiting, if any. */
+  #commitWaiting(): void {
+    const group = this.#group;
+    if (!group) return;
+    clearImmediate(this.#groupCommit!);
+    this.#group = null;
+    this.#groupCommit = null;
+    const commit = this.#commit(group);
+    this.#committing.add(commit);
+    void commit.finally(() => this.#committing.delete(commit));
+  }
+
+  #commit(group: GroupedWrite[]): Promise<unknown> {
+    const { runSync } = this;
+    const alone = (w: GroupedWrite) =>
+      whenWriteLockFree(() => (w.unless?.() ? { rows: [] } : runSync(w.query))).then(w.resolve, w.reject);
+    return whenWriteLockFree(() => {
+      runSync(BEGIN);
+      try {
+        const results = group.map((w) => (w.unless?.() ? { rows: [] } : runSync(w.query)));
+        runSync(COMMIT);
+        return results;
+      } catch {
+        try {
+          runSync(ROLLBACK);
+        } catch {} // SQLite rolled it back itself
+        return null;
+      }
+    }).then(
+      (results) => Promise.all(group.map((w, i) => (results ? w.resolve(results[i]!) : alone(w)))),
+      (err) => {
+        for (const w of group) w.reject(err); // the write lock was not free in time
+      },
+    );
+  }
+}
+
+/** A write waiting for its group's commit. */
+interface GroupedWrite {
+  query: CompiledQuery;
+  unless?: () => boolean;
+  resolve: (result: QueryResult<any>) => void;
+  reject: (err: unknown) => void;
+}
+
 class SyncSqliteDriver extends kysely.DummyDriver {
   constructor(
     readonly runSync: RunSync,
+    readonly groups: SqliteWriteGroups,
     readonly close: () => void,
   ) {
     super();
   }
   override async acquireConnection(): Promise<DatabaseConnection> {
+    if (this.groups.pending) await this.groups.flush(); // Kysely's queries too run after the writes before them
     return {
       executeQuery: (query) => whenWriteLockFree(() => this.runSync(query)),
       streamQuery: () => {
@@ -393,6 +410,7 @@ class SyncSqliteDriver extends kysely.DummyDriver {
     };
   }
   override async beginTransaction() {
+    if (this.groups.pending) await this.groups.flush();
     await whenWriteLockFree(() => this.runSync(BEGIN));
   }
   override async commitTransaction() {
@@ -463,15 +481,16 @@ export async function openSqlite(opts: {
     if (stmt.reader) return { rows: stmt.all(parameters as unknown[]) };
     return { rows: [], numAffectedRows: BigInt(stmt.run(parameters as unknown[]).changes) };
   };
+  const groups = new SqliteWriteGroups(runSync);
   const kyselyDialect: KyselyDialect = {
     createAdapter: () => new TransactionalSqliteAdapter(),
-    createDriver: () => new SyncSqliteDriver(runSync, () => raw.close()),
+    createDriver: () => new SyncSqliteDriver(runSync, groups, () => raw.close()),
     createIntrospector: (db) => new kysely.SqliteIntrospector(db),
     createQueryCompiler: () => new kysely.SqliteQueryCompiler(),
   };
   const db = new Kysely<Tables>({ dialect: kyselyDialect });
   const database = await migrated(
-    new SqlDatabase(db, { dialect: sqliteDialect, kysely: kyselyDialect, runSync }, async () => {
+    new SqlDatabase(db, { dialect: sqliteDialect, kysely: kyselyDialect, runSync, groups }, async () => {
       // Fold the WAL back into the main file so the data dir is one self-contained file at rest.
       if (!opts.secondary && raw.open) raw.pragma("wal_checkpoint(TRUNCATE)");
       await db.destroy();
