@@ -73,6 +73,13 @@ const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** di
 
 const CLK_TCK = 100; // USER_HZ; `getconf CLK_TCK` is 100 on Linux x86-64
 
+/** User + system CPU time in ms from a /proc stat line (a process's or a thread's). */
+function cpuMsOfStat(stat: string): number {
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  // fields[0] is field 3 (state): utime is field 14, stime field 15.
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+}
+
 /** RSS and CPU of another process from /proc/<pid>: sampled every `intervalMs` while running. */
 export class ProcSampler {
   readonly #pid: number;
@@ -98,10 +105,7 @@ export class ProcSampler {
   /** User + system CPU time of all its threads, in ms. */
   cpuMs(): number {
     try {
-      const stat = readFileSync(`/proc/${this.#pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      // fields[0] is field 3 (state): utime is field 14, stime field 15.
-      return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+      return cpuMsOfStat(readFileSync(`/proc/${this.#pid}/stat`, "utf8"));
     } catch {
       return 0;
     }
@@ -118,9 +122,7 @@ export class ProcSampler {
     }
     for (const tid of tids) {
       try {
-        const stat = readFileSync(`/proc/${this.#pid}/task/${tid}/stat`, "utf8");
-        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-        byThread.set(Number(tid), ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK);
+        byThread.set(Number(tid), cpuMsOfStat(readFileSync(`/proc/${this.#pid}/task/${tid}/stat`, "utf8")));
       } catch {} // the thread ended
     }
     return byThread;
