@@ -45,9 +45,8 @@ export interface ConsoleBundle {
   /** The entry's script and style sheet, which the page names. */
   script: string;
   styles: string[];
-  /** Bytes of every asset, and of what the first page loads (entry script, its static chunks, CSS). */
-  totalBytes: number;
-  firstPageBytes: number;
+  /** What the first page loads before it can paint: the entry script, its static chunks, the CSS. */
+  firstPage: string[];
   /** How long esbuild took, or 0 when the bundle was read from the cache. */
   buildMs: number;
 }
@@ -122,17 +121,11 @@ export async function buildConsole(): Promise<ConsoleBundle> {
   const cssKey = outputs[entryKey]!.cssBundle;
   if (cssKey) firstPage.add(cssKey);
 
-  let totalBytes = 0;
-  for (const asset of assets.values()) totalBytes += asset.contents.byteLength;
-  let firstPageBytes = 0;
-  for (const key of firstPage) firstPageBytes += assets.get(basename(key))?.contents.byteLength ?? 0;
-
   return {
     assets,
     script: basename(entryKey),
     styles: cssKey ? [basename(cssKey)] : [],
-    totalBytes,
-    firstPageBytes,
+    firstPage: [...firstPage].map((key) => basename(key)),
     buildMs: Math.round(performance.now() - started),
   };
 }
@@ -175,8 +168,7 @@ async function writeCache(file: string, bundle: ConsoleBundle): Promise<void> {
   const cached: CachedBundle = {
     script: bundle.script,
     styles: bundle.styles,
-    totalBytes: bundle.totalBytes,
-    firstPageBytes: bundle.firstPageBytes,
+    firstPage: bundle.firstPage,
     assets: [...bundle.assets].map(([name, a]) => [
       name,
       { contentType: a.contentType, base64: Buffer.from(a.contents).toString("base64") },
@@ -203,7 +195,7 @@ function fromJson(text: string): ConsoleBundle | undefined {
         { contentType: a.contentType, contents: new Uint8Array(Buffer.from(a.base64, "base64")) },
       ]),
     );
-    if (!assets.has(cached.script)) return undefined;
+    if (!assets.has(cached.script) || !cached.firstPage?.every((name) => assets.has(name))) return undefined;
     return { ...cached, assets, buildMs: 0 };
   } catch {
     return undefined;
