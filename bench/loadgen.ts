@@ -26,6 +26,7 @@ export const SCENARIOS = [
   "throughput",
   "many-streams",
   "threads-mem",
+  "rest-mem",
 ] as const;
 export type Scenario = (typeof SCENARIOS)[number];
 
@@ -667,6 +668,30 @@ async function manyStreams(ctx: Ctx, m: Record<string, number>): Promise<void> {
   m["many_streams.server_cpu_pct"] = round((cpu / total) * 100, 1);
 }
 
+/**
+ * RSS of a server left alone after its start, sampled every second for 60 s (quick: 3 s): the first
+ * sample (about a second after it answered `/ok`) and the settled figure (median of the last 10 s).
+ * Both servers keep the young generation V8 grew while loading modules until its memory reducer runs
+ * after some idle time (20–40 s here), so the two figures differ by some 30–50 MB.
+ */
+async function restMem(ctx: Ctx, m: Record<string, number>): Promise<void> {
+  const seconds = ctx.quick ? 3 : 60;
+  const samples: number[] = [];
+  const t0 = performance.now();
+  while (performance.now() - t0 < seconds * 1000 && performance.now() < ctx.deadline) {
+    samples.push(ctx.sampler.sample());
+    await sleep(1000);
+  }
+  const last = samples.slice(-10).sort((a, b) => a - b);
+  const settled = last[Math.floor(last.length / 2)] ?? 0;
+  m["rest_mem.rss_start_mb"] = mb(samples[0] ?? 0);
+  m["rest_mem.rss_settled_mb"] = mb(settled);
+  // When it got there: the first second from which every sample is within 2 MB of the settled figure.
+  let from = samples.length;
+  while (from > 0 && Math.abs(samples[from - 1]! - settled) <= 2048) from--;
+  m["rest_mem.settled_after_s"] = from;
+}
+
 /** T threads with metadata by 16 concurrent creators: rate, RSS before / after / after idling. */
 async function threadsMem(ctx: Ctx, m: Record<string, number>): Promise<void> {
   const t = ctx.opts.threads ?? (ctx.quick ? 1000 : 10_000);
@@ -813,6 +838,7 @@ const RUNNERS: Record<Scenario, (ctx: Ctx, m: Record<string, number>) => Promise
   throughput,
   "many-streams": manyStreams,
   "threads-mem": threadsMem,
+  "rest-mem": restMem,
 };
 
 export async function runScenario(opts: Options): Promise<ScenarioResult> {

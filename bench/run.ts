@@ -486,6 +486,11 @@ const FIGURES: Record<Exclude<Scenario, "inproc">, Figure[]> = {
     { label: "RSS growth per thread (KiB)", key: "threads_mem.kib_per_thread", better: "lower" },
     { label: "threads/search by metadata p50 (ms)", key: "threads_mem.search_ms.p50", better: "lower" },
   ],
+  "rest-mem": [
+    { label: "RSS at start, left alone (MB)", key: "rest_mem.rss_start_mb", better: "lower", digits: 0 },
+    { label: "RSS at rest, settled (MB)", key: "rest_mem.rss_settled_mb", better: "lower", digits: 0 },
+    { label: "RSS settled after (s)", key: "rest_mem.settled_after_s", better: "lower", digits: 0 },
+  ],
 };
 
 function fmt(x: number | undefined, digits = 2): string {
