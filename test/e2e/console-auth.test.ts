@@ -131,6 +131,13 @@ describe("console: a custom auth handler", () => {
       await table.getByRole("link", { name: threads.alice! }).waitFor();
       assert.equal(await table.locator("tbody tr").count(), 1, "alice's thread only");
       assert.equal(await table.getByText(threads.bob!).count(), 0);
+      // Her token carries no `delete` permission: the handler refuses, and the page says so.
+      await table.getByRole("link", { name: threads.alice! }).click();
+      page.once("dialog", (dialog) => void dialog.accept());
+      await page.getByRole("button", { name: "Delete" }).click();
+      await page.getByRole("alert").filter({ hasText: /403/ }).waitFor({ timeout: 10_000 });
+      const alice = new Client({ apiUrl: h.url, defaultHeaders: { authorization: await bearer("alice") } });
+      assert.equal((await alice.threads.get(threads.alice!)).thread_id, threads.alice, "still there");
       assert.deepEqual(cp.foreign(), []);
       assert.deepEqual(cp.problems, []);
     },

@@ -223,6 +223,136 @@ describe("console: chat, interrupts, time travel", () => {
     },
   );
 
+  test("a run started here goes on when the page reloads, and the page joins it again", T, async () => {
+    await newThread("typist");
+    await page.getByText("Stream modes, config, context").click();
+    await page
+      .getByRole("textbox", { name: "Config", exact: true })
+      .fill('{"configurable": {"char_ms": 60}}');
+    await send("keep going");
+    await ai().first().waitFor({ timeout: 20_000 }); // streaming has begun
+    await waitFor(() => /#\/threads\/[0-9a-f-]{36}$/.test(page.url()), {
+      what: "the thread's id in the URL",
+    });
+    const threadId = page.url().split("/").at(-1)!;
+    await page.reload();
+    const final = "You said: keep going. Typing this slowly.";
+    await ai().filter({ hasText: final }).waitFor({ timeout: 20_000 });
+    const runs = await keyed().runs.list(threadId);
+    assert.deepEqual(
+      runs.map((r) => r.status),
+      ["success"],
+      "the reload neither cancelled the run nor started another",
+    );
+    assert.deepEqual(contents((await keyed().threads.getState(threadId)).values), ["keep going", final]);
+  });
+
+  test("Stop cancels the run the page streams", T, async () => {
+    await newThread("typist");
+    await page.getByText("Stream modes, config, context").click();
+    await page
+      .getByRole("textbox", { name: "Config", exact: true })
+      .fill('{"configurable": {"char_ms": 100}}');
+    await send("stop me");
+    await ai().first().waitFor({ timeout: 20_000 });
+    const threadId = page.url().split("/").at(-1)!;
+    await page.getByRole("button", { name: "Stop" }).click();
+    await waitFor(async () => (await keyed().runs.list(threadId))[0]?.status === "interrupted", {
+      timeoutMs: 10_000,
+      what: "the run cancelled",
+    });
+  });
+
+  test("rollback from the composer deletes the run in progress and what it wrote", T, async () => {
+    await newThread("slow");
+    await page.getByText("Stream modes, config, context").click();
+    const config = page.getByRole("textbox", { name: "Config", exact: true });
+    await config.fill('{"configurable": {"sleep_ms": 5000}}');
+    await send("roll me back");
+    await waitFor(() => /#\/threads\/[0-9a-f-]{36}$/.test(page.url()), {
+      what: "the thread's id in the URL",
+    });
+    const threadId = page.url().split("/").at(-1)!;
+    await waitFor(async () => (await keyed().runs.list(threadId))[0]?.status === "running", {
+      what: "the first run running",
+    });
+    await config.fill("");
+    await page.getByRole("combobox", { name: "Multitask strategy" }).selectOption("rollback");
+    await send("instead");
+    await ai().filter({ hasText: "slow echo: instead" }).waitFor({ timeout: 20_000 });
+    await page.getByTestId("streaming").waitFor({ state: "detached" });
+    const runs = await keyed().runs.list(threadId);
+    assert.deepEqual(
+      runs.map((r) => [r.status, r.multitask_strategy]),
+      [["success", "rollback"]],
+      "the first run is gone",
+    );
+    assert.deepEqual(contents((await keyed().threads.getState(threadId)).values), [
+      "instead",
+      "slow echo: instead",
+    ]);
+  });
+
+  test("the composer keeps its draft when stream modes change or a tab is switched", T, async () => {
+    await newThread("typist");
+    await page.getByText("Stream modes, config, context").click();
+    const message = page.getByRole("textbox", { name: "Message", exact: true });
+    await message.fill("half-written");
+    await page.getByRole("combobox", { name: "Multitask strategy" }).selectOption("interrupt");
+    await page.getByRole("textbox", { name: "Config", exact: true }).fill('{"configurable": {"char_ms": 1}}');
+    await page.getByRole("checkbox", { name: "updates" }).click();
+    await waitFor(() => page.getByRole("checkbox", { name: "updates" }).isChecked(), {
+      what: "updates ticked",
+    });
+    const kept = async () => ({
+      message: await message.inputValue(),
+      assistant: await page
+        .getByRole("combobox", { name: "Assistant", exact: true })
+        .evaluate((s: HTMLSelectElement) => s.selectedOptions[0]?.textContent),
+      strategy: await page.getByRole("combobox", { name: "Multitask strategy" }).inputValue(),
+      config: await page.getByRole("textbox", { name: "Config", exact: true }).inputValue(),
+    });
+    const expected = {
+      message: "half-written",
+      assistant: "typist",
+      strategy: "interrupt",
+      config: '{"configurable": {"char_ms": 1}}',
+    };
+    assert.deepEqual(await kept(), expected);
+    // On a thread with a run, the other tabs too.
+    await send("first");
+    await ai().filter({ hasText: "You said: first." }).waitFor({ timeout: 20_000 });
+    await page.getByTestId("streaming").waitFor({ state: "detached" });
+    await message.fill("half-written");
+    await page.getByRole("tab", { name: "History" }).click();
+    await page.getByRole("tab", { name: "Chat" }).click();
+    assert.deepEqual(await kept(), expected);
+  });
+
+  test("an empty message is not sent", T, async () => {
+    await newThread("typist");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.getByRole("alert").filter({ hasText: "Write a message first" }).waitFor();
+    assert.match(page.url(), /#\/threads\/new$/, "no thread was made");
+  });
+
+  test("a malformed link shows the page with an error, not a blank one", T, async () => {
+    await page.goto(`${h.url}/console#/threads/%E0%A4%A`);
+    await page.getByRole("navigation").getByRole("link", { name: "Threads" }).waitFor();
+    await page.getByRole("alert").first().waitFor();
+  });
+
+  test("credentials the server now refuses lead back to the sign-in form, saying why", T, async () => {
+    await page.evaluate(() =>
+      sessionStorage.setItem("hangar.console.credentials", JSON.stringify({ apiKey: "revoked-meanwhile" })),
+    );
+    await page.goto(`${h.url}/console#/threads`);
+    await page.reload();
+    await page.getByText("The server refused these credentials (401)").waitFor({ timeout: 10_000 });
+    assert.equal(await page.evaluate(() => sessionStorage.getItem("hangar.console.credentials")), null);
+    await signIn(page, h.url, KEY);
+  });
+
   test("everything came from the server itself, and nothing failed", T, async () => {
     assert.deepEqual(cp.foreign(), []);
     assert.ok(cp.requests.some((r) => /GET .*\/console\/assets\/main-\w+\.js$/.test(r)));

@@ -2,7 +2,7 @@
  * The shell: sign-in when the server wants credentials, then the navigation and the page the hash
  * route names.
  */
-import { lazy, Suspense, useEffect, useMemo, useState } from "react";
+import { Component, lazy, type ReactNode, Suspense, useCallback, useEffect, useMemo, useState } from "react";
 import { Console, type ConsoleContext } from "./context.js";
 import { AssistantPage, AssistantsPage } from "./pages/assistants.js";
 import { CronsPage } from "./pages/crons.js";
@@ -39,6 +39,8 @@ export function App() {
   // asking; a sign-out asks again.
   const [open, setOpen] = useState<boolean | undefined>(undefined);
   const [probeError, setProbeError] = useState<unknown>(null);
+  /** Why the sign-in form is shown again (credentials the server now refuses). */
+  const [notice, setNotice] = useState("");
   useEffect(() => {
     if (creds || open !== undefined) return;
     request({}, "POST", "/threads/search", { limit: 1 }).then(
@@ -52,24 +54,35 @@ export function App() {
 
   const signOut = () => {
     saveCredentials(null);
+    setNotice("");
     setOpen(undefined);
     setCreds(null);
   };
-  if (creds) return <Shell creds={creds} signOut={signOut} />;
+  // A 401 once signed in (a revoked key, an expired token; a server that needed none now does): back
+  // to the sign-in form, saying why, instead of every page showing the error.
+  const refused = useCallback(() => {
+    saveCredentials(null);
+    setNotice("The server refused these credentials (401). Sign in again.");
+    setOpen(false);
+    setCreds(null);
+  }, []);
+  if (creds) return <Shell creds={creds} signOut={signOut} onRefused={refused} />;
   if (probeError) return <div className="boot error">{errorText(probeError)}</div>;
   if (open === undefined) return <div className="boot">Connecting…</div>;
-  if (open) return <Shell creds={{}} />;
+  if (open) return <Shell creds={{}} onRefused={refused} />;
   return (
     <SignIn
+      notice={notice}
       onSignIn={(c) => {
         saveCredentials(c);
+        setNotice("");
         setCreds(c);
       }}
     />
   );
 }
 
-function SignIn({ onSignIn }: { onSignIn: (creds: Credentials) => void }) {
+function SignIn({ notice, onSignIn }: { notice: string; onSignIn: (creds: Credentials) => void }) {
   const [apiKey, setApiKey] = useState("");
   const [authorization, setAuthorization] = useState("");
   const [error, setError] = useState("");
@@ -96,6 +109,11 @@ function SignIn({ onSignIn }: { onSignIn: (creds: Credentials) => void }) {
       <form className="card" onSubmit={submit}>
         <h1>Hangar console</h1>
         <p>This server needs credentials. They are kept in this browser tab only (sessionStorage).</p>
+        {notice && (
+          <p className="notice" role="status">
+            {notice}
+          </p>
+        )}
         <label>
           API key
           <input
@@ -129,14 +147,22 @@ function SignIn({ onSignIn }: { onSignIn: (creds: Credentials) => void }) {
   );
 }
 
-function Shell({ creds, signOut }: { creds: Credentials; signOut?: () => void }) {
+function Shell({
+  creds,
+  signOut,
+  onRefused,
+}: {
+  creds: Credentials;
+  signOut?: () => void;
+  onRefused: () => void;
+}) {
   const ctx = useMemo<ConsoleContext>(
     () => ({
       creds,
-      client: clientFor(creds),
-      api: (method, path, body) => request(creds, method, path, body),
+      client: clientFor(creds, onRefused),
+      api: (method, path, body) => request(creds, method, path, body, onRefused),
     }),
-    [creds],
+    [creds, onRefused],
   );
   const { route, visit } = useRoute();
   const [section = "threads", id] = route;
@@ -163,7 +189,9 @@ function Shell({ creds, signOut }: { creds: Credentials; signOut?: () => void })
           </div>
         </nav>
         <main className="main">
-          <Suspense fallback={<p className="muted">Loading…</p>}>{page(section, id, visit)}</Suspense>
+          <PageBoundary key={`${route.join("/")}-${visit}`}>
+            <Suspense fallback={<p className="muted">Loading…</p>}>{page(section, id, visit)}</Suspense>
+          </PageBoundary>
         </main>
       </div>
     </Console.Provider>
@@ -187,5 +215,29 @@ function page(section: string, id: string | undefined, visit: number) {
       return <StorePage />;
     default:
       return <p className="empty">No page here. Pick one on the left.</p>;
+  }
+}
+
+/** A page that fails to render shows why, with the navigation still there; the next route starts afresh. */
+class PageBoundary extends Component<{ children: ReactNode }, { error: unknown }> {
+  override state = { error: null as unknown };
+
+  static getDerivedStateFromError(error: unknown) {
+    return { error };
+  }
+
+  override render() {
+    if (this.state.error == null) return this.props.children;
+    return (
+      <div className="card">
+        <h1>This page failed</h1>
+        <div className="error" role="alert">
+          {errorText(this.state.error)}
+        </div>
+        <p>
+          <a href={href("threads")}>Back to the threads</a>
+        </p>
+      </div>
+    );
   }
 }

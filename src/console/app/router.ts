@@ -4,9 +4,17 @@
  */
 import { useEffect, useState } from "react";
 
-/** The route's path segments: `#/threads/abc` → `["threads", "abc"]`. */
+/** The route's path segments: `#/threads/abc` → `["threads", "abc"]` (a malformed escape is kept as typed). */
 function current(): string[] {
-  return location.hash.replace(/^#\/?/, "").split("?")[0]!.split("/").filter(Boolean).map(decodeURIComponent);
+  return location.hash.replace(/^#\/?/, "").split("?")[0]!.split("/").filter(Boolean).map(decodeSegment);
+}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
 }
 
 /**

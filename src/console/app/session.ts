@@ -36,13 +36,28 @@ export function headersOf(creds: Credentials): Record<string, string> {
   return headers;
 }
 
-export function clientFor(creds: Credentials): Client {
+/**
+ * Called when the server answers 401 to a signed-in console: the key was revoked, the token expired,
+ * or a server that needed none now does. 403 (a handler refusing one action) is not this.
+ */
+export type OnRefused = () => void;
+
+/** `fetch`, telling `onRefused` of a 401 (the caller still gets the response, and fails as usual). */
+function watchedFetch(onRefused?: OnRefused): typeof fetch {
+  return async (input, init) => {
+    const res = await fetch(input, init);
+    if (res.status === 401) onRefused?.();
+    return res;
+  };
+}
+
+export function clientFor(creds: Credentials, onRefused?: OnRefused): Client {
   return new Client({
     apiUrl: API_URL,
     // null: never fall back to an API key from the environment.
     apiKey: creds.apiKey || null,
     defaultHeaders: creds.authorization ? { authorization: creds.authorization } : {},
-    callerOptions: { maxRetries: 1 },
+    callerOptions: { maxRetries: 1, fetch: watchedFetch(onRefused) },
   });
 }
 
@@ -75,6 +90,7 @@ export async function request<T = any>(
   method: string,
   path: string,
   body?: unknown,
+  onRefused?: OnRefused,
 ): Promise<T> {
   const init: RequestInit = { method, headers: headersOf(creds) };
   if (body instanceof FormData) init.body = body;
@@ -82,7 +98,7 @@ export async function request<T = any>(
     init.body = JSON.stringify(body);
     (init.headers as Record<string, string>)["content-type"] = "application/json";
   }
-  const res = await fetch(`${API_URL}${path}`, init);
+  const res = await watchedFetch(onRefused)(`${API_URL}${path}`, init);
   if (!res.ok) {
     const text = await res.text();
     let parsed: unknown = null;

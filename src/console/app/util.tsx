@@ -1,5 +1,6 @@
 /** Small pieces every page uses: loading data, showing errors, JSON, times and statuses. */
 import { type DependencyList, type ReactNode, useCallback, useEffect, useRef, useState } from "react";
+import { describeDetail } from "./session.js";
 
 export interface Loaded<T> {
   data: T | undefined;
@@ -39,8 +40,19 @@ export function useInterval(fn: () => void, ms: number | null): void {
 
 export function errorText(error: unknown): string {
   if (error == null) return "";
-  if (error instanceof Error) return error.message;
+  if (error instanceof Error) return sdkErrorText(error.message);
   return typeof error === "string" ? error : JSON.stringify(error);
+}
+
+/** The SDK's `HTTP 404: {"detail": …}` as `404: <detail>`, like the console's own requests' errors. */
+function sdkErrorText(message: string): string {
+  const match = /^HTTP (\d{3}): ([\s\S]*)$/.exec(message);
+  if (!match) return message;
+  let body: unknown = null;
+  try {
+    body = JSON.parse(match[2]!);
+  } catch {}
+  return `${match[1]}: ${describeDetail(body, match[2]!)}`;
 }
 
 export function ErrorNote({ error }: { error: unknown }) {

@@ -155,6 +155,7 @@ export function AssistantPage({ assistantId }: { assistantId: string }) {
     assistant.reload();
     versions.reload();
   };
+  const makeLatest = useAction();
 
   return (
     <>
@@ -220,7 +221,7 @@ export function AssistantPage({ assistantId }: { assistantId: string }) {
         ))}
       </Section>
       <Section title="Versions">
-        <ErrorNote error={versions.error} />
+        <ErrorNote error={versions.error ?? makeLatest.error} />
         <table className="table">
           <thead>
             <tr>
@@ -243,10 +244,13 @@ export function AssistantPage({ assistantId }: { assistantId: string }) {
                     <button
                       type="button"
                       className="secondary"
-                      onClick={async () => {
-                        await client.assistants.setLatest(assistantId, v.version);
-                        reload();
-                      }}
+                      disabled={makeLatest.busy}
+                      onClick={() =>
+                        makeLatest.run(async () => {
+                          await client.assistants.setLatest(assistantId, v.version);
+                          reload();
+                        })
+                      }
                     >
                       Make latest
                     </button>

@@ -12,6 +12,31 @@ export const EXTRA_MODES: StreamMode[] = ["updates", "custom", "tasks", "checkpo
 export type MultitaskStrategy = "enqueue" | "reject" | "interrupt" | "rollback";
 const STRATEGIES: MultitaskStrategy[] = ["enqueue", "reject", "interrupt", "rollback"];
 
+/**
+ * What the composer holds while it is being written. Kept by the thread's page, above what restarts
+ * when the stream modes change or a tab is switched, so neither loses it.
+ */
+export interface Draft {
+  text: string;
+  asJson: boolean;
+  strategy: MultitaskStrategy;
+  subgraphs: boolean;
+  configText: string;
+  contextText: string;
+  /** The "stream modes, config, context" panel is open. */
+  optionsOpen: boolean;
+}
+
+export const EMPTY_DRAFT: Draft = {
+  text: "",
+  asJson: false,
+  strategy: "enqueue",
+  subgraphs: false,
+  configText: "",
+  contextText: "",
+  optionsOpen: false,
+};
+
 export function InterruptForm(props: {
   interrupts: { id?: string; value?: unknown }[];
   onResume: (value: unknown) => Promise<void>;
@@ -58,30 +83,30 @@ export function Composer(props: {
   modes: StreamMode[];
   setModes: (modes: StreamMode[]) => void;
   busy: boolean;
-  onStop: () => void;
+  draft: Draft;
+  onDraft: (change: Partial<Draft>) => void;
+  onStop: () => Promise<void>;
   onSend: (
     input: unknown,
     options: { multitaskStrategy: MultitaskStrategy; streamSubgraphs: boolean; config?: any; context?: any },
   ) => Promise<void>;
 }) {
-  const [text, setText] = useState("");
-  const [asJson, setAsJson] = useState(false);
-  const [strategy, setStrategy] = useState<MultitaskStrategy>("enqueue");
-  const [subgraphs, setSubgraphs] = useState(false);
-  const [configText, setConfigText] = useState("");
-  const [contextText, setContextText] = useState("");
+  const { draft, onDraft } = props;
+  const { text, asJson, strategy, subgraphs, configText, contextText } = draft;
   const action = useAction();
 
   const send = (e: React.FormEvent) => {
     e.preventDefault();
     action.run(async () => {
+      // JSON input may be empty (a run with no input, e.g. to continue from a checkpoint); a message not.
+      if (!asJson && text.trim() === "") throw new Error("Write a message first (or choose JSON input).");
       const input = asJson
         ? (parseJson(text, "Input") ?? null)
         : { messages: [{ type: "human", content: text }] };
       const config = parseJson(configText, "Config");
       const context = parseJson(contextText, "Context");
       await props.onSend(input, { multitaskStrategy: strategy, streamSubgraphs: subgraphs, config, context });
-      setText("");
+      onDraft({ text: "" });
     });
   };
 
@@ -92,7 +117,7 @@ export function Composer(props: {
         rows={3}
         placeholder={asJson ? '{"messages": [{"type": "human", "content": "hi"}]}' : "Message"}
         value={text}
-        onChange={(e) => setText(e.target.value)}
+        onChange={(e) => onDraft({ text: e.target.value })}
         onKeyDown={(e) => {
           if (e.key === "Enter" && (e.metaKey || e.ctrlKey)) send(e);
         }}
@@ -117,7 +142,7 @@ export function Composer(props: {
           <select
             aria-label="Multitask strategy"
             value={strategy}
-            onChange={(e) => setStrategy(e.target.value as MultitaskStrategy)}
+            onChange={(e) => onDraft({ strategy: e.target.value as MultitaskStrategy })}
           >
             {STRATEGIES.map((s) => (
               <option key={s}>{s}</option>
@@ -125,11 +150,17 @@ export function Composer(props: {
           </select>
         </label>
         <label className="check">
-          <input type="checkbox" checked={asJson} onChange={(e) => setAsJson(e.target.checked)} /> JSON input
+          <input type="checkbox" checked={asJson} onChange={(e) => onDraft({ asJson: e.target.checked })} />{" "}
+          JSON input
         </label>
         <span className="grow" />
         {props.busy && (
-          <button type="button" className="secondary" onClick={props.onStop}>
+          <button
+            type="button"
+            className="secondary"
+            title="Cancel the run this page streams"
+            onClick={() => action.run(props.onStop)}
+          >
             Stop
           </button>
         )}
@@ -137,7 +168,7 @@ export function Composer(props: {
           Send
         </button>
       </div>
-      <details>
+      <details open={draft.optionsOpen} onToggle={(e) => onDraft({ optionsOpen: e.currentTarget.open })}>
         <summary>Stream modes, config, context</summary>
         <fieldset className="row">
           <legend>Stream modes (values and messages always)</legend>
@@ -156,7 +187,11 @@ export function Composer(props: {
             </label>
           ))}
           <label className="check" title="Stream the events of subgraphs too (stream_subgraphs)">
-            <input type="checkbox" checked={subgraphs} onChange={(e) => setSubgraphs(e.target.checked)} />{" "}
+            <input
+              type="checkbox"
+              checked={subgraphs}
+              onChange={(e) => onDraft({ subgraphs: e.target.checked })}
+            />{" "}
             subgraphs
           </label>
         </fieldset>
@@ -168,7 +203,7 @@ export function Composer(props: {
               rows={2}
               placeholder='{"configurable": {"sleep_ms": 2000}}'
               value={configText}
-              onChange={(e) => setConfigText(e.target.value)}
+              onChange={(e) => onDraft({ configText: e.target.value })}
             />
           </label>
           <label className="grow">
@@ -177,7 +212,7 @@ export function Composer(props: {
               aria-label="Context"
               rows={2}
               value={contextText}
-              onChange={(e) => setContextText(e.target.value)}
+              onChange={(e) => onDraft({ contextText: e.target.value })}
             />
           </label>
         </div>

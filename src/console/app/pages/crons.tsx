@@ -59,6 +59,7 @@ function CronRow(props: {
   const { client } = useConsole();
   const { cron } = props;
   const [open, setOpen] = useState(false);
+  const deletion = useAction();
   const enabled = (cron as Cron & { enabled?: boolean }).enabled !== false;
   // What the checkbox shows: the click at once, the server's answer when the list is read again.
   const [shown, setShown] = useState(enabled);
@@ -98,14 +99,18 @@ function CronRow(props: {
           <button
             type="button"
             className="danger"
-            onClick={async () => {
+            disabled={deletion.busy}
+            onClick={() => {
               if (!confirm("Delete this cron?")) return;
-              await client.crons.delete(cron.cron_id);
-              props.onDeleted();
+              void deletion.run(async () => {
+                await client.crons.delete(cron.cron_id);
+                props.onDeleted();
+              });
             }}
           >
             Delete
           </button>
+          <ErrorNote error={deletion.error} />
         </td>
       </tr>
       {open && (

@@ -13,11 +13,11 @@ import {
   type UIMessage,
   uiMessageReducer,
 } from "@langchain/langgraph-sdk/react-ui";
-import { useEffect, useRef, useState } from "react";
+import { useCallback, useEffect, useRef, useState } from "react";
 import { useConsole } from "../context.js";
 import { href, navigate } from "../router.js";
-import { Empty, ErrorNote, Json, Section, Status, useInterval, useLoad } from "../util.js";
-import { Composer, InterruptForm } from "./composer.js";
+import { Empty, ErrorNote, Json, Section, Status, useAction, useInterval, useLoad } from "../util.js";
+import { Composer, type Draft, EMPTY_DRAFT, InterruptForm } from "./composer.js";
 import { UiMessageView, uiMessagesOf, withCspSafeUi } from "./generative-ui.js";
 import { HistoryTimeline } from "./history.js";
 import { Conversation } from "./messages.js";
@@ -25,13 +25,26 @@ import { ThreadRuns } from "./runs.js";
 
 type Tab = "chat" | "history" | "runs" | "state";
 
+/**
+ * How the console's own runs are started: closing or reloading the page must not stop them (the SDK's
+ * default for a stream nobody reads any more is to cancel its run). Reopened, the busy thread's run
+ * is joined again; Stop cancels it explicitly.
+ */
+const KEEP_RUNNING = { onDisconnect: "continue", streamResumable: true } as const;
+
 export function ThreadPage({ threadId }: { threadId: string }) {
   const { client } = useConsole();
   // A new thread gets its id from its first run; the page stays mounted (the stream with it).
   const [tid, setTid] = useState<string | null>(threadId === "new" ? null : threadId);
   const [modes, setModes] = useState<StreamMode[]>([]);
   const thread = useLoad(() => (tid ? client.threads.get(tid) : Promise.resolve(null)), [client, tid]);
-  useInterval(thread.reload, 3000);
+  const notFound = (thread.error as { status?: number } | undefined)?.status === 404;
+  useInterval(thread.reload, notFound ? null : 3000);
+  const deletion = useAction();
+  // The composer's draft and assistant live here, above the stream (restarted when its modes change).
+  const [draft, setDraft] = useState<Draft>(EMPTY_DRAFT);
+  const onDraft = useCallback((change: Partial<Draft>) => setDraft((d) => ({ ...d, ...change })), []);
+  const [assistantId, setAssistantId] = useState("");
 
   // The conversation is shown once the thread is known to be readable (made here, or read back), and
   // stays mounted from then on: unmounting it would cancel the run it streams.
@@ -58,21 +71,24 @@ export function ThreadPage({ threadId }: { threadId: string }) {
             New thread
           </button>
         )}
-        {tid && (
+        {tid && !notFound && (
           <button
             type="button"
             className="danger"
-            onClick={async () => {
+            disabled={deletion.busy}
+            onClick={() => {
               if (!confirm("Delete this thread, its runs and checkpoints?")) return;
-              await client.threads.delete(tid);
-              navigate("threads");
+              void deletion.run(async () => {
+                await client.threads.delete(tid);
+                navigate("threads");
+              });
             }}
           >
             Delete
           </button>
         )}
       </div>
-      <ErrorNote error={thread.error} />
+      <ErrorNote error={thread.error ?? deletion.error} />
       {thread.data && Object.keys(thread.data.metadata ?? {}).length > 0 && (
         <p className="muted mono small">metadata {JSON.stringify(thread.data.metadata)}</p>
       )}
@@ -89,6 +105,10 @@ export function ThreadPage({ threadId }: { threadId: string }) {
           modes={modes}
           setModes={setModes}
           onChange={thread.reload}
+          draft={draft}
+          onDraft={onDraft}
+          assistantId={assistantId}
+          setAssistantId={setAssistantId}
         />
       )}
     </>
@@ -109,11 +129,14 @@ function ThreadView(props: {
   modes: StreamMode[];
   setModes: (modes: StreamMode[]) => void;
   onChange: () => void;
+  draft: Draft;
+  onDraft: (change: Partial<Draft>) => void;
+  assistantId: string;
+  setAssistantId: (id: string) => void;
 }) {
   const { client } = useConsole();
-  const { threadId, modes } = props;
+  const { threadId, modes, assistantId, setAssistantId } = props;
   const assistants = useLoad(() => client.assistants.search({ limit: 100 }), [client]);
-  const [assistantId, setAssistantId] = useState("");
   // The thread's own assistant (its metadata names it, or its graph), else the first one listed.
   const list = assistants.data ?? [];
   const fallback =
@@ -131,6 +154,8 @@ function ThreadView(props: {
   const on = (mode: StreamMode) => modes.includes(mode);
   /** Runs this page streams already: its own, and those it joined. */
   const joined = useRef(new Set<string>());
+  /** The run the page streams now (started here or joined): what Stop cancels. */
+  const streamingRun = useRef<string | null>(null);
   const stream = useStream<Record<string, unknown>>({
     client: withCspSafeUi(client),
     assistantId: chosen,
@@ -152,7 +177,10 @@ function ThreadView(props: {
     onDebugEvent: on("debug") ? log("debug") : undefined,
     onLangChainEvent: on("events") ? log("events") : undefined,
     onMetadataEvent: log("metadata"),
-    onCreated: (run) => joined.current.add(run.run_id),
+    onCreated: (run) => {
+      joined.current.add(run.run_id);
+      streamingRun.current = run.run_id;
+    },
   });
 
   // When a run ends, the thread's status, history and runs changed.
@@ -179,6 +207,7 @@ function ThreadView(props: {
         const run = active.find((r) => r.status === "running") ?? active.at(-1);
         if (!run || joined.current.has(run.run_id)) return;
         joined.current.add(run.run_id);
+        streamingRun.current = run.run_id;
         joinStream.current(run.run_id).catch(() => {}); // its errors show as stream.error
       },
       () => {},
@@ -192,6 +221,7 @@ function ThreadView(props: {
       // A copy: the SDK deletes thread_id from the object it is given.
       checkpoint: { ...checkpoint },
       streamMode: modes,
+      ...KEEP_RUNNING,
     });
   };
 
@@ -230,7 +260,7 @@ function ThreadView(props: {
               <InterruptForm
                 interrupts={stream.interrupts}
                 onResume={async (resume) => {
-                  void stream.submit(null, { command: { resume }, streamMode: modes });
+                  void stream.submit(null, { command: { resume }, streamMode: modes, ...KEEP_RUNNING });
                 }}
               />
             )}
@@ -241,7 +271,13 @@ function ThreadView(props: {
               modes={modes}
               setModes={props.setModes}
               busy={stream.isLoading}
-              onStop={() => stream.stop()}
+              draft={props.draft}
+              onDraft={props.onDraft}
+              onStop={async () => {
+                const runId = streamingRun.current;
+                await stream.stop();
+                if (threadId && runId) await client.runs.cancel(threadId, runId);
+              }}
               onSend={async (input, options) => {
                 if (stream.isLoading && options.multitaskStrategy === "reject" && threadId) {
                   // useStream queues a double text itself; ask the server, so its 409 shows.
@@ -252,7 +288,11 @@ function ThreadView(props: {
                   return;
                 }
                 // Not awaited (it resolves when the run ends): the composer stays free for a double text.
-                void stream.submit(input as Record<string, unknown>, { ...options, streamMode: modes });
+                void stream.submit(input as Record<string, unknown>, {
+                  ...options,
+                  streamMode: modes,
+                  ...KEEP_RUNNING,
+                });
               }}
             />
           </div>

@@ -115,9 +115,11 @@ export function ThreadsPage() {
           >
             Older
           </button>
-          <span className="muted">
-            {offset + 1}–{offset + (threads.data?.length ?? 0)}
-          </span>
+          {(threads.data?.length ?? 0) > 0 && (
+            <span className="muted">
+              {offset + 1}–{offset + (threads.data?.length ?? 0)}
+            </span>
+          )}
         </div>
       </Section>
     </>
