@@ -3,7 +3,18 @@ import type { Cron } from "@langchain/langgraph-sdk";
 import { useEffect, useState } from "react";
 import { useConsole } from "../context.js";
 import { href } from "../router.js";
-import { Empty, ErrorNote, Json, parseJson, Section, shortId, useAction, useLoad, when } from "../util.js";
+import {
+  Empty,
+  ErrorNote,
+  Json,
+  parseJson,
+  Section,
+  shortId,
+  useAction,
+  useInterval,
+  useLoad,
+  when,
+} from "../util.js";
 
 export function CronsPage() {
   const { client, api } = useConsole();
@@ -11,6 +22,10 @@ export function CronsPage() {
     () => client.crons.search({ limit: 100, sortBy: "next_run_date", sortOrder: "asc" }),
     [client],
   );
+  // Next run dates move as crons fire.
+  useInterval(crons.reload, 5000);
+  const assistants = useLoad(() => client.assistants.search({ limit: 100 }), [client]);
+  const names = new Map(assistants.data?.map((a) => [a.assistant_id, a.name]));
   const action = useAction();
   const setEnabled = (cron: Cron, enabled: boolean) =>
     action.run(async () => {
@@ -40,7 +55,13 @@ export function CronsPage() {
             </thead>
             <tbody>
               {crons.data?.map((cron) => (
-                <CronRow key={cron.cron_id} cron={cron} onToggle={setEnabled} onDeleted={crons.reload} />
+                <CronRow
+                  key={cron.cron_id}
+                  cron={cron}
+                  assistantName={names.get(cron.assistant_id)}
+                  onToggle={setEnabled}
+                  onDeleted={crons.reload}
+                />
               ))}
             </tbody>
           </table>
@@ -53,6 +74,7 @@ export function CronsPage() {
 
 function CronRow(props: {
   cron: Cron;
+  assistantName: string | undefined;
   onToggle: (cron: Cron, enabled: boolean) => void;
   onDeleted: () => void;
 }) {
@@ -74,7 +96,9 @@ function CronRow(props: {
         </td>
         <td className="mono">{cron.schedule}</td>
         <td>{shown ? when(cron.next_run_date) : "— (disabled)"}</td>
-        <td className="mono">{shortId(cron.assistant_id)}</td>
+        <td className={props.assistantName ? "" : "mono"} title={cron.assistant_id}>
+          {props.assistantName ?? shortId(cron.assistant_id)}
+        </td>
         <td>
           {cron.thread_id ? (
             <a href={href("threads", cron.thread_id)}>{shortId(cron.thread_id)}</a>

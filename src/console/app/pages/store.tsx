@@ -99,6 +99,7 @@ export function StorePage() {
                         action.run(async () => {
                           await client.store.deleteItem(item.namespace, item.key);
                           items.reload();
+                          namespaces.reload(); // the last item of a namespace takes it with it
                         })
                       }
                     >
