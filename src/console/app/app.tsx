@@ -2,7 +2,17 @@
  * The shell: sign-in when the server wants credentials, then the navigation and the page the hash
  * route names.
  */
-import { Component, lazy, type ReactNode, Suspense, useCallback, useEffect, useMemo, useState } from "react";
+import {
+  Component,
+  lazy,
+  type ReactNode,
+  Suspense,
+  useCallback,
+  useEffect,
+  useMemo,
+  useRef,
+  useState,
+} from "react";
 import { Console, type ConsoleContext } from "./context.js";
 import { AssistantPage, AssistantsPage } from "./pages/assistants.js";
 import { CronsPage } from "./pages/crons.js";
@@ -33,6 +43,9 @@ const NAV: [string, string][] = [
   ["store", "Store"],
 ];
 
+/** What an open server (no keys, no auth handler) is called with: one object, so the client stays the same. */
+const NO_CREDENTIALS: Credentials = {};
+
 export function App() {
   const [creds, setCreds] = useState<Credentials | null>(loadCredentials);
   // Without credentials, try the API as it is: a server with no keys needs none. `undefined` while
@@ -59,17 +72,25 @@ export function App() {
     setCreds(null);
   };
   // A 401 once signed in (a revoked key, an expired token; a server that needed none now does): back
-  // to the sign-in form, saying why, instead of every page showing the error.
-  const refused = useCallback(() => {
+  // to the sign-in form, saying why, instead of every page showing the error. Only for the credentials
+  // in use: a late answer to a request made with earlier ones (a stream still ending) changes nothing.
+  const inUse = useRef<Credentials | null>(null);
+  inUse.current = creds ?? (open ? NO_CREDENTIALS : null);
+  const refused = useCallback((failed: Credentials) => {
+    if (failed !== inUse.current) return;
     saveCredentials(null);
-    setNotice("The server refused these credentials (401). Sign in again.");
+    setNotice(
+      failed === NO_CREDENTIALS
+        ? "This server now asks for credentials (401)."
+        : "The server refused these credentials (401). Sign in again.",
+    );
     setOpen(false);
     setCreds(null);
   }, []);
   if (creds) return <Shell creds={creds} signOut={signOut} onRefused={refused} />;
   if (probeError) return <div className="boot error">{errorText(probeError)}</div>;
   if (open === undefined) return <div className="boot">Connecting…</div>;
-  if (open) return <Shell creds={{}} onRefused={refused} />;
+  if (open) return <Shell creds={NO_CREDENTIALS} onRefused={refused} />;
   return (
     <SignIn
       notice={notice}
@@ -154,16 +175,16 @@ function Shell({
 }: {
   creds: Credentials;
   signOut?: () => void;
-  onRefused: () => void;
+  onRefused: (failed: Credentials) => void;
 }) {
-  const ctx = useMemo<ConsoleContext>(
-    () => ({
+  const ctx = useMemo<ConsoleContext>(() => {
+    const refused = () => onRefused(creds);
+    return {
       creds,
-      client: clientFor(creds, onRefused),
-      api: (method, path, body) => request(creds, method, path, body, onRefused),
-    }),
-    [creds, onRefused],
-  );
+      client: clientFor(creds, refused),
+      api: (method, path, body) => request(creds, method, path, body, refused),
+    };
+  }, [creds, onRefused]);
   const { route, visit } = useRoute();
   const [section = "threads", id] = route;
   return (

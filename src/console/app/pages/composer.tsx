@@ -83,6 +83,8 @@ export function Composer(props: {
   modes: StreamMode[];
   setModes: (modes: StreamMode[]) => void;
   busy: boolean;
+  /** The run being streamed is known (created, or joined): Stop can cancel it. */
+  canStop: boolean;
   draft: Draft;
   onDraft: (change: Partial<Draft>) => void;
   onStop: () => Promise<void>;
@@ -159,6 +161,7 @@ export function Composer(props: {
             type="button"
             className="secondary"
             title="Cancel the run this page streams"
+            disabled={!props.canStop || action.busy}
             onClick={() => action.run(props.onStop)}
           >
             Stop

@@ -5,7 +5,7 @@
  * The stream is keyed by the chosen stream modes: `useStream` asks for the modes whose callbacks it
  * was created with, so changing them creates it again (the thread's state is read back).
  */
-import type { Checkpoint, StreamMode } from "@langchain/langgraph-sdk";
+import type { Assistant, Checkpoint, StreamMode } from "@langchain/langgraph-sdk";
 import { useStream } from "@langchain/langgraph-sdk/react";
 import {
   isRemoveUIMessage,
@@ -32,6 +32,12 @@ type Tab = "chat" | "history" | "runs" | "state";
  */
 const KEEP_RUNNING = { onDisconnect: "continue", streamResumable: true } as const;
 
+/** What the page's own submits set beyond the stream modes and KEEP_RUNNING. */
+type StartOptions = Omit<
+  NonNullable<Parameters<ReturnType<typeof useStream<Record<string, unknown>>>["submit"]>[1]>,
+  "streamMode" | keyof typeof KEEP_RUNNING
+>;
+
 export function ThreadPage({ threadId }: { threadId: string }) {
   const { client } = useConsole();
   // A new thread gets its id from its first run; the page stays mounted (the stream with it).
@@ -46,8 +52,11 @@ export function ThreadPage({ threadId }: { threadId: string }) {
   const onDraft = useCallback((change: Partial<Draft>) => setDraft((d) => ({ ...d, ...change })), []);
   const [assistantId, setAssistantId] = useState("");
 
+  // Loaded here, not in the stream's view: that one starts again when the stream modes change.
+  const assistants = useLoad(() => client.assistants.search({ limit: 100 }), [client]);
+
   // The conversation is shown once the thread is known to be readable (made here, or read back), and
-  // stays mounted from then on: unmounting it would cancel the run it streams.
+  // stays mounted from then on.
   const [readable, setReadable] = useState(threadId === "new");
   if (!readable && thread.data) setReadable(true);
 
@@ -102,6 +111,7 @@ export function ThreadPage({ threadId }: { threadId: string }) {
             thread.data?.metadata?.assistant_id ?? thread.data?.metadata?.graph_id ?? "",
           )}
           busy={thread.data?.status === "busy"}
+          interrupted={thread.data?.status === "interrupted"}
           modes={modes}
           setModes={setModes}
           onChange={thread.reload}
@@ -109,6 +119,7 @@ export function ThreadPage({ threadId }: { threadId: string }) {
           onDraft={onDraft}
           assistantId={assistantId}
           setAssistantId={setAssistantId}
+          assistants={assistants.data ?? []}
         />
       )}
     </>
@@ -126,6 +137,11 @@ function ThreadView(props: {
   defaultAssistant: string;
   /** The thread has a run in flight (as last read): one started elsewhere is joined, to show it live. */
   busy: boolean;
+  /**
+   * The thread waits on an interrupt or a breakpoint (as last read). A cancelled run leaves tasks to
+   * do as well, which the SDK shows as a breakpoint; its thread is idle, and nothing waits for an answer.
+   */
+  interrupted: boolean;
   modes: StreamMode[];
   setModes: (modes: StreamMode[]) => void;
   onChange: () => void;
@@ -133,12 +149,12 @@ function ThreadView(props: {
   onDraft: (change: Partial<Draft>) => void;
   assistantId: string;
   setAssistantId: (id: string) => void;
+  assistants: Assistant[];
 }) {
   const { client } = useConsole();
   const { threadId, modes, assistantId, setAssistantId } = props;
-  const assistants = useLoad(() => client.assistants.search({ limit: 100 }), [client]);
   // The thread's own assistant (its metadata names it, or its graph), else the first one listed.
-  const list = assistants.data ?? [];
+  const list = props.assistants;
   const fallback =
     list.find((a) => a.assistant_id === props.defaultAssistant) ??
     list.find((a) => a.graph_id === props.defaultAssistant && a.metadata?.created_by === "system") ??
@@ -154,8 +170,8 @@ function ThreadView(props: {
   const on = (mode: StreamMode) => modes.includes(mode);
   /** Runs this page streams already: its own, and those it joined. */
   const joined = useRef(new Set<string>());
-  /** The run the page streams now (started here or joined): what Stop cancels. */
-  const streamingRun = useRef<string | null>(null);
+  /** The run the page streams now (started here, once created, or joined): what Stop cancels. */
+  const [streamingRun, setStreamingRun] = useState<string | null>(null);
   const stream = useStream<Record<string, unknown>>({
     client: withCspSafeUi(client),
     assistantId: chosen,
@@ -179,7 +195,7 @@ function ThreadView(props: {
     onMetadataEvent: log("metadata"),
     onCreated: (run) => {
       joined.current.add(run.run_id);
-      streamingRun.current = run.run_id;
+      setStreamingRun(run.run_id);
     },
   });
 
@@ -207,22 +223,30 @@ function ThreadView(props: {
         const run = active.find((r) => r.status === "running") ?? active.at(-1);
         if (!run || joined.current.has(run.run_id)) return;
         joined.current.add(run.run_id);
-        streamingRun.current = run.run_id;
+        setStreamingRun(run.run_id);
         joinStream.current(run.run_id).catch(() => {}); // its errors show as stream.error
       },
       () => {},
     );
   }, [client, threadId, props.busy, streaming]);
 
-  const fork = async (checkpoint: Checkpoint, input: unknown) => {
-    setTab("chat");
-    // Not awaited: submit resolves when the run's stream ends; its errors show as stream.error.
+  /**
+   * Starts a run here. Not awaited: submit resolves when the run's stream ends; its errors show as
+   * stream.error. Until the new run is created, Stop has nothing to cancel.
+   */
+  const start = (input: unknown, options: StartOptions) => {
+    setStreamingRun(null);
     void stream.submit(input as Record<string, unknown> | null, {
-      // A copy: the SDK deletes thread_id from the object it is given.
-      checkpoint: { ...checkpoint },
+      ...options,
       streamMode: modes,
       ...KEEP_RUNNING,
     });
+  };
+
+  // A copy of the checkpoint: the SDK deletes thread_id from the object it is given.
+  const fork = async (checkpoint: Checkpoint, input: unknown) => {
+    setTab("chat");
+    start(input, { checkpoint: { ...checkpoint } });
   };
 
   return (
@@ -256,27 +280,30 @@ function ThreadView(props: {
               </p>
             )}
             <ErrorNote error={stream.error} />
-            {stream.interrupts.length > 0 && !stream.isLoading && (
+            {stream.interrupts.length > 0 && !stream.isLoading && props.interrupted && (
               <InterruptForm
                 interrupts={stream.interrupts}
                 onResume={async (resume) => {
-                  void stream.submit(null, { command: { resume }, streamMode: modes, ...KEEP_RUNNING });
+                  start(null, { command: { resume } });
                 }}
               />
             )}
             <Composer
-              assistants={assistants.data ?? []}
+              assistants={list}
               assistantId={chosen}
               setAssistantId={setAssistantId}
               modes={modes}
               setModes={props.setModes}
               busy={stream.isLoading}
+              canStop={streamingRun !== null}
               draft={props.draft}
               onDraft={props.onDraft}
               onStop={async () => {
-                const runId = streamingRun.current;
+                if (!threadId || !streamingRun) return;
+                // Cancelled first, and waited for: the stream then ends with the run's final state,
+                // which is what stop() reads back (before, it read a state with the run mid-way).
+                await client.runs.cancel(threadId, streamingRun, true);
                 await stream.stop();
-                if (threadId && runId) await client.runs.cancel(threadId, runId);
               }}
               onSend={async (input, options) => {
                 if (stream.isLoading && options.multitaskStrategy === "reject" && threadId) {
@@ -287,12 +314,8 @@ function ThreadView(props: {
                   });
                   return;
                 }
-                // Not awaited (it resolves when the run ends): the composer stays free for a double text.
-                void stream.submit(input as Record<string, unknown>, {
-                  ...options,
-                  streamMode: modes,
-                  ...KEEP_RUNNING,
-                });
+                // The composer stays free for a double text.
+                start(input, options);
               }}
             />
           </div>
