@@ -20,7 +20,7 @@ import {
   waitFor,
 } from "../helpers/server.js";
 
-const T = { timeout: 30_000 };
+const T = { timeout: 60_000 };
 /** Every second (six fields: a leading seconds field), so tests see firings without long waits. */
 const EVERY_SECOND = "* * * * * *";
 /** Never fires during a test run. */
@@ -80,7 +80,7 @@ describe("crons", () => {
           const runs = (await runsOf(c, thread.thread_id)).filter((r) => r.status === "success");
           return runs.length ? runs : null;
         },
-        { timeoutMs: 5000, what: "a successful run of the cron" },
+        { timeoutMs: 15_000, what: "a successful run of the cron" },
       );
       const kwargs = (run as unknown as { kwargs: Record<string, unknown> }).kwargs;
       assert.deepEqual(kwargs.input, human("tick"));
@@ -101,7 +101,7 @@ describe("crons", () => {
       input: human("x"),
     });
     await waitFor(async () => (await runsOf(c, thread.thread_id)).length >= 1, {
-      timeoutMs: 5000,
+      timeoutMs: 15_000,
       what: "first run",
     });
 
@@ -126,7 +126,7 @@ describe("crons", () => {
       "the next tick of the current schedule",
     );
     await waitFor(async () => (await runsOf(c, thread.thread_id)).length > atDisable, {
-      timeoutMs: 5000,
+      timeoutMs: 15_000,
       what: "runs again once enabled",
     });
 
@@ -186,11 +186,11 @@ describe("crons", () => {
           const threads = await c.threads.search({ metadata: { cron_id: kept.cron_id }, status: "idle" });
           return threads.length ? threads : null;
         },
-        { timeoutMs: 5000, what: "a kept thread" },
+        { timeoutMs: 15_000, what: "a kept thread" },
       );
       assert.ok(contents(thread.values).includes("echo: kept"));
       await waitFor(() => h.logs().includes(`cron fired cron_id=${dropped.cron_id}`), {
-        timeoutMs: 5000,
+        timeoutMs: 15_000,
         what: "the other cron fired",
       });
     } finally {
@@ -206,7 +206,7 @@ describe("crons", () => {
             .prepare("SELECT COUNT(*) AS n FROM runs WHERE json_extract(metadata, '$.cron_id') = ?")
             .get(dropped.cron_id) as { n: number }
         ).n;
-      await waitFor(() => left() === 0, { timeoutMs: 5000, what: "temporary threads deleted" });
+      await waitFor(() => left() === 0, { timeoutMs: 15_000, what: "temporary threads deleted" });
     } finally {
       db.close();
     }
@@ -291,7 +291,7 @@ describe("crons", () => {
     try {
       await waitFor(
         async () => (await c.crons.search({ threadId: thread.thread_id }))[0]?.next_run_date === null,
-        { timeoutMs: 5000, what: "the cron reaches its end" },
+        { timeoutMs: 15_000, what: "the cron reaches its end" },
       );
       const fired = (await runsOf(c, thread.thread_id)).length;
       assert.ok(fired >= 1 && fired <= 2, `fired ${fired} times in 1.5 s`);
@@ -498,7 +498,7 @@ describe("crons across a restart", () => {
       const afterRestart = async () =>
         (await runsOf(c2, thread.thread_id)).filter((r) => Date.parse(r.created_at) >= restartedAt);
       await waitFor(async () => (await afterRestart()).length >= 1, {
-        timeoutMs: 5000,
+        timeoutMs: 15_000,
         what: "the catch-up firing",
       });
       await sleep(2000);
