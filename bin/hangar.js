@@ -1,8 +1,12 @@
 #!/usr/bin/env node
-// Hangar runs its own TypeScript sources, and users' .ts graph files, without a build step:
-// register tsx's ESM loader first, then hand over to the CLI.
+// Hangar runs its own TypeScript sources, and users' .ts graph files, without a build step: import
+// the packages it loads anyway (preload.js says why), register tsx's ESM loader, then hand over to
+// the CLI.
 import v8 from "node:v8";
 import { register } from "tsx/esm/api";
+import { HTTP_PACKAGES, preload, RUN_PACKAGES } from "./preload.js";
+
+await preload([...RUN_PACKAGES, ...HTTP_PACKAGES]);
 
 // Node runs loader hooks on a thread of their own. While modules load, V8 grows that thread's young
 // generation to its default (two 16 MB semi-spaces) and keeps it, though the thread has little to do
