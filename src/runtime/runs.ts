@@ -119,6 +119,10 @@ export class RunService {
       graph_id: assistant.graph_id,
       assistant_id: assistant.assistant_id,
     };
+    // As in the official servers, `user_id` names the run's user (graphs written for `langgraph dev` read
+    // it): the request's or the assistant's own, else the authenticated user's (a cron's, as stamped).
+    if (configurable.user_id == null && typeof configurable.langgraph_auth_user_id === "string")
+      configurable.user_id = configurable.langgraph_auth_user_id;
     const config = { ...assistant.config, ...(body.config ?? {}), configurable };
     const kwargs: RunKwargs = {
       input: body.input ?? undefined,

@@ -281,6 +281,14 @@ for (const target of [sqlite, postgres]) {
         assert.equal(out.user.is_authenticated, true);
         const stateless = (await as("bob").runs.wait(null, "whoami", { input: { input: "s" } })) as any;
         assert.equal(stateless.user_id, "bob");
+        // `configurable.user_id` as the official servers set it: the user's, unless the request names one.
+        assert.equal(out.run_user_id, "alice");
+        assert.equal(stateless.run_user_id, "bob");
+        const named = (await alice.runs.wait(null, "whoami", {
+          input: { input: "n" },
+          config: { configurable: { user_id: "named-by-the-request" } },
+        })) as any;
+        assert.equal(named.run_user_id, "named-by-the-request");
       },
     );
 
