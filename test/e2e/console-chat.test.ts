@@ -45,6 +45,19 @@ describe("console: chat, interrupts, time travel", () => {
     await select.locator("option", { hasText: assistant }).first().waitFor({ state: "attached" });
     await select.selectOption({ label: assistant });
   };
+  const configBox = () => page.getByRole("textbox", { name: "Config", exact: true });
+  /** Opens the composer's options and sets the next run's `configurable`. */
+  const withConfigurable = async (configurable: Record<string, unknown>) => {
+    await page.getByText("Stream modes, config, context").click();
+    await configBox().fill(JSON.stringify({ configurable }));
+  };
+  /** The id of the thread the page shows, once a new thread has one. */
+  const shownThreadId = async () => {
+    await waitFor(() => /#\/threads\/[0-9a-f-]{36}$/.test(page.url()), {
+      what: "the thread's id in the URL",
+    });
+    return page.url().split("/").at(-1)!;
+  };
   const send = async (text: string) => {
     await page.getByRole("textbox", { name: "Message", exact: true }).fill(text);
     await page.getByRole("button", { name: "Send" }).click();
@@ -99,10 +112,7 @@ describe("console: chat, interrupts, time travel", () => {
     assert.ok(partial.length >= 3, `the reply streamed in (partial texts seen: ${JSON.stringify(partial)})`);
     for (const p of partial) assert.ok(final.startsWith(p), `${JSON.stringify(p)} is a prefix of the reply`);
     // The new thread's id is in the address, and the server has the conversation.
-    await waitFor(() => /#\/threads\/[0-9a-f-]{36}$/.test(page.url()), {
-      what: "the thread's id in the URL",
-    });
-    const threadId = page.url().split("/").at(-1)!;
+    const threadId = await shownThreadId();
     const state = await keyed().threads.getState(threadId);
     assert.deepEqual(contents(state.values), ["hello console", final]);
     // It is listed among the threads.
@@ -189,9 +199,8 @@ describe("console: chat, interrupts, time travel", () => {
     T,
     async () => {
       await newThread("typist");
-      await page.getByText("Stream modes, config, context").click();
-      const config = page.getByRole("textbox", { name: "Config", exact: true });
-      await config.fill('{"configurable": {"char_ms": 100}}');
+      await withConfigurable({ char_ms: 100 });
+      const config = configBox();
       await send("a slow one");
       await ai().first().waitFor({ timeout: 20_000 }); // streaming has begun
       const strategy = page.getByRole("combobox", { name: "Multitask strategy" });
@@ -225,16 +234,10 @@ describe("console: chat, interrupts, time travel", () => {
 
   test("a run started here goes on when the page reloads, and the page joins it again", T, async () => {
     await newThread("typist");
-    await page.getByText("Stream modes, config, context").click();
-    await page
-      .getByRole("textbox", { name: "Config", exact: true })
-      .fill('{"configurable": {"char_ms": 150}}');
+    await withConfigurable({ char_ms: 150 });
     await send("keep going");
     await ai().first().waitFor({ timeout: 20_000 }); // streaming has begun
-    await waitFor(() => /#\/threads\/[0-9a-f-]{36}$/.test(page.url()), {
-      what: "the thread's id in the URL",
-    });
-    const threadId = page.url().split("/").at(-1)!;
+    const threadId = await shownThreadId();
     await page.reload();
     // Joined again while it still runs (about 6 s of typing), then the whole reply.
     await page.getByTestId("streaming").waitFor({ timeout: 10_000 });
@@ -250,13 +253,10 @@ describe("console: chat, interrupts, time travel", () => {
 
   test("Stop cancels the run the page streams", T, async () => {
     await newThread("typist");
-    await page.getByText("Stream modes, config, context").click();
-    await page
-      .getByRole("textbox", { name: "Config", exact: true })
-      .fill('{"configurable": {"char_ms": 100}}');
+    await withConfigurable({ char_ms: 100 });
     await send("stop me");
     await ai().first().waitFor({ timeout: 20_000 });
-    const threadId = page.url().split("/").at(-1)!;
+    const threadId = await shownThreadId();
     await page.getByRole("button", { name: "Stop" }).click();
     await waitFor(async () => (await keyed().runs.list(threadId))[0]?.status === "interrupted", {
       timeoutMs: 10_000,
@@ -268,18 +268,13 @@ describe("console: chat, interrupts, time travel", () => {
 
   test("rollback from the composer deletes the run in progress and what it wrote", T, async () => {
     await newThread("slow");
-    await page.getByText("Stream modes, config, context").click();
-    const config = page.getByRole("textbox", { name: "Config", exact: true });
-    await config.fill('{"configurable": {"sleep_ms": 5000}}');
+    await withConfigurable({ sleep_ms: 5000 });
     await send("roll me back");
-    await waitFor(() => /#\/threads\/[0-9a-f-]{36}$/.test(page.url()), {
-      what: "the thread's id in the URL",
-    });
-    const threadId = page.url().split("/").at(-1)!;
+    const threadId = await shownThreadId();
     await waitFor(async () => (await keyed().runs.list(threadId))[0]?.status === "running", {
       what: "the first run running",
     });
-    await config.fill("");
+    await configBox().fill("");
     await page.getByRole("combobox", { name: "Multitask strategy" }).selectOption("rollback");
     await send("instead");
     await ai().filter({ hasText: "slow echo: instead" }).waitFor({ timeout: 20_000 });
