@@ -11,7 +11,7 @@ import { matchesFilter } from "../auth/filter.js";
 import { notFound } from "../errors.js";
 import { type AppEnv, orgOf } from "../http/context.js";
 import { defaultAssistantId } from "../runtime/graphs.js";
-import type { Thread } from "../storage/ports.js";
+import type { Assistant, Thread } from "../storage/ports.js";
 import type { AgentDeps } from "./context.js";
 
 type C = Context<AppEnv>;
@@ -69,22 +69,32 @@ export async function visibleThread(
 }
 
 /**
- * Checks that this user may use the assistant a run (or cron) names: a default assistant (a graph's) is
- * everyone's; another one must pass `assistants:read`'s filter, else it is unknown — the same 404 as an
- * id that names nothing, so a hidden assistant can be neither used nor detected. Without custom auth
- * there is nothing to check (and nothing is read: run creation resolves the assistant itself).
+ * The assistant a run (or cron, or A2A message, or agent card) names, if this user may use it: a default
+ * assistant (a graph's) is everyone's; another one must pass `assistants:read`'s filter, else it is
+ * unknown — the same 404 as an id that names nothing, so a hidden assistant can be neither used nor
+ * detected. Without custom auth nothing is checked.
  */
+export async function usableAssistant(
+  deps: Pick<AgentDeps, "auth" | "runs">,
+  org: string,
+  access: Access,
+  idOrGraph: string,
+): Promise<Assistant> {
+  const assistant = await deps.runs.assistant(org, idOrGraph);
+  if (!deps.auth || assistant.assistant_id === defaultAssistantId(assistant.graph_id)) return assistant;
+  const { filter } = await access.authorize("assistants", "read", { assistant_id: assistant.assistant_id });
+  if (!matchesFilter(assistant.metadata, filter)) throw deps.runs.unknownAssistant(idOrGraph);
+  return assistant;
+}
+
+/** `usableAssistant` for run creation, which resolves the assistant itself: nothing is read without custom auth. */
 export async function assertUsableAssistant(
   deps: Pick<AgentDeps, "auth" | "runs">,
   org: string,
   access: Access,
   idOrGraph: string,
 ): Promise<void> {
-  if (!deps.auth) return;
-  const assistant = await deps.runs.assistant(org, idOrGraph);
-  if (assistant.assistant_id === defaultAssistantId(assistant.graph_id)) return;
-  const { filter } = await access.authorize("assistants", "read", { assistant_id: assistant.assistant_id });
-  if (!matchesFilter(assistant.metadata, filter)) throw deps.runs.unknownAssistant(idOrGraph);
+  if (deps.auth) await usableAssistant(deps, org, access, idOrGraph);
 }
 
 /** A request's user and authorization, for services that act for it outside the route (A2A, MCP). */

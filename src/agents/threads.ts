@@ -93,9 +93,20 @@ export function threadRoutes(deps: AgentDeps) {
       // A thread this user may not read cannot be copied: 409, as the reference answers.
       const { filter } = await authorize(deps, c, "threads", "read", { thread_id });
       const source = await storage.threads.get(orgOf(c), thread_id);
-      if (source && !matchesFilter(source.metadata, filter))
-        throw conflict(`Thread ${thread_id} cannot be copied`);
-      const copy = await storage.threads.copy(orgOf(c), thread_id, randomUUID());
+      if (!source) throw notFound(`Thread ${thread_id} not found`);
+      if (!matchesFilter(source.metadata, filter)) throw conflict(`Thread ${thread_id} cannot be copied`);
+      // The copy is a new thread of this user's: `threads:create` may refuse it (403) or stamp its owner.
+      const created = await authorize(deps, c, "threads", "create", {
+        thread_id: randomUUID(),
+        metadata: { ...source.metadata },
+        if_exists: "raise" as const,
+      });
+      const copy = await storage.threads.copy(
+        orgOf(c),
+        thread_id,
+        created.value.thread_id,
+        created.value.metadata,
+      );
       if (!copy) throw notFound(`Thread ${thread_id} not found`);
       return c.json(copy);
     })

@@ -29,7 +29,20 @@ export interface AuthContext {
   permissions: string[];
 }
 
-export type AuthResource = "assistants" | "threads" | "crons" | "store";
+/**
+ * The resources handlers see: the LangGraph servers' four, and the sandbox area's (README "Custom
+ * auth"): `sandboxes`, `volumes`, `templates` and `pools`, with `create|read|update|delete|search`,
+ * and `sandboxes:exec` for a sandbox's data plane.
+ */
+export type AuthResource =
+  | "assistants"
+  | "threads"
+  | "crons"
+  | "store"
+  | "sandboxes"
+  | "volumes"
+  | "templates"
+  | "pools";
 export type AuthAction =
   | "create"
   | "read"
@@ -39,7 +52,8 @@ export type AuthAction =
   | "create_run"
   | "put"
   | "get"
-  | "list_namespaces";
+  | "list_namespaces"
+  | "exec";
 
 /** What the handler decided: `filter` undefined = everything it may see; `value` possibly changed. */
 export interface Authorization<V> {

@@ -17,7 +17,7 @@
 import { gzip } from "node:zlib";
 import { Hono, type MiddlewareHandler } from "hono";
 import { z } from "zod";
-import { notFound } from "../errors.js";
+import { badRequest, notFound } from "../errors.js";
 import type { AppEnv } from "../http/context.js";
 import type { ApiDocs } from "../http/openapi.js";
 import { params } from "../http/validation.js";
@@ -105,17 +105,32 @@ export function consoleRoutes(): Hono<AppEnv> {
     });
 }
 
-/** The subprotocol the console's terminal asks for; the server picks it (ws picks the first offered). */
+/** The subprotocol the console's terminal asks for beside its credentials; the server answers it. */
 export const CONSOLE_WS_PROTOCOL = "hangar.console";
 const KEY_PROTOCOL = "hangar.key.";
 const AUTHORIZATION_PROTOCOL = "hangar.authorization.";
+const carriesCredential = (protocol: string) =>
+  protocol.startsWith(KEY_PROTOCOL) || protocol.startsWith(AUTHORIZATION_PROTOCOL);
+
+/**
+ * The subprotocol a WebSocket handshake answers (`ws`'s `handleProtocols`): the first offered that
+ * carries no credential, or none. The answer is sent back in `Sec-WebSocket-Protocol`, where proxies
+ * and logs see it: a key is never echoed. An upgrade that offers credentials and nothing else is
+ * refused before it gets here (`consoleWebSocketCredentials`).
+ */
+export function webSocketProtocol(offered: Set<string>): string | false {
+  for (const protocol of offered) if (!carriesCredential(protocol)) return protocol;
+  return false;
+}
 
 /**
  * A WebSocket upgrade from the console carries its API key and Authorization header as subprotocols
  * (`hangar.key.<base64url>`, `hangar.authorization.<base64url>`): they become the request's
  * `X-Api-Key` and `Authorization` headers (when it has none), so authentication reads them as for any
  * request. Only for the data plane's `/execute/ws` upgrades; a value that is no valid header value is
- * dropped (authentication then refuses the request). Runs before authentication.
+ * dropped (authentication then refuses the request). Runs before authentication. The handshake must
+ * answer a subprotocol the client offered, and never a credential (`webSocketProtocol`): an upgrade
+ * that offers credentials and no other subprotocol (`hangar.console`) is a 400 saying so.
  */
 export const consoleWebSocketCredentials: MiddlewareHandler<AppEnv> = async (c, next) => {
   const offered = c.req.header("sec-websocket-protocol");
@@ -125,8 +140,14 @@ export const consoleWebSocketCredentials: MiddlewareHandler<AppEnv> = async (c, 
     c.req.header("upgrade")?.toLowerCase() === "websocket" &&
     c.req.path.endsWith("/execute/ws")
   ) {
+    const protocols = offered.split(",").map((p) => p.trim());
+    if (protocols.some(carriesCredential) && webSocketProtocol(new Set(protocols)) === false) {
+      throw badRequest(
+        `A WebSocket that sends credentials as subprotocols must also offer '${CONSOLE_WS_PROTOCOL}', the subprotocol the server answers (a credential is never echoed back)`,
+      );
+    }
     const headers = c.req.raw.headers;
-    for (const protocol of offered.split(",").map((p) => p.trim())) {
+    for (const protocol of protocols) {
       const [prefix, header] = protocol.startsWith(KEY_PROTOCOL)
         ? [KEY_PROTOCOL, "x-api-key"]
         : protocol.startsWith(AUTHORIZATION_PROTOCOL)

@@ -31,6 +31,8 @@ export function isPublicRoute(method: string, path: string): boolean {
   );
 }
 const UI_FILE = /^\/ui\/[^/]+\/[^/]+$/;
+/** A sandbox's data plane: the Studio header is never trusted there (`customAuthentication`). */
+const DATA_PLANE = /^\/v2\/sandboxes\/dataplane\//;
 
 /** How long the "are any keys configured?" answer is reused; a key made by the CLI counts within this. */
 const KEYS_CONFIGURED_TTL_MS = 1000;
@@ -86,12 +88,16 @@ export function apiKeyAuth(opts: {
  * API key, which selects the organization: the handler selects the user within it. LangGraph Studio's
  * requests (`x-auth-scheme: langsmith`) act as the Studio user in `hangar dev` unless
  * `disable_studio_auth`; `hangar serve` has no LangSmith to vouch for them, so they authenticate as any.
+ * The Studio user is a user like any other to the handlers (they see it and decide what it may do), and
+ * the header is never taken on a sandbox's data plane (commands, files: Studio has no use for them, and
+ * a page a browser opens could send the header): there the handler must authenticate the request.
  */
 export function customAuthentication(auth: CustomAuth, opts: { studio: boolean }): MiddlewareHandler<AppEnv> {
   return async function authenticateUser(c, next) {
     if (isPublicRoute(c.req.method, c.req.path) || c.req.path === "/info" || c.req.path === "/metrics")
       return next();
-    if (opts.studio && auth.studioAuth && c.req.header("x-auth-scheme") === "langsmith") {
+    const studio = opts.studio && auth.studioAuth && c.req.header("x-auth-scheme") === "langsmith";
+    if (studio && !DATA_PLANE.test(c.req.path)) {
       c.set("auth", { user: STUDIO_USER, permissions: [] });
       return next();
     }

@@ -9,13 +9,22 @@
  */
 
 import { type Context, Hono } from "hono";
+import type { AuthAction } from "../auth/custom.js";
 import { HangarError, validationFailed } from "../errors.js";
 import { type AppEnv, orgOf } from "../http/context.js";
 import { mountPrefixOf } from "../http/mount-prefix.js";
 import { body, params, query } from "../http/validation.js";
 import type { BoxRecord, PoolRecord } from "../storage/ports.js";
-import type { BoxService } from "./boxes.js";
+import type { SandboxAuthz } from "./authz.js";
+import {
+  type BoxService,
+  boxNotFound,
+  boxTemplateNotFound,
+  poolNotFound,
+  poolTemplateNotFound,
+} from "./boxes.js";
 import * as S from "./schemas.js";
+import type { SandboxService } from "./service.js";
 
 /**
  * Where a box's data plane is, from the origin the client used to reach this server (under the
@@ -70,63 +79,116 @@ function listQuery(c: Context<AppEnv>) {
 const nameOf = (c: Context<AppEnv>): string => params(c, S.NamePath).name;
 const nextOffset = (hasMore: boolean, offset: number, count: number) => (hasMore ? offset + count : 0);
 
-export function boxRoutes(service: BoxService): Hono<AppEnv> {
+/**
+ * `authz`: custom auth (authz.ts): each route asks the handlers for its resource and action, and a box
+ * or pool they hide is not found. `templates`: where a create finds the template it must be able to read.
+ */
+export function boxRoutes(service: BoxService, authz: SandboxAuthz, templates: SandboxService): Hono<AppEnv> {
+  /** The box named in the path, if this user may `action` it (404 as if absent otherwise). */
+  const boxFor = (c: Context<AppEnv>, action: AuthAction, value: object = {}) => {
+    const name = nameOf(c);
+    return authz.visible(
+      c,
+      "sandboxes",
+      action,
+      { name, ...value },
+      () => service.get(orgOf(c), name),
+      () => boxNotFound(name),
+    );
+  };
+  const poolFor = (c: Context<AppEnv>, action: AuthAction, value: object = {}) => {
+    const name = nameOf(c);
+    return authz.visible(
+      c,
+      "pools",
+      action,
+      { name, ...value },
+      () => service.getPool(orgOf(c), name),
+      () => poolNotFound(name),
+    );
+  };
+  /** Sandboxes and pools are made from a template this user may read (`templates:read`). */
+  const assertUsableTemplate = async (c: Context<AppEnv>, name: string, missing: (name: string) => Error) => {
+    const readable = await authz.allows(c, "templates", "read", { name });
+    const template = await templates.getTemplate(orgOf(c), name).catch(() => null);
+    if (template && !readable(template.metadata)) throw missing(name);
+  };
+
   return (
     new Hono<AppEnv>()
       // ---- boxes
       .post("/boxes", async (c) => {
         const b = await bodyOf(c, S.BoxCreate);
-        return c.json(boxOut(c, await service.create(orgOf(c), b)), 201);
+        const { value } = await authz.ask(c, "sandboxes", "create", {
+          name: b.name ?? null,
+          template_name: b.template_name,
+          metadata: {} as Record<string, unknown>,
+        });
+        await assertUsableTemplate(c, b.template_name, boxTemplateNotFound);
+        return c.json(boxOut(c, await service.create(orgOf(c), { ...b, metadata: value.metadata })), 201);
       })
       .get("/boxes", async (c) => {
         const q = listQuery(c);
-        const page = await service.list(orgOf(c), q);
+        const page = await service.list(orgOf(c), { ...q, auth: await authz.filter(c, "sandboxes", q) });
         return c.json({
           sandboxes: page.items.map((b) => boxOut(c, b)),
           offset: nextOffset(page.hasMore, q.offset, page.items.length),
         });
       })
-      .get("/boxes/:name", async (c) => c.json(boxOut(c, await service.get(orgOf(c), nameOf(c)))))
+      .get("/boxes/:name", async (c) => c.json(boxOut(c, await boxFor(c, "read"))))
       .get("/boxes/:name/status", async (c) => {
-        const box = await service.get(orgOf(c), nameOf(c));
+        const box = await boxFor(c, "read");
         return c.json({ status: box.status, status_message: box.status_message });
       })
       .patch("/boxes/:name", async (c) => {
         const name = nameOf(c);
         const b = await bodyOf(c, S.BoxPatch);
+        await boxFor(c, "update", { patch: b });
         return c.json(boxOut(c, await service.update(orgOf(c), name, b)));
       })
       .delete("/boxes/:name", async (c) => {
+        await boxFor(c, "delete");
         await service.delete(orgOf(c), nameOf(c));
         return c.body(null, 204);
       })
       .post("/boxes/:name/stop", async (c) => {
+        await boxFor(c, "update", { action: "stop" });
         await service.stopBox(orgOf(c), nameOf(c));
         return c.body(null, 204);
       })
-      .post("/boxes/:name/start", async (c) =>
-        c.json(boxOut(c, await service.startBox(orgOf(c), nameOf(c))), 202),
-      )
+      .post("/boxes/:name/start", async (c) => {
+        await boxFor(c, "update", { action: "start" });
+        return c.json(boxOut(c, await service.startBox(orgOf(c), nameOf(c))), 202);
+      })
       // ---- pools
       .post("/pools", async (c) => {
         const b = await bodyOf(c, S.PoolCreate);
-        return c.json(poolOut(await service.createPool(orgOf(c), b)), 201);
+        const { value } = await authz.ask(c, "pools", "create", {
+          name: b.name,
+          template_name: b.template_name,
+          replicas: b.replicas,
+          metadata: {} as Record<string, unknown>,
+        });
+        await assertUsableTemplate(c, b.template_name, poolTemplateNotFound);
+        return c.json(poolOut(await service.createPool(orgOf(c), { ...b, metadata: value.metadata })), 201);
       })
       .get("/pools", async (c) => {
         const q = listQuery(c);
-        const page = await service.listPools(orgOf(c), q);
+        const page = await service.listPools(orgOf(c), { ...q, auth: await authz.filter(c, "pools", q) });
         return c.json({
           pools: page.items.map(poolOut),
           offset: nextOffset(page.hasMore, q.offset, page.items.length),
         });
       })
-      .get("/pools/:name", async (c) => c.json(poolOut(await service.getPool(orgOf(c), nameOf(c)))))
+      .get("/pools/:name", async (c) => c.json(poolOut(await poolFor(c, "read"))))
       .patch("/pools/:name", async (c) => {
         const name = nameOf(c);
         const b = await bodyOf(c, S.PoolPatch);
+        await poolFor(c, "update", { patch: b });
         return c.json(poolOut(await service.updatePool(orgOf(c), name, b)));
       })
       .delete("/pools/:name", async (c) => {
+        await poolFor(c, "delete");
         await service.deletePool(orgOf(c), nameOf(c));
         return c.body(null, 204);
       })

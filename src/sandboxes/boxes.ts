@@ -16,7 +16,14 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { badRequest, conflict, HangarError, notFound, timedOut, unavailable } from "../errors.js";
 import type { Logger } from "../logger.js";
-import type { BoxRecord, OrgId, PoolRecord, SandboxBoxesRepo, SandboxesRepo } from "../storage/ports.js";
+import type {
+  BoxRecord,
+  OrgId,
+  PoolRecord,
+  SandboxBoxesRepo,
+  SandboxesRepo,
+  SandboxListQuery,
+} from "../storage/ports.js";
 import { type CommandOptions, CommandRegistry, CommandRun } from "./commands.js";
 import type { ExecProcess, ExecRequest, SandboxDriver, SandboxSpec } from "./provisioner.js";
 import { toBytes, toMillicores } from "./quantity.js";
@@ -36,6 +43,8 @@ export interface BoxServiceOptions {
 
 export interface BoxCreate {
   template_name: string;
+  /** What custom auth stamped (its owner); a claimed warm box takes it too. */
+  metadata?: Record<string, unknown>;
   name?: string | null;
   wait_for_ready?: boolean | null;
   timeout?: number | null;
@@ -43,8 +52,16 @@ export interface BoxCreate {
   idle_ttl_seconds?: number | null;
 }
 
-const boxNotFound = (name: string) => notFound(`Sandbox '${name}' not found`, "NotFound");
-const poolNotFound = (name: string) => notFound(`Pool '${name}' not found`, "NotFound");
+export const boxNotFound = (name: string) => notFound(`Sandbox '${name}' not found`, "NotFound");
+/** A data-plane call's sandbox (addressed by id) that is absent, of another organization, or hidden. */
+export const boxIdNotFound = (id: string) => notFound(`Sandbox '${id}' not found`, "NotFound");
+export const poolNotFound = (name: string) => notFound(`Pool '${name}' not found`, "NotFound");
+/** A box create naming a template that is absent (or hidden from the caller). */
+export const boxTemplateNotFound = (name: string) =>
+  notFound(`Template '${name}' not found`, "TemplateNotFound");
+/** A pool create naming a template that is absent (or hidden from the caller). */
+export const poolTemplateNotFound = (name: string) =>
+  badRequest(`Template '${name}' not found.`, "TemplateNotFound");
 const generatedName = (prefix: string) => `${prefix}-${randomBytes(4).toString("hex")}`;
 
 function expiresAt(box: {
@@ -119,12 +136,13 @@ export class BoxService {
 
   async create(org: OrgId, input: BoxCreate): Promise<BoxRecord> {
     if (!(await this.#sandboxes.getTemplate(org, input.template_name))) {
-      throw notFound(`Template '${input.template_name}' not found`, "TemplateNotFound");
+      throw boxTemplateNotFound(input.template_name);
     }
     const now = new Date().toISOString();
     const ttl = { ttl_seconds: input.ttl_seconds ?? 0, idle_ttl_seconds: input.idle_ttl_seconds ?? 0 };
     const claimed = await this.#boxes.claimWarmBox(org, input.template_name, {
       ...(input.name ? { name: input.name } : {}),
+      metadata: input.metadata ?? {},
       ...ttl,
       expires_at: expiresAt({ created_at: now, last_active_at: now, ...ttl }),
       now,
@@ -140,12 +158,11 @@ export class BoxService {
       id,
       name: input.name ?? generatedName("sandbox"),
       template_name: input.template_name,
+      metadata: input.metadata ?? {},
       ...ttl,
       expires_at: expiresAt({ created_at: now, last_active_at: now, ...ttl }),
     });
-    if (created.status === "template_not_found") {
-      throw notFound(`Template '${input.template_name}' not found`, "TemplateNotFound");
-    }
+    if (created.status === "template_not_found") throw boxTemplateNotFound(input.template_name);
     if (created.status === "name_taken") throw this.#nameTaken(input.name!);
     this.#trackExpiry(created.box);
     const boot = this.#startBoot(created.box);
@@ -224,7 +241,7 @@ export class BoxService {
     return box;
   }
 
-  list(org: OrgId, query: { limit: number; offset: number; name_contains?: string }) {
+  list(org: OrgId, query: SandboxListQuery) {
     return this.#boxes.listBoxes(org, query);
   }
 
@@ -330,8 +347,7 @@ export class BoxService {
   /** The box a data-plane call addresses, checked to be the caller's and running; counts as activity. */
   async running(org: OrgId, id: string): Promise<BoxRecord> {
     const box = await this.#boxes.getBoxById(id);
-    if (!box || box.org_id !== org || box.pool_id !== null)
-      throw notFound(`Sandbox '${id}' not found`, "NotFound");
+    if (!box || box.org_id !== org || box.pool_id !== null) throw boxIdNotFound(id);
     if (box.status !== "ready" || !this.#driver.isRunning(id)) {
       throw badRequest(`Sandbox '${box.name}' is not ready (status: ${box.status})`, "NotReady");
     }
@@ -393,12 +409,13 @@ export class BoxService {
       replicas: number;
       wait_for_ready?: boolean | null;
       timeout?: number | null;
+      metadata?: Record<string, unknown>;
     },
   ): Promise<PoolRecord> {
     const result = await this.#boxes.createPool(org, { id: randomUUID(), ...input });
     switch (result.status) {
       case "template_not_found":
-        throw badRequest(`Template '${input.template_name}' not found.`, "TemplateNotFound");
+        throw poolTemplateNotFound(input.template_name);
       case "template_has_volumes":
         throw badRequest(
           `Template '${input.template_name}' has volumes attached. Pools only support stateless templates.`,
@@ -440,7 +457,7 @@ export class BoxService {
     return pool;
   }
 
-  listPools(org: OrgId, query: { limit: number; offset: number; name_contains?: string }) {
+  listPools(org: OrgId, query: SandboxListQuery) {
     return this.#boxes.listPools(org, query);
   }
 
@@ -504,6 +521,7 @@ export class BoxService {
         name: generatedName(`${pool.name}`.slice(0, 50)),
         template_name: pool.template_name,
         pool_id: pool.id,
+        metadata: pool.metadata,
         ttl_seconds: 0,
         idle_ttl_seconds: 0,
         expires_at: null,

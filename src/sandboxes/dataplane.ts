@@ -13,6 +13,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { type Context, Hono } from "hono";
 import type { WebSocketServer } from "ws";
+import { webSocketProtocol } from "../console/routes.js";
 import { badRequest, HangarError, notFound, timedOut, validationFailed } from "../errors.js";
 import { type AppEnv, orgOf } from "../http/context.js";
 import { body, params, query } from "../http/validation.js";
@@ -80,7 +81,9 @@ export function dataplaneRoutes(service: BoxService): Hono<AppEnv> {
   // `ws` is imported at the first WebSocket: a server whose sandboxes nobody opens a socket to never loads it.
   let wss: Promise<WebSocketServer> | undefined;
   const webSockets = () => {
-    wss ??= import("ws").then(({ WebSocketServer }) => new WebSocketServer({ noServer: true }));
+    wss ??= import("ws").then(
+      ({ WebSocketServer }) => new WebSocketServer({ noServer: true, handleProtocols: webSocketProtocol }),
+    );
     return wss;
   };
   const sandboxOf = (c: Context<AppEnv>) => service.running(orgOf(c), params(c, S.SandboxIdPath).id);

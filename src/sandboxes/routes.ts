@@ -7,25 +7,30 @@
  * NotFound, 409 Conflict, 422 validation, 429 storage quota. See docs/sandboxes.md.
  */
 import path from "node:path";
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import type { z } from "zod";
+import type { AuthAction, CustomAuth } from "../auth/custom.js";
+import { matchesFilter } from "../auth/filter.js";
 import type { Config } from "../config/index.js";
 import { HangarError, validationFailed } from "../errors.js";
 import { type AppEnv, orgOf } from "../http/context.js";
 import { body, params, query } from "../http/validation.js";
 import { silentLogger } from "../logger.js";
 import type { SandboxPage, Storage, TemplateRecord, VolumeRecord } from "../storage/ports.js";
+import { SandboxAuthz } from "./authz.js";
 import { boxRoutes } from "./box-routes.js";
-import type { BoxService } from "./boxes.js";
+import { type BoxService, boxIdNotFound } from "./boxes.js";
 import { dataplaneRoutes } from "./dataplane.js";
 import { LocalProvisioner, type VolumeProvisioner } from "./provisioner.js";
 import { sandboxStorageQuotaFromEnv } from "./quota.js";
 import { createSandboxRuntime } from "./runtime/index.js";
 import * as S from "./schemas.js";
-import { SandboxService } from "./service.js";
+import { mountedVolumesNotFound, SandboxService, templateNotFound, volumeNotFound } from "./service.js";
 
 export interface SandboxDeps {
   config: Pick<Config, "dataDir">;
+  /** The project's auth handlers (langgraph.json `auth`): sandboxes, volumes, templates and pools are theirs too. */
+  auth?: CustomAuth;
   storage: Pick<Storage, "sandboxes" | "sandboxBoxes">;
   /** Sandboxes, pools and their driver; server.ts starts and closes it. Default: one made here, not started. */
   sandboxRuntime?: BoxService;
@@ -94,6 +99,7 @@ export function sandboxRoutes(deps: SandboxDeps): Hono<AppEnv> {
   const boxes =
     deps.sandboxRuntime ??
     createSandboxRuntime({ dataDir: deps.config.dataDir, storage: deps.storage, log: silentLogger });
+  const authz = new SandboxAuthz(deps.auth);
   const service = new SandboxService({
     repo: deps.storage.sandboxes,
     provisioner,
@@ -101,9 +107,53 @@ export function sandboxRoutes(deps: SandboxDeps): Hono<AppEnv> {
     imageProblem: (image) => boxes.imageProblem(image),
   });
 
+  /** The volume named in the path, if this user may `action` it (404 as if absent otherwise). */
+  const volumeFor = (c: Context<AppEnv>, action: AuthAction, name: string, value: object = {}) =>
+    authz.visible(
+      c,
+      "volumes",
+      action,
+      { name, ...value },
+      () => service.getVolume(orgOf(c), name),
+      () => volumeNotFound(name),
+    );
+  const templateFor = (c: Context<AppEnv>, action: AuthAction, name: string, value: object = {}) =>
+    authz.visible(
+      c,
+      "templates",
+      action,
+      { name, ...value },
+      () => service.getTemplate(orgOf(c), name),
+      () => templateNotFound(name),
+    );
+
+  /**
+   * A template mounts only volumes this user may read (`volumes:read`): one it may not is missing,
+   * named with the absent ones in request order, as storage names those.
+   */
+  const assertMountable = async (c: Context<AppEnv>, mounts: { volume_name: string }[]) => {
+    if (!deps.auth || mounts.length === 0) return;
+    const missing: string[] = [];
+    for (const name of new Set(mounts.map((m) => m.volume_name))) {
+      const readable = await authz.allows(c, "volumes", "read", { name });
+      const volume = await deps.storage.sandboxes.getVolume(orgOf(c), name);
+      if (!volume || !readable(volume.metadata)) missing.push(name);
+    }
+    if (missing.length > 0) throw mountedVolumesNotFound(missing);
+  };
+
   return (
     new Hono<AppEnv>()
-      .route("/", boxRoutes(boxes))
+      .route("/", boxRoutes(boxes, authz, service))
+      // A sandbox's data plane (commands, files, the console's terminal) is `sandboxes:exec`.
+      .use("/dataplane/:id/*", async (c, next) => {
+        if (!deps.auth) return next();
+        const id = c.req.param("id");
+        const { filter } = await authz.ask(c, "sandboxes", "exec", { sandbox_id: id });
+        const box = filter ? await deps.storage.sandboxBoxes.getBoxById(id) : null;
+        if (box && box.org_id === orgOf(c) && !matchesFilter(box.metadata, filter)) throw boxIdNotFound(id);
+        return next();
+      })
       .route("/", dataplaneRoutes(boxes))
       // ---- volumes
       .post("/volumes", async (c) => {
@@ -117,28 +167,37 @@ export function sandboxRoutes(deps: SandboxDeps): Hono<AppEnv> {
             },
           ]);
         }
-        const volume = await service.createVolume(orgOf(c), b);
+        const { value } = await authz.ask(c, "volumes", "create", {
+          name: b.name,
+          size: b.size.text,
+          storage_class: b.storage_class ?? null,
+          metadata: {} as Record<string, unknown>,
+        });
+        const volume = await service.createVolume(orgOf(c), { ...b, metadata: value.metadata });
         return c.json(volumeOut(volume), 201);
       })
       .get("/volumes", async (c) => {
         const q = queryOf(c, S.ListQuery);
-        const page = await service.listVolumes(orgOf(c), q);
+        const page = await service.listVolumes(orgOf(c), { ...q, auth: await authz.filter(c, "volumes", q) });
         return c.json({ volumes: page.items.map(volumeOut), offset: nextOffset(page, q.offset) });
       })
-      .get("/volumes/:name", async (c) => c.json(volumeOut(await service.getVolume(orgOf(c), nameOf(c)))))
+      .get("/volumes/:name", async (c) => c.json(volumeOut(await volumeFor(c, "read", nameOf(c)))))
       .patch("/volumes/:name", async (c) => {
         const name = nameOf(c);
         const b = await bodyOf(c, S.VolumePatch);
+        await volumeFor(c, "update", name, { new_name: b.name ?? null, size: b.size?.text ?? null });
         return c.json(volumeOut(await service.updateVolume(orgOf(c), name, b)));
       })
       .delete("/volumes/:name", async (c) => {
-        await service.deleteVolume(orgOf(c), nameOf(c));
+        const name = nameOf(c);
+        await volumeFor(c, "delete", name);
+        await service.deleteVolume(orgOf(c), name);
         return c.body(null, 204);
       })
       // ---- templates
       .post("/templates", async (c) => {
         const b = await bodyOf(c, S.TemplateCreate);
-        const template = await service.createTemplate(orgOf(c), {
+        const { value } = await authz.ask(c, "templates", "create", {
           name: b.name,
           image: b.image,
           resources: {
@@ -150,24 +209,29 @@ export function sandboxRoutes(deps: SandboxDeps): Hono<AppEnv> {
             volume_name: m.volume_name,
             mount_path: m.mount_path,
           })),
+          metadata: {} as Record<string, unknown>,
         });
+        await assertMountable(c, value.volume_mounts);
+        const template = await service.createTemplate(orgOf(c), { ...value, name: b.name, image: b.image });
         return c.json(templateOut(template), 201);
       })
       .get("/templates", async (c) => {
         const q = queryOf(c, S.ListQuery);
-        const page = await service.listTemplates(orgOf(c), q);
+        const auth = await authz.filter(c, "templates", q);
+        const page = await service.listTemplates(orgOf(c), { ...q, auth });
         return c.json({ templates: page.items.map(templateOut), offset: nextOffset(page, q.offset) });
       })
-      .get("/templates/:name", async (c) =>
-        c.json(templateOut(await service.getTemplate(orgOf(c), nameOf(c)))),
-      )
+      .get("/templates/:name", async (c) => c.json(templateOut(await templateFor(c, "read", nameOf(c)))))
       .patch("/templates/:name", async (c) => {
         const name = nameOf(c);
         const b = await bodyOf(c, S.TemplatePatch);
+        await templateFor(c, "update", name, { new_name: b.name });
         return c.json(templateOut(await service.renameTemplate(orgOf(c), name, b.name)));
       })
       .delete("/templates/:name", async (c) => {
-        await service.deleteTemplate(orgOf(c), nameOf(c));
+        const name = nameOf(c);
+        await templateFor(c, "delete", name);
+        await service.deleteTemplate(orgOf(c), name);
         return c.body(null, 204);
       })
   );

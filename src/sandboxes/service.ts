@@ -35,8 +35,17 @@ export interface SandboxServiceOptions {
   imageProblem?: (image: string) => Promise<string | null>;
 }
 
-const volumeNotFound = (name: string) => notFound(`Volume '${name}' not found`, "NotFound");
-const templateNotFound = (name: string) => notFound(`Template '${name}' not found`, "NotFound");
+export const volumeNotFound = (name: string) => notFound(`Volume '${name}' not found`, "NotFound");
+export const templateNotFound = (name: string) => notFound(`Template '${name}' not found`, "NotFound");
+
+/** A template create naming volumes that are absent (or hidden from the caller), in request order. */
+export function mountedVolumesNotFound(names: string[]) {
+  const [first, ...rest] = names.map((n) => `'${n}'`);
+  const which = rest.length
+    ? `Volumes ${[first, ...rest].join(", ")} not found`
+    : `Volume ${first} not found`;
+  return badRequest(`${which}: a template can only mount existing volumes.`, "VolumeNotFound");
+}
 
 export class SandboxService {
   readonly #repo: SandboxesRepo;
@@ -75,7 +84,12 @@ export class SandboxService {
 
   async createVolume(
     org: OrgId,
-    input: { name: string; size: { text: string; value: number }; storage_class?: string | null },
+    input: {
+      name: string;
+      size: { text: string; value: number };
+      storage_class?: string | null;
+      metadata?: Record<string, unknown>;
+    },
   ): Promise<VolumeRecord> {
     await this.ready(org);
     const result = await this.#repo.createVolume(org, {
@@ -84,6 +98,7 @@ export class SandboxService {
       size: input.size.text,
       size_bytes: input.size.value,
       storage_class: input.storage_class ?? this.#provisioner.defaultStorageClass,
+      metadata: input.metadata ?? {},
     });
     switch (result.status) {
       case "name_taken":
@@ -167,7 +182,13 @@ export class SandboxService {
 
   async createTemplate(
     org: OrgId,
-    input: { name: string; image: string; resources: TemplateResources; volume_mounts: VolumeMount[] },
+    input: {
+      name: string;
+      image: string;
+      resources: TemplateResources;
+      volume_mounts: VolumeMount[];
+      metadata?: Record<string, unknown>;
+    },
   ): Promise<TemplateRecord> {
     await this.ready(org);
     // Refused now rather than at every sandbox's boot.
@@ -177,13 +198,8 @@ export class SandboxService {
     switch (result.status) {
       case "name_taken":
         throw conflict(`Template '${input.name}' already exists`, "Conflict");
-      case "missing_volumes": {
-        const [first, ...rest] = result.names.map((n) => `'${n}'`);
-        const which = rest.length
-          ? `Volumes ${[first, ...rest].join(", ")} not found`
-          : `Volume ${first} not found`;
-        throw badRequest(`${which}: a template can only mount existing volumes.`, "VolumeNotFound");
-      }
+      case "missing_volumes":
+        throw mountedVolumesNotFound(result.names);
     }
     return result.template;
   }

@@ -319,8 +319,11 @@ export interface ThreadsRepo {
   delete(org: OrgId, threadId: string): Promise<ThreadDeletion>;
   search(org: OrgId, query: ThreadQuery): Promise<{ items: Thread[]; total: number }>;
   count(org: OrgId, query: Pick<ThreadQuery, "metadata" | "values" | "status" | "auth">): Promise<number>;
-  /** Copies the thread with all its checkpoints under a new id; null if the source is absent. */
-  copy(org: OrgId, threadId: string, newThreadId: string): Promise<Thread | null>;
+  /**
+   * Copies the thread with all its checkpoints under a new id; null if the source is absent. The copy's
+   * metadata is the source's with `metadata` (an authorization handler's stamp) merged over it.
+   */
+  copy(org: OrgId, threadId: string, newThreadId: string, metadata?: JsonObject): Promise<Thread | null>;
   /** Records the state after a direct state update (values, interrupts); status follows `hasNext`. */
   recordState(org: OrgId, threadId: string, state: ThreadState): Promise<void>;
   /** Sets graph_id/assistant_id metadata and config on a thread before its first state update. */

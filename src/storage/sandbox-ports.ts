@@ -8,6 +8,10 @@
  * template by id: they follow its renames, and it cannot be deleted while either uses it.
  */
 type OrgId = string;
+/** What authorization handlers (custom auth) stamped on a record, e.g. its owner; `{}` without them. */
+type Metadata = Record<string, unknown>;
+/** An authorization handler's filter on `metadata` (src/auth/filter.ts). */
+type AuthFilter = import("../auth/filter.js").AuthFilter;
 
 /** One `{ status }` member per refusal, so that callers narrow on each. */
 export type Refusal<S extends string> = S extends string ? { status: S } : never;
@@ -17,6 +21,8 @@ interface SandboxRecord {
   id: string;
   org_id: OrgId;
   name: string;
+  /** Set at creation (custom auth handlers stamp the owner), matched by their filters; not on the wire. */
+  metadata: Metadata;
   created_at: string;
   updated_at: string;
 }
@@ -29,7 +35,9 @@ export interface VolumeRecord extends SandboxRecord {
   storage_class: string;
 }
 
-export type VolumeInput = Omit<VolumeRecord, "org_id" | "created_at" | "updated_at">;
+export type VolumeInput = Omit<VolumeRecord, "org_id" | "created_at" | "updated_at" | "metadata"> & {
+  metadata?: Metadata;
+};
 
 export interface TemplateResources {
   cpu: string;
@@ -54,6 +62,8 @@ export interface SandboxListQuery {
   offset: number;
   /** Case-insensitive substring of the name. */
   name_contains?: string;
+  /** Only records whose metadata matches (custom auth's filter). */
+  auth?: AuthFilter;
 }
 
 /** A page in creation order; `hasMore` when items exist past `offset + limit`. */
@@ -102,7 +112,9 @@ export type DeleteVolumeResult =
   /** Names of the templates that mount it, sorted. */
   | { status: "in_use"; templates: string[] };
 
-export type TemplateInput = Pick<TemplateRecord, "id" | "name" | "image" | "resources" | "volume_mounts">;
+export type TemplateInput = Pick<TemplateRecord, "id" | "name" | "image" | "resources" | "volume_mounts"> & {
+  metadata?: Metadata;
+};
 
 export type CreateTemplateResult =
   | { status: "created"; template: TemplateRecord }
@@ -174,7 +186,7 @@ export interface PoolRecord extends SandboxRecord {
 export type BoxPatch = Partial<Pick<BoxRecord, "name" | "ttl_seconds" | "idle_ttl_seconds" | "expires_at">>;
 
 export type BoxInput = Required<BoxPatch> &
-  Pick<BoxRecord, "id" | "template_name"> & { pool_id?: string | null };
+  Pick<BoxRecord, "id" | "template_name"> & { pool_id?: string | null; metadata?: Metadata };
 
 export type CreateBoxResult =
   | { status: "created"; box: BoxRecord }
@@ -183,12 +195,14 @@ export type CreateBoxResult =
 /** The claimed box keeps its id and files; it gets the caller's name and TTLs. */
 export type ClaimBoxResult = { status: "claimed"; box: BoxRecord } | Refusal<"none" | "name_taken">;
 
-/** What claiming a warm box sets: its TTLs, its name when given, and `now` as its last activity. */
-export type BoxClaim = Required<Omit<BoxPatch, "name">> & { name?: string; now: string };
+/** What claiming a warm box sets: its TTLs, its name when given, its metadata, and `now` as its last activity. */
+export type BoxClaim = Required<Omit<BoxPatch, "name">> & { name?: string; metadata?: Metadata; now: string };
 
 export type UpdateBoxResult = { status: "updated"; box: BoxRecord } | Refusal<"not_found" | "name_taken">;
 
-export type PoolInput = Pick<PoolRecord, "id" | "name" | "template_name" | "replicas">;
+export type PoolInput = Pick<PoolRecord, "id" | "name" | "template_name" | "replicas"> & {
+  metadata?: Metadata;
+};
 
 export type CreatePoolResult =
   | { status: "created"; pool: PoolRecord }

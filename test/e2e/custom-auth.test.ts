@@ -6,31 +6,31 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import type { Message, Task } from "@a2a-js/sdk";
+import {
+  ClientFactory,
+  ClientFactoryOptions,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+} from "@a2a-js/sdk/client";
 import { Client } from "@langchain/langgraph-sdk";
-import { SignJWT } from "jose";
+import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { AUTH_CONFIG, token } from "../helpers/auth-tokens.js";
 import { type FreshDatabase, freshDatabase, PG_SKIP } from "../helpers/postgres.js";
 import {
   type ApiResponse,
   assertDetail,
   type Hangar,
   http,
-  REPO_ROOT,
   rejection,
   startHangar,
   waitFor,
 } from "../helpers/server.js";
 
-const CONFIG = join(REPO_ROOT, "test", "e2e", "fixtures", "auth", "langgraph.json");
-const SECRET = new TextEncoder().encode("test-secret-of-the-auth-suite");
+const CONFIG = AUTH_CONFIG;
 const T = { timeout: 60_000 };
-
-const token = (sub: string, permissions: string[] = []) =>
-  new SignJWT({ name: `${sub} (display)`, permissions })
-    .setProtectedHeader({ alg: "HS256" })
-    .setSubject(sub)
-    .sign(SECRET);
 
 /** One adapter's server: SQLite by default, Postgres on a database of its own. */
 interface Target {
@@ -57,7 +57,7 @@ const postgres: Target = (() => {
 for (const target of [sqlite, postgres]) {
   describe(`custom auth (${target.name})`, { skip: target.skip }, () => {
     let h: Hangar;
-    let tokens: Record<"alice" | "bob" | "carol" | "mallory" | "crash", string>;
+    let tokens: Record<"alice" | "aliceReadOnly" | "bob" | "carol" | "mallory" | "crash", string>;
     /** SDK clients acting as each user. */
     const as = (who: keyof typeof tokens) =>
       new Client({
@@ -72,6 +72,7 @@ for (const target of [sqlite, postgres]) {
     before(async () => {
       tokens = {
         alice: await token("alice", ["delete"]),
+        aliceReadOnly: await token("alice", ["read-only"]),
         bob: await token("bob"),
         carol: await token("carol", ["delete"]),
         mallory: await token("mallory"),
@@ -395,6 +396,123 @@ for (const target of [sqlite, postgres]) {
       );
     });
 
+    test(
+      "copying a thread needs read on the source and threads:create, which stamps the copy",
+      T,
+      async () => {
+        const alice = as("alice");
+        const source = await alice.threads.create({ metadata: { topic: "copied" } });
+        const copy = await alice.threads.copy(source.thread_id);
+        assert.notEqual(copy.thread_id, source.thread_id);
+        assert.equal(copy.metadata?.owner, "alice");
+        assert.equal(copy.metadata?.topic, "copied");
+        // alice with a read-only token reads her thread but may create none: no copy (the reference: 403).
+        assert.equal((await req("aliceReadOnly", "GET", `/threads/${source.thread_id}`)).status, 200);
+        const before = await alice.threads.count({ metadata: { topic: "copied" } });
+        assertDetail(
+          await req("aliceReadOnly", "POST", `/threads/${source.thread_id}/copy`),
+          403,
+          "read-only copy",
+        );
+        assert.equal(
+          await alice.threads.count({ metadata: { topic: "copied" } }),
+          before,
+          "no copy was made",
+        );
+        assertDetail(
+          await req("bob", "POST", `/threads/${source.thread_id}/copy`),
+          409,
+          "bob copies alice's",
+        );
+      },
+    );
+
+    test(
+      "A2A and agent cards: another user's assistant is not found; MCP does not list or call it",
+      T,
+      async () => {
+        const assistant = await as("alice").assistants.create({ graphId: "whoami", name: "alices_agent" });
+        const id = assistant.assistant_id;
+        const cardUrl = (assistantId: string) =>
+          `${h.url}/.well-known/agent-card.json?assistant_id=${encodeURIComponent(assistantId)}`;
+        /** The official A2A client as a user (its card resolved and its messages sent with the token). */
+        const a2aAs = (who: keyof typeof tokens, assistantId: string) => {
+          const fetchImpl: typeof fetch = (url, init) => {
+            const headers = new Headers(init?.headers);
+            headers.set("Authorization", `Bearer ${tokens[who]}`);
+            return fetch(url, { ...init, headers });
+          };
+          const options = ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+            cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+            transports: [new JsonRpcTransportFactory({ fetchImpl })],
+          });
+          return new ClientFactory(options).createFromUrl(cardUrl(assistantId), "");
+        };
+        const message = (): Message => ({
+          kind: "message",
+          role: "user",
+          messageId: randomUUID(),
+          parts: [{ kind: "data", data: { input: "a2a" } }],
+        });
+        // alice: her card, her assistant over A2A (the run acts as her).
+        const mine = await a2aAs("alice", id);
+        assert.equal((await mine.getAgentCard()).name, "alices_agent");
+        const task = (await mine.sendMessage({ message: message() })) as Task;
+        assert.equal(task.status.state, "completed", JSON.stringify(task));
+        // bob: every card URL of it and every A2A method on it answer "not found", as REST does (404).
+        for (const path of [
+          `/.well-known/agent-card.json?assistant_id=${id}`,
+          `/a2a/${id}`,
+          `/a2a/${id}/.well-known/agent-card.json`,
+          `/a2a/${id}/.well-known/agent.json`,
+        ]) {
+          const card = await req("bob", "GET", path);
+          assert.equal(card.status, 400, `${path}: ${card.text}`);
+          assert.equal(card.body.error.message, `Assistant '${id}' not found`);
+        }
+        await assert.rejects(a2aAs("bob", id), /400|not found/i);
+        const rpc = (method: string, params: unknown, accept = "application/json") =>
+          http(
+            h.url,
+            "POST",
+            `/a2a/${id}`,
+            { jsonrpc: "2.0", id: 1, method, params },
+            {
+              authorization: `Bearer ${tokens.bob}`,
+              accept,
+            },
+          );
+        const send = await rpc("message/send", { message: message() });
+        assert.equal(send.body.error?.message, `Assistant '${id}' not found`, send.text);
+        const stream = await rpc("message/stream", { message: message() }, "text/event-stream");
+        assert.match(stream.text, new RegExp(`Assistant '${id}' not found`), stream.text);
+        assert.doesNotMatch(stream.text, /"result"/, "no task was started");
+        const get = await rpc("tasks/get", { id: task.id });
+        assert.equal(get.body.error?.message, `Assistant '${id}' not found`, get.text);
+        assert.equal((await as("alice").runs.list(task.contextId)).length, 1, "bob started no run");
+        // A graph's default assistant is everyone's: bob runs it over A2A.
+        const whoami = await a2aAs("bob", "whoami");
+        assert.equal(((await whoami.sendMessage({ message: message() })) as Task).status.state, "completed");
+        // MCP: bob's tools are his assistants; alice's is unknown to tools/call.
+        const mcp = new McpClient({ name: "hangar-e2e", version: "0.0.1" });
+        await mcp.connect(
+          new StreamableHTTPClientTransport(new URL(`${h.url}/mcp`), {
+            requestInit: { headers: { Authorization: `Bearer ${tokens.bob}` } },
+          }),
+        );
+        try {
+          assert.ok(!(await mcp.listTools()).tools.some((t) => t.name === "alices_agent"));
+          const call = await mcp
+            .callTool({ name: "alices_agent", arguments: { input: "x" } })
+            .catch((err: Error) => err);
+          assert.match(String((call as Error).message ?? JSON.stringify(call)), /Unknown tool: alices_agent/);
+        } finally {
+          await mcp.close();
+        }
+        await as("alice").assistants.delete(id);
+      },
+    );
+
     test("an authorization handler that throws is a 403, never a 500", T, async () => {
       for (const [method, path, body] of [
         ["POST", "/threads", {}],
@@ -446,4 +564,49 @@ describe("custom auth with API keys and Studio", () => {
     assert.equal(out.status, 200, out.text);
     assert.equal(out.body.user_id, "langgraph-studio-user");
   });
+
+  test(
+    "the Studio user gets what the handlers grant it, in the sandbox area too, and never the data plane",
+    T,
+    async () => {
+      const acme = { "x-api-key": "key-acme", authorization: `Bearer ${alice}` };
+      const studio = { "x-api-key": "key-acme", "x-auth-scheme": "langsmith" };
+      const volume = await call(acme, "POST", "/v2/sandboxes/volumes", {
+        name: "alices-volume",
+        size: "1Mi",
+      });
+      assert.equal(volume.status, 201, volume.text);
+      // The handler's owner filter applies to the Studio user as to anyone: alice's volume is not its.
+      const listed = await call(studio, "GET", "/v2/sandboxes/volumes");
+      assert.equal(listed.status, 200, listed.text);
+      assert.deepEqual(listed.body.volumes, []);
+      assertDetail(await call(studio, "GET", "/v2/sandboxes/volumes/alices-volume"), 404, "studio reads it");
+      // Deleting needs the `delete` permission in the fixture's handler; the Studio user has none.
+      const del = await call(studio, "DELETE", "/v2/sandboxes/volumes/alices-volume");
+      assertDetail(del, 403, "studio deletes it");
+      const patch = await call(studio, "PATCH", "/v2/sandboxes/volumes/alices-volume", { name: "x" });
+      assertDetail(patch, 404, "studio renames it");
+      // Its own are its own.
+      const own = await call(studio, "POST", "/v2/sandboxes/volumes", {
+        name: "studios-volume",
+        size: "1Mi",
+      });
+      assert.equal(own.status, 201, own.text);
+      const names = (await call(studio, "GET", "/v2/sandboxes/volumes")).body.volumes.map((v: any) => v.name);
+      assert.deepEqual(names, ["studios-volume"]);
+      // The data plane never takes the header: the handler authenticates (no token: 401).
+      const id = "00000000-0000-0000-0000-000000000000";
+      for (const [method, path] of [
+        ["POST", `/v2/sandboxes/dataplane/${id}/execute`],
+        ["GET", `/v2/sandboxes/dataplane/${id}/download?path=/etc/passwd`],
+        ["GET", `/v2/sandboxes/dataplane/${id}/execute/ws`],
+      ] as const) {
+        assertDetail(
+          await call(studio, method, path, method === "POST" ? { command: "id" } : undefined),
+          401,
+          path,
+        );
+      }
+    },
+  );
 });

@@ -9,7 +9,6 @@
  */
 
 import { type Context, Hono } from "hono";
-import { HangarError } from "../../errors.js";
 import { type AppEnv, orgOf } from "../../http/context.js";
 import { mountPrefixOf } from "../../http/mount-prefix.js";
 import { sseResponse } from "../../http/sse.js";
@@ -41,12 +40,11 @@ export function a2aRoutes(deps: AgentDeps, log: Logger) {
     const cardError = (message: string) => c.json({ error: { code: RPC.INVALID_PARAMS, message } }, 400);
     if (!assistantId) return cardError("Missing required query parameter: assistant_id");
     try {
-      const assistant = await deps.runs.assistant(orgOf(c), assistantId);
+      // Only a caller who may use the assistant sees its card (assistants:read, as for its messages).
+      const assistant = await serviceFor(c).assistant(orgOf(c), assistantId);
       return c.json(agentCard(assistant, baseOf(c)));
     } catch (err) {
-      if (err instanceof HangarError && err.kind === "not_found") {
-        return cardError(`Assistant '${assistantId}' not found`);
-      }
+      if (err instanceof RpcError) return cardError(err.message);
       throw err;
     }
   };

@@ -9,7 +9,7 @@ import type { RunRequest } from "../../runtime/runs.js";
 import { toPlain } from "../../runtime/serialize.js";
 import type { Assistant, OrgId, Run } from "../../storage/ports.js";
 import { isFinal } from "../../storage/statuses.js";
-import { type Access, OPEN_ACCESS } from "../authz.js";
+import { type Access, OPEN_ACCESS, usableAssistant } from "../authz.js";
 import type { AgentDeps } from "../context.js";
 import { invalidParams, isJsonObject, RpcError } from "../jsonrpc.js";
 import {
@@ -59,12 +59,13 @@ export class A2AService {
   ) {}
 
   /**
-   * The assistant of the endpoint path (an assistant id, or a graph id for its default assistant). As
-   * for runs created over HTTP, no `assistants:read` is raised: the task's thread is what is authorized.
+   * The assistant of the endpoint path (an assistant id, or a graph id for its default assistant), if
+   * the caller may use it: as for runs created over HTTP, another user's assistant is not found
+   * (`assistants:read`, `usableAssistant`). Its card, its messages and its tasks all start here.
    */
   async assistant(org: OrgId, pathId: string): Promise<Assistant> {
     try {
-      return await this.deps.runs.assistant(org, pathId);
+      return await usableAssistant(this.deps, org, this.access, pathId);
     } catch (err) {
       if (err instanceof HangarError && err.kind === "not_found") {
         throw invalidParams(`Assistant '${pathId}' not found`);

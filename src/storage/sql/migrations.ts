@@ -326,6 +326,14 @@ export const MIGRATIONS: HangarMigration[] = [
     name: "0003_run_errors",
     up: (t) => [`ALTER TABLE runs ADD COLUMN error ${t.json}`],
   },
+  {
+    // What custom auth handlers stamp on the sandbox area's records (their owner), as on threads.
+    name: "0004_sandbox_metadata",
+    up: (t) =>
+      ["sandbox_volumes", "sandbox_templates", "sandbox_pools", "sandbox_boxes"].map(
+        (table) => `ALTER TABLE ${table} ADD COLUMN metadata ${t.json} NOT NULL DEFAULT '{}'`,
+      ),
+  },
 ];
 
 /** What only Postgres has: GIN indexes for `@>` filters, and the cosine function SQLite registers in code. */

@@ -50,11 +50,18 @@ const orgNamed = (org: string, name: string) => (eb: ExpressionBuilder<any, any>
 
 /**
  * The query of a page in creation order (`<alias>.seq`) of the rows whose name contains
- * `q.name_contains`, one row more than asked for: `toPage` tells from it whether there are more.
+ * `q.name_contains` and whose metadata matches `q.auth`, one row more than asked for: `toPage` tells
+ * from it whether there are more.
  */
-const pageQuery = <O>(qb: SelectQueryBuilder<Tables, any, O>, alias: string, q: Port.SandboxListQuery) =>
+const pageQuery = <O>(
+  qb: SelectQueryBuilder<Tables, any, O>,
+  dialect: Dialect,
+  alias: string,
+  q: Port.SandboxListQuery,
+) =>
   qb
     .$if(!!q.name_contains, (b) => b.where(nameContains(`${alias}.name`, q.name_contains!)))
+    .$if(!!q.auth, (b) => b.where(dialect.authFilter(`${alias}.metadata`, q.auth!)))
     .orderBy(sql.ref(`${alias}.seq`))
     .limit(q.limit + 1)
     .offset(q.offset);
@@ -68,10 +75,11 @@ const toPage = <O, T>(rows: O[], q: Port.SandboxListQuery, to: (row: O) => T): P
 /** `pageQuery` run outside a transaction, and its page. */
 const page = async <O, T>(
   qb: SelectQueryBuilder<Tables, any, O>,
+  dialect: Dialect,
   alias: string,
   q: Port.SandboxListQuery,
   to: (row: O) => T,
-) => toPage(await pageQuery(qb, alias, q).execute(), q, to);
+) => toPage(await pageQuery(qb, dialect, alias, q).execute(), q, to);
 
 /** One mount of the volume (`volume_id`) or of the template (`template_id`), if there is one. */
 const mounted = (ex: Executor, column: "volume_id" | "template_id", id: string) =>
@@ -80,10 +88,20 @@ const mounted = (ex: Executor, column: "volume_id" | "template_id", id: string) 
 type VolumeRow = Row<"sandbox_volumes">;
 type TemplateRow = Omit<Row<"sandbox_templates">, "seq"> & { seq?: number };
 
-const toVolume = ({ seq: _, ...volume }: VolumeRow): Port.VolumeRecord => volume;
+/** The metadata column as written (JSON text, tables.ts). */
+const storedMetadata = (metadata: Record<string, unknown> | undefined) => JSON.stringify(metadata ?? {});
 
-const toTemplate = ({ seq: _, cpu, memory, storage, ...row }: TemplateRow, mounts: Port.VolumeMount[]) => ({
+const toVolume = ({ seq: _, metadata, ...volume }: VolumeRow): Port.VolumeRecord => ({
+  ...volume,
+  metadata: JSON.parse(metadata),
+});
+
+const toTemplate = (
+  { seq: _, cpu, memory, storage, metadata, ...row }: TemplateRow,
+  mounts: Port.VolumeMount[],
+): Port.TemplateRecord => ({
   ...row,
+  metadata: JSON.parse(metadata),
   resources: { cpu, memory, ...(storage !== null ? { storage } : {}) },
   volume_mounts: mounts.map(({ volume_name, mount_path }) => ({ volume_name, mount_path })),
 });
@@ -169,12 +187,20 @@ export class SqlSandboxes extends SandboxRepo implements Port.SandboxesRepo {
 
   async createVolume(org: string, input: Port.VolumeInput): Promise<Port.CreateVolumeResult> {
     const now = new Date().toISOString();
-    const record: Port.VolumeRecord = { ...input, org_id: org, created_at: now, updated_at: now };
+    const record: Port.VolumeRecord = {
+      ...input,
+      metadata: input.metadata ?? {},
+      org_id: org,
+      created_at: now,
+      updated_at: now,
+    };
     return this.inOrg(org, function* (tx, dialect): TxSteps<Port.CreateVolumeResult> {
       if (yield* first(volume(tx, org, input.name))) return { status: "name_taken" };
       const refused = yield* overQuota(tx, org, input.size_bytes);
       if (refused) return refused;
-      const insert = tx.insertInto("sandbox_volumes").values(record);
+      const insert = tx
+        .insertInto("sandbox_volumes")
+        .values({ ...record, metadata: storedMetadata(record.metadata) });
       const inserted = yield* unlessDuplicate(dialect, changed(insert));
       return inserted === undefined ? { status: "name_taken" } : { status: "created", volume: record };
     });
@@ -186,7 +212,7 @@ export class SqlSandboxes extends SandboxRepo implements Port.SandboxesRepo {
 
   async listVolumes(org: string, query: Port.SandboxListQuery): Promise<Port.SandboxPage<Port.VolumeRecord>> {
     const volumes = this.database.db.selectFrom("sandbox_volumes").selectAll().where("org_id", "=", org);
-    return page(volumes, "sandbox_volumes", query, toVolume);
+    return page(volumes, this.dialect, "sandbox_volumes", query, toVolume);
   }
 
   async updateVolume(org: string, name: string, patch: Port.VolumePatch): Promise<Port.UpdateVolumeResult> {
@@ -241,9 +267,18 @@ export class SqlSandboxes extends SandboxRepo implements Port.SandboxesRepo {
 
   async createTemplate(org: string, input: Port.TemplateInput): Promise<Port.CreateTemplateResult> {
     const now = new Date().toISOString();
-    const { volume_mounts, resources, ...fields } = input;
+    const { volume_mounts, resources, metadata, ...fields } = input;
     const { cpu, memory, storage = null } = resources;
-    const row = { ...fields, org_id: org, cpu, memory, storage, created_at: now, updated_at: now };
+    const row = {
+      ...fields,
+      metadata: storedMetadata(metadata),
+      org_id: org,
+      cpu,
+      memory,
+      storage,
+      created_at: now,
+      updated_at: now,
+    };
     return this.inOrg(org, function* (tx, dialect): TxSteps<Port.CreateTemplateResult> {
       if (yield* first(templateRow(tx, org, input.name))) return { status: "name_taken" };
       const mountRows: Insertable<Tables["sandbox_template_mounts"]>[] = [];
@@ -271,7 +306,7 @@ export class SqlSandboxes extends SandboxRepo implements Port.SandboxesRepo {
   async listTemplates(org: string, query: Port.SandboxListQuery) {
     return this.transaction(function* (tx) {
       const templates = tx.selectFrom("sandbox_templates").selectAll().where("org_id", "=", org);
-      const rows = yield* all(pageQuery(templates, "sandbox_templates", query));
+      const rows = yield* all(pageQuery(templates, this.dialect, "sandbox_templates", query));
       const ids = rows.slice(0, query.limit).map((r) => r.id);
       const found = ids.length ? yield* all(mounts(tx, ids)) : [];
       const mountsOf = (id: string) => found.filter((m) => m.template_id === id);
@@ -315,8 +350,12 @@ export class SqlSandboxes extends SandboxRepo implements Port.SandboxesRepo {
 type BoxRow = Row<"sandbox_boxes"> & { template_name: string };
 type PoolRow = Row<"sandbox_pools"> & { template_name: string };
 
-const toBox = ({ seq: _, ...box }: BoxRow): Port.BoxRecord => box as Port.BoxRecord;
-const toPool = ({ seq: _, ...pool }: PoolRow): Port.PoolRecord => pool;
+const toBox = ({ seq: _, metadata, ...box }: BoxRow): Port.BoxRecord =>
+  ({ ...box, metadata: JSON.parse(metadata) }) as Port.BoxRecord;
+const toPool = ({ seq: _, metadata, ...pool }: PoolRow): Port.PoolRecord => ({
+  ...pool,
+  metadata: JSON.parse(metadata),
+});
 
 /** The name of the row's template (`<table>.template_id`, always there: a foreign key) as `template_name`. */
 const templateNameOf = (table: string) => (eb: ExpressionBuilder<any, any>) =>
@@ -350,12 +389,20 @@ function* nameTaken(tx: Executor, org: string, name: string, exceptId = ""): TxS
 export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRepo {
   async createBox(org: string, input: Port.BoxInput): Promise<Port.CreateBoxResult> {
     const now = new Date().toISOString();
-    const { template_name, pool_id = null, ...fields } = input;
+    const { template_name, pool_id = null, metadata, ...fields } = input;
     return this.inOrg(org, function* (tx, dialect): TxSteps<Port.CreateBoxResult> {
       const template_id = (yield* first(templateRow(tx, org, template_name)))?.id;
       if (!template_id) return { status: "template_not_found" };
       if (yield* nameTaken(tx, org, input.name)) return { status: "name_taken" };
-      const box = { ...fields, org_id: org, template_id, pool_id, status_message: null, last_active_at: now };
+      const box = {
+        ...fields,
+        metadata: storedMetadata(metadata),
+        org_id: org,
+        template_id,
+        pool_id,
+        status_message: null,
+        last_active_at: now,
+      };
       const insert = tx
         .insertInto("sandbox_boxes")
         .values({ ...box, status: "provisioning", created_at: now, updated_at: now });
@@ -384,8 +431,15 @@ export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRep
       if (!warm) return { status: "none" };
       const name = patch.name ?? warm.name;
       if (yield* nameTaken(tx, org, name, warm.id)) return { status: "name_taken" };
-      const { now, ...ttls } = patch;
-      const set = { ...ttls, pool_id: null, name, last_active_at: now, updated_at: now };
+      const { now, metadata, name: _, ...ttls } = patch;
+      const set = {
+        ...ttls,
+        pool_id: null,
+        name,
+        metadata: storedMetadata(metadata),
+        last_active_at: now,
+        updated_at: now,
+      };
       const row = yield* first(boxUpdate(tx, warm.id, set));
       return { status: "claimed", box: toBox(row!) };
     });
@@ -404,7 +458,7 @@ export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRep
   }
 
   async listBoxes(org: string, q: Port.SandboxListQuery): Promise<Port.SandboxPage<Port.BoxRecord>> {
-    return page(unpooled(this.database.db, org), "b", q, toBox);
+    return page(unpooled(this.database.db, org), this.dialect, "b", q, toBox);
   }
 
   async updateBox(org: string, name: string, patch: Port.BoxPatch): Promise<Port.UpdateBoxResult> {
@@ -451,11 +505,11 @@ export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRep
       if (!template_id) return { status: "template_not_found" };
       if (yield* first(mounted(tx, "template_id", template_id))) return { status: "template_has_volumes" };
       if (yield* first(poolNamed(tx, org, input.name))) return { status: "name_taken" };
-      const { id, name, replicas, template_name } = input;
+      const { id, name, replicas, template_name, metadata = {} } = input;
       const pool = { id, org_id: org, name, template_id, replicas, created_at: now, updated_at: now };
-      const insert = tx.insertInto("sandbox_pools").values(pool);
+      const insert = tx.insertInto("sandbox_pools").values({ ...pool, metadata: storedMetadata(metadata) });
       if ((yield* unlessDuplicate(dialect, changed(insert))) === undefined) return { status: "name_taken" };
-      return { status: "created", pool: { ...pool, template_name } };
+      return { status: "created", pool: { ...pool, metadata, template_name } };
     });
   }
 
@@ -464,7 +518,7 @@ export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRep
   }
 
   async listPools(org: string, q: Port.SandboxListQuery): Promise<Port.SandboxPage<Port.PoolRecord>> {
-    return page(pools(this.database.db).where("p.org_id", "=", org), "p", q, toPool);
+    return page(pools(this.database.db).where("p.org_id", "=", org), this.dialect, "p", q, toPool);
   }
 
   async listAllPools(): Promise<Port.PoolRecord[]> {

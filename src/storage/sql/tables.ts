@@ -75,8 +75,8 @@ export interface Tables {
     run_id: string | null;
   };
   org_usage_billing: { org_id: string; sandbox_storage_quota_bytes: number; updated_at: string };
-  sandbox_volumes: VolumeRecord & Seq;
-  sandbox_templates: Omit<TemplateRecord, "resources" | "volume_mounts"> &
+  sandbox_volumes: Stored<VolumeRecord, ["metadata"]> & Seq;
+  sandbox_templates: Omit<Stored<TemplateRecord, ["metadata"]>, "resources" | "volume_mounts"> &
     Seq & { cpu: string; memory: string; storage: string | null };
   sandbox_template_mounts: { template_id: string; position: number; volume_id: string; mount_path: string };
   api_keys: ApiKeyRecord & { key_hash: string };
@@ -96,8 +96,8 @@ export interface Tables {
     expires_at: number | null;
   };
   store_vectors: { org_id: string; namespace: string; key: string; field: string; embedding: unknown };
-  sandbox_pools: Omit<PoolRecord, "template_name"> & Seq;
-  sandbox_boxes: Omit<BoxRecord, "template_name"> & Seq;
+  sandbox_pools: Omit<Stored<PoolRecord, ["metadata"]>, "template_name"> & Seq;
+  sandbox_boxes: Omit<Stored<BoxRecord, ["metadata"]>, "template_name"> & Seq;
 }
 
 /** A row of the table, as read. */

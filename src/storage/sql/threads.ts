@@ -227,7 +227,12 @@ export class SqlThreads extends SqlRepo implements Port.ThreadsRepo {
     return this.countOf(this.#filtered(org, q));
   }
 
-  async copy(org: Port.OrgId, threadId: string, newThreadId: string): Promise<Port.Thread | null> {
+  async copy(
+    org: Port.OrgId,
+    threadId: string,
+    newThreadId: string,
+    metadata: Port.JsonObject = {},
+  ): Promise<Port.Thread | null> {
     const now = new Date().toISOString();
     return this.transaction(function* (tx) {
       const source = yield* first(threadRow(tx, threadId, org));
@@ -236,7 +241,7 @@ export class SqlThreads extends SqlRepo implements Port.ThreadsRepo {
         ...source,
         thread_id: newThreadId,
         status: source.status === "busy" ? "idle" : source.status,
-        metadata: JSON.stringify({ ...JSON.parse(source.metadata), thread_id: newThreadId }),
+        metadata: JSON.stringify({ ...JSON.parse(source.metadata), ...metadata, thread_id: newThreadId }),
         created_at: now,
         updated_at: now,
         ttl_swept_at: null,
