@@ -25,6 +25,11 @@ type C = Context<AppEnv>;
 export class SandboxAuthz {
   constructor(private readonly auth: CustomAuth | undefined) {}
 
+  /** Whether the project has custom auth (langgraph.json `auth`): without it nothing is checked. */
+  get enabled(): boolean {
+    return this.auth !== undefined;
+  }
+
   /** The handler's answer for `resource:action` (403 when it refuses); everything allowed without auth. */
   ask<V>(c: C, resource: SandboxResource, action: AuthAction, value: V): Promise<Authorization<V>> {
     if (!this.auth) return Promise.resolve({ value });
