@@ -25,7 +25,7 @@ import * as S from "./schemas.js";
 import { SandboxService } from "./service.js";
 
 export interface SandboxDeps {
-  config: Pick<Config, "dataDir">;
+  config: Pick<Config, "dataDir" | "maxBodyBytes" | "maxUploadBytes">;
   storage: Pick<Storage, "sandboxes" | "sandboxBoxes">;
   /** Sandboxes, pools and their driver; server.ts starts and closes it. Default: one made here, not started. */
   sandboxRuntime?: BoxService;
@@ -104,7 +104,7 @@ export function sandboxRoutes(deps: SandboxDeps): Hono<AppEnv> {
   return (
     new Hono<AppEnv>()
       .route("/", boxRoutes(boxes))
-      .route("/", dataplaneRoutes(boxes))
+      .route("/", dataplaneRoutes(boxes, deps.config))
       // ---- volumes
       .post("/volumes", async (c) => {
         const b = await bodyOf(c, S.VolumeCreate);
