@@ -1,4 +1,0 @@
-/** The data plane's memory bounds and long commands, on the bubblewrap engine: test/helpers/sandbox-limits-suite.ts. */
-import { sandboxLimitsSuite } from "../helpers/sandbox-limits-suite.js";
-
-sandboxLimitsSuite("bwrap");
