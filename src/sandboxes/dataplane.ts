@@ -144,7 +144,10 @@ export function dataplaneRoutes(
     })
     .get("/dataplane/:id/download", async (c) => {
       const box = await sandboxOf(c);
-      return download(service, box, filePath(c).path);
+      const file = await download(service, box, filePath(c).path);
+      if (c.req.method !== "HEAD") return file;
+      await file.body?.cancel(); // the checks' answer without the bytes: the command is stopped
+      return new Response(null, { status: file.status, headers: file.headers });
     });
 }
 

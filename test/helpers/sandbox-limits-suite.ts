@@ -198,6 +198,11 @@ export function sandboxLimitsSuite(engine: "bwrap" | "runsc" | "runc", part: "ht
         }
         const missing = await fetch(`${dp}/download?path=/tmp/nothing`, { headers: KEY });
         assert.equal(missing.status, 404);
+        // HEAD answers the checks without the bytes.
+        const head = (path: string) => fetch(`${dp}/download?path=${path}`, { method: "HEAD", headers: KEY });
+        assert.equal((await head("/tmp/big")).status, 200);
+        assert.equal((await head("/tmp/nothing")).status, 404);
+        assert.equal((await head("/dev/zero")).status, 400);
         await execute("rm -f /tmp/big /tmp/fifo");
       });
 
