@@ -204,7 +204,11 @@ export class CommandRun {
     }
   }
 
-  /** `listener` takes no more output for now: the command's pipes are not read (it blocks writing). */
+  /**
+   * `listener` takes no more output for now: the command's pipes are not read (it blocks writing).
+   * (A pipe that is a child's own stdout, gVisor's `runsc exec`, Node reads out when the child exits:
+   * at most a pipe's worth then arrives while held.)
+   */
   hold(listener: Listener): void {
     if (this.#holds.size === 0 && !this.finished) {
       this.#process.stdout.pause();
