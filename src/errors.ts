@@ -11,6 +11,7 @@ export type ErrorKind =
   | "validation" // 422: the request does not match its schema
   | "quota" // 429
   | "timeout" // 408: a wait or a command ran out of time
+  | "too_large" // 413: a body (an upload) past its limit, refused as it arrived
   | "unavailable" // 503: a sandbox could not be provisioned
   | "gateway_timeout"; // 504: a pool did not become ready in time
 
@@ -39,6 +40,7 @@ export const unauthorized = (message: string) => new HangarError("unauthorized",
 export const forbidden = (message: string) => new HangarError("forbidden", message);
 export const timedOut = (message: string, type?: string) => new HangarError("timeout", message, type);
 export const unavailable = (message: string, type?: string) => new HangarError("unavailable", message, type);
+export const tooLarge = (message: string, type?: string) => new HangarError("too_large", message, type);
 export const badRequest = (message: string, type?: string) => new HangarError("bad_request", message, type);
 export const validationFailed = (issues: ValidationIssue[]) =>
   new HangarError(

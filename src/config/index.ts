@@ -147,6 +147,8 @@ export interface Config {
   leaseSeconds: number;
   /** Largest request body accepted (`HANGAR_MAX_BODY_MB`); larger ones get 413. */
   maxBodyBytes: number;
+  /** Largest file a sandbox upload takes (`HANGAR_SANDBOX_MAX_UPLOAD_MB`); counted as it arrives, 413 past it. */
+  maxUploadBytes: number;
   /** langgraph.json `auth.path`, when set. */
   auth?: AuthSpec;
   /** langgraph.json `ui` (with `ui_config`), when it names at least one agent. */
@@ -194,6 +196,7 @@ export const DEFAULTS = Object.freeze({
   redisPrefix: "hangar:",
   leaseSeconds: 30,
   maxBodyMb: 32,
+  maxUploadMb: 512,
 });
 
 const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
@@ -252,6 +255,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
   }
   const lease = first(["HANGAR_LEASE_SECONDS", env.HANGAR_LEASE_SECONDS]);
   const maxBody = first(["HANGAR_MAX_BODY_MB", env.HANGAR_MAX_BODY_MB]);
+  const maxUpload = first(["HANGAR_SANDBOX_MAX_UPLOAD_MB", env.HANGAR_SANDBOX_MAX_UPLOAD_MB]);
   const noWorkers = flags.noWorkers === true;
   if (noWorkers && opts.mode === "worker")
     throw new ConfigError("--no-workers: a worker process executes runs");
@@ -331,6 +335,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     redisPrefix: env.HANGAR_REDIS_PREFIX || DEFAULTS.redisPrefix,
     leaseSeconds: lease ? integer(lease, 1, 86_400) : DEFAULTS.leaseSeconds,
     maxBodyBytes: (maxBody ? integer(maxBody, 1, 4096) : DEFAULTS.maxBodyMb) * 1024 * 1024,
+    maxUploadBytes: (maxUpload ? integer(maxUpload, 1, 65_536) : DEFAULTS.maxUploadMb) * 1024 * 1024,
     ...(auth && { auth }),
     ...(ui && { ui }),
     threadTtl: resolveThreadTtl(file.checkpointer),

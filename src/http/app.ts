@@ -90,7 +90,8 @@ function privateNetworkAccess() {
 
 /**
  * Bodies larger than the limit get 413 before anything reads them. File uploads to a sandbox are
- * files, not requests to store, and keep no limit here. A request with a `Content-Length` (or, in
+ * files, not requests to store: they stream into the sandbox under a limit of their own, counted as
+ * they arrive (sandboxes/files.ts, HANGAR_SANDBOX_MAX_UPLOAD_MB). A request with a `Content-Length` (or, in
  * HTTP/1.1, with no length and no chunked encoding: no body) is judged by its headers here; only a
  * chunked body goes through Hono's `bodyLimit`, which counts it as it is read. (`bodyLimit` looks at
  * the request's body first, which makes the Node adapter build a whole web `Request` for every request,

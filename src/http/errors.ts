@@ -23,6 +23,8 @@ function statusOf(kind: ErrorKind): ContentfulStatusCode {
       return 429;
     case "timeout":
       return 408;
+    case "too_large":
+      return 413;
     case "unavailable":
       return 503;
     case "gateway_timeout":

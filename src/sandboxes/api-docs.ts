@@ -181,7 +181,9 @@ const routes: Record<string, RouteDoc> = {
     response: R.ExecuteResult,
     description:
       "Runs `shell -c command` in the sandbox (cwd default `/root`) and answers when it exits. A command " +
-      "past `timeout` seconds is killed: 408 `CommandTimeout`. 400 `NotReady` when the sandbox is not ready.",
+      "past `timeout` seconds is killed: 408 `CommandTimeout`. One that writes more than 8 MiB to stdout or " +
+      "stderr is stopped and answered with what fit and `truncated: true`. 400 `NotReady` when the " +
+      "sandbox is not ready.",
     responses: { 408: { description: "The command timed out and was killed" } },
   }),
   "GET /v2/sandboxes/dataplane/{id}/execute/ws": dataplane("Run a command over a WebSocket", {
@@ -192,18 +194,22 @@ const routes: Record<string, RouteDoc> = {
       "`{type: 'reconnect', command_id, stdout_offset, stderr_offset}`; then `{type: 'kill'}` and " +
       "`{type: 'input', data}`. The server sends `started` (not on reconnect), `stdout`/`stderr` with " +
       "byte `offset`s, then `exit` and closes with 1000; failures are `{type: 'error', error_type, error}`. " +
-      "A plain GET is answered 426.",
+      "The command's output is held while the client does not read. A plain GET is answered 426.",
   }),
   "POST /v2/sandboxes/dataplane/{id}/upload": dataplane("Write a file", {
     query: S.FilePathQuery,
     response: R.UploadResult,
     description:
-      "multipart/form-data with one part named `file`; parent directories are created. 400 `WriteError`.",
+      "multipart/form-data with one part named `file`, streamed into the sandbox; parent directories are " +
+      "created. 413 past HANGAR_SANDBOX_MAX_UPLOAD_MB (512 MiB); 400 `WriteError`.",
+    responses: { 413: { description: "The file is larger than the upload limit" } },
   }),
   "GET /v2/sandboxes/dataplane/{id}/download": dataplane("Read a file", {
     query: S.FilePathQuery,
     contentType: "application/octet-stream",
-    description: "The file's bytes. 404 `FileNotFound`; 400 `ReadError` (a directory, unreadable).",
+    description:
+      "The file's bytes, streamed. 404 `FileNotFound`; 400 `ReadError` (a directory, not a regular file, " +
+      "unreadable).",
   }),
 };
 

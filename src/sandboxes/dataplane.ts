@@ -3,24 +3,25 @@
  * same API-key auth as the rest of the API (a sandbox of another organization is not found):
  *
  * - `POST /execute` `{command, timeout, shell, env, cwd}` → `{stdout, stderr, exit_code}`; a command
- *   past its timeout is killed and answered 408 `CommandTimeout`.
+ *   past its timeout is killed and answered 408 `CommandTimeout`; one whose output passes
+ *   MAX_EXECUTE_OUTPUT_BYTES is stopped and answered with what fit, `truncated: true`.
  * - `GET /execute/ws`: the WebSocket protocol of reference/sandbox.md 3.5 (`exec-socket.ts`).
- * - `POST /upload?path=` (multipart, part `file`) → `{path, written}`; `GET /download?path=` → bytes.
- *   Files are read and written by a command inside the sandbox (`cat`), so paths resolve exactly as the
- *   sandbox sees them (its mounts, its symlinks) and never on the host.
+ * - `POST /upload?path=` (multipart, part `file`) → `{path, written}`; `GET /download?path=` → bytes,
+ *   both streamed (`files.ts`).
  */
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
+import { StringDecoder } from "node:string_decoder";
 import { type Context, Hono } from "hono";
 import type { WebSocketServer } from "ws";
 import { webSocketProtocol } from "../console/routes.js";
-import { badRequest, HangarError, notFound, timedOut, validationFailed } from "../errors.js";
+import { HangarError, timedOut, validationFailed } from "../errors.js";
 import { type AppEnv, orgOf } from "../http/context.js";
 import { body, params, query } from "../http/validation.js";
-import type { BoxRecord } from "../storage/ports.js";
 import type { BoxService } from "./boxes.js";
-import type { CommandEvent } from "./commands.js";
+import type { CommandEvent, StreamName } from "./commands.js";
 import { handleExecSocket } from "./exec-socket.js";
+import { download, upload } from "./files.js";
 import * as S from "./schemas.js";
 
 /** Set by `upgradeHandler` on the request it hands to the app: the raw socket to upgrade. */
@@ -29,12 +30,12 @@ export interface UpgradeEnv {
 }
 
 const HOME = "/root";
-/** Files move through a command; these bound how long one may take. */
-const FILE_TIMEOUT_SECONDS = 300;
-const MAX_UPLOAD_BYTES = 512 * 2 ** 20;
-
-/** A path as one single-quoted shell word. */
-const shellQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+/**
+ * The most of each of stdout and stderr `POST /execute` answers with. A command that writes more is
+ * stopped (its answer could not hold the rest, and reading on would only burn the server's CPU or, held,
+ * leave it blocked until its timeout); the answer says so (see `truncatedNotice`).
+ */
+export const MAX_EXECUTE_OUTPUT_BYTES = 8 * 2 ** 20;
 
 /** The sandbox area's 422s have string `loc` entries (as routes.ts does for the control plane). */
 function stringLocs(err: unknown): unknown {
@@ -44,30 +45,36 @@ function stringLocs(err: unknown): unknown {
   return err;
 }
 
-/** Runs a command to its end and collects its raw output (file transfers). */
-async function collect(
-  service: BoxService,
-  box: BoxRecord,
-  command: string,
-  input?: Uint8Array,
-): Promise<{ stdout: Buffer; stderr: string; exitCode: number }> {
-  const proc = service.spawn(box, { shell: "/bin/sh", command, env: {}, cwd: "/" });
-  const timer = setTimeout(() => proc.kill(), FILE_TIMEOUT_SECONDS * 1000);
-  const stdout: Buffer[] = [];
-  const stderr: Buffer[] = [];
-  const ended = (stream: NodeJS.ReadableStream, into: Buffer[]) =>
-    new Promise<void>((resolve) => {
-      stream.on("data", (chunk: Buffer) => into.push(chunk));
-      stream.once("end", resolve);
-      stream.once("error", () => resolve());
-    });
-  const drained = Promise.all([ended(proc.stdout, stdout), ended(proc.stderr, stderr)]);
-  proc.stdin.end(input ?? new Uint8Array());
-  const exitCode = await proc.exited;
-  clearTimeout(timer);
-  await drained;
-  return { stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr).toString("utf8"), exitCode };
+/** One stream's text up to MAX_EXECUTE_OUTPUT_BYTES (cut at a whole UTF-8 character). */
+class CappedText {
+  readonly #parts: string[] = [];
+  #bytes = 0;
+  truncated = false;
+
+  /** False once the text passed the cap (what fits was kept). */
+  add(data: string): boolean {
+    if (this.truncated) return false;
+    const size = Buffer.byteLength(data);
+    if (this.#bytes + size <= MAX_EXECUTE_OUTPUT_BYTES) {
+      this.#parts.push(data);
+      this.#bytes += size;
+      return true;
+    }
+    const room = MAX_EXECUTE_OUTPUT_BYTES - this.#bytes;
+    this.#parts.push(new StringDecoder("utf8").write(Buffer.from(data).subarray(0, room)));
+    this.#bytes = MAX_EXECUTE_OUTPUT_BYTES;
+    this.truncated = true;
+    return false;
+  }
+
+  text(): string {
+    return this.#parts.join("");
+  }
 }
+
+const truncatedNotice = (stream: StreamName) =>
+  `\n[hangar] ${stream} passed the ${MAX_EXECUTE_OUTPUT_BYTES / 2 ** 20} MiB that POST /execute returns ` +
+  "per stream, so the command was stopped; /execute/ws streams output of any size.\n";
 
 function filePath(c: Parameters<typeof query>[0]): { path: string } {
   try {
@@ -77,12 +84,21 @@ function filePath(c: Parameters<typeof query>[0]): { path: string } {
   }
 }
 
-export function dataplaneRoutes(service: BoxService): Hono<AppEnv> {
+export function dataplaneRoutes(
+  service: BoxService,
+  limits: { maxBodyBytes: number; maxUploadBytes: number },
+): Hono<AppEnv> {
   // `ws` is imported at the first WebSocket: a server whose sandboxes nobody opens a socket to never loads it.
   let wss: Promise<WebSocketServer> | undefined;
   const webSockets = () => {
+    // A frame is a request: no larger than a request body may be.
     wss ??= import("ws").then(
-      ({ WebSocketServer }) => new WebSocketServer({ noServer: true, handleProtocols: webSocketProtocol }),
+      ({ WebSocketServer }) =>
+        new WebSocketServer({
+          noServer: true,
+          maxPayload: limits.maxBodyBytes,
+          handleProtocols: webSocketProtocol,
+        }),
     );
     return wss;
   };
@@ -99,16 +115,21 @@ export function dataplaneRoutes(service: BoxService): Hono<AppEnv> {
         { shell: req.shell, command: req.command, env: req.env ?? {}, cwd: req.cwd ?? HOME },
         { timeoutSeconds: req.timeout, idleTimeoutSeconds: 0, killOnDisconnect: false, keepSeconds: 0 },
       );
-      let stdout = "";
-      let stderr = "";
+      const output = { stdout: new CappedText(), stderr: new CappedText() };
+      let cut: StreamName | null = null;
       run.attach((event: CommandEvent) => {
-        if (event.type === "stdout") stdout += event.data;
-        else if (event.type === "stderr") stderr += event.data;
+        if (event.type !== "stdout" && event.type !== "stderr") return;
+        if (output[event.type].add(event.data) || cut) return;
+        cut = event.type;
+        run.kill();
       });
       await run.done;
-      if (run.timedOut) {
+      if (run.timedOut && !cut) {
         throw timedOut(`Command timed out after ${req.timeout} seconds and was killed`, "CommandTimeout");
       }
+      const stdout = output.stdout.text();
+      const stderr = output.stderr.text() + (cut ? truncatedNotice(cut) : "");
+      if (cut) return c.json({ stdout, stderr, exit_code: run.exitCode, truncated: true });
       return c.json({ stdout, stderr, exit_code: run.exitCode });
     })
     .get("/dataplane/:id/execute/ws", async (c) => {
@@ -125,49 +146,14 @@ export function dataplaneRoutes(service: BoxService): Hono<AppEnv> {
     .post("/dataplane/:id/upload", async (c) => {
       const box = await sandboxOf(c);
       const { path } = filePath(c);
-      const form = await c.req.parseBody().catch(() => {
-        throw badRequest("The body must be multipart/form-data with a part named 'file'", "WriteError");
-      });
-      const file = form.file;
-      if (!(file instanceof File)) {
-        throw badRequest("The body must be multipart/form-data with a part named 'file'", "WriteError");
-      }
-      if (file.size > MAX_UPLOAD_BYTES)
-        throw badRequest(`File larger than ${MAX_UPLOAD_BYTES} bytes`, "WriteError");
-      const bytes = new Uint8Array(await file.arrayBuffer());
-      const p = shellQuote(path);
-      const result = await collect(
-        service,
-        box,
-        `d=${p}; d=\${d%/*}; if [ -n "$d" ]; then mkdir -p -- "$d" || exit 1; fi; cat > ${p}`,
-        bytes,
-      );
-      if (result.exitCode !== 0) {
-        throw badRequest(
-          `Could not write ${path}: ${result.stderr.trim() || `exit ${result.exitCode}`}`,
-          "WriteError",
-        );
-      }
-      return c.json({ path, written: bytes.length });
+      return c.json(await upload(service, box, path, c.req.raw, limits.maxUploadBytes));
     })
     .get("/dataplane/:id/download", async (c) => {
       const box = await sandboxOf(c);
-      const { path } = filePath(c);
-      const p = shellQuote(path);
-      const result = await collect(
-        service,
-        box,
-        `[ -e ${p} ] || exit 44; [ -d ${p} ] && exit 45; exec cat -- ${p}`,
-      );
-      if (result.exitCode === 44) throw notFound(`File '${path}' not found`, "FileNotFound");
-      if (result.exitCode === 45) throw badRequest(`'${path}' is a directory`, "ReadError");
-      if (result.exitCode !== 0) {
-        throw badRequest(
-          `Could not read ${path}: ${result.stderr.trim() || `exit ${result.exitCode}`}`,
-          "ReadError",
-        );
-      }
-      return c.body(new Uint8Array(result.stdout), 200, { "content-type": "application/octet-stream" });
+      const file = await download(service, box, filePath(c).path);
+      if (c.req.method !== "HEAD") return file;
+      await file.body?.cancel(); // the checks' answer without the bytes: the command is stopped
+      return new Response(null, { status: file.status, headers: file.headers });
     });
 }
 

@@ -8,6 +8,11 @@
  *
  * A disconnect does not stop the command (unless `kill_on_disconnect`); it is killed when no client
  * has been attached for `idle_timeout_seconds`, and it stays reconnectable for `ttl_seconds` after it ends.
+ *
+ * Flow control both ways, so a client holds no more of the server's memory by not reading or by
+ * sending faster than the command reads: while more than SOCKET_HIGH_WATER bytes wait to go out on the
+ * socket, the command's output is held (its pipes are not read, so it blocks writing, as on a
+ * terminal); while its stdin has a backlog, the socket's frames are not read (TCP pushes back).
  */
 import type { WebSocket } from "ws";
 import type { BoxRecord } from "../storage/ports.js";
@@ -16,13 +21,27 @@ import type { CommandEvent, CommandRun } from "./commands.js";
 import * as S from "./schemas.js";
 
 const HOME = "/root";
+/** Bytes a socket may have waiting to go out before the command's output is held; read again below half. */
+export const SOCKET_HIGH_WATER = 2 ** 20;
 
 export function handleExecSocket(ws: WebSocket, service: BoxService, box: BoxRecord): void {
   let run: CommandRun | null = null;
   let detach: (() => void) | null = null;
 
+  let holding = false;
   const send = (frame: object) => {
-    if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(frame));
+    if (ws.readyState !== ws.OPEN) return;
+    // Called once the frame is written out: the last one held back sees the socket drained.
+    ws.send(JSON.stringify(frame), () => {
+      if (holding && ws.bufferedAmount < SOCKET_HIGH_WATER / 2) {
+        holding = false;
+        run?.release(forward);
+      }
+    });
+    if (!holding && run && ws.bufferedAmount > SOCKET_HIGH_WATER) {
+      holding = true;
+      run.hold(forward);
+    }
   };
   const fail = (error_type: string, error: string) => {
     send({ type: "error", error_type, error });
@@ -42,7 +61,10 @@ export function handleExecSocket(ws: WebSocket, service: BoxService, box: BoxRec
     }
     if (run) {
       if (frame?.type === "kill") run.kill();
-      else if (frame?.type === "input" && typeof frame.data === "string") run.write(frame.data);
+      else if (frame?.type === "input" && typeof frame.data === "string" && !run.write(frame.data)) {
+        ws.pause();
+        run.whenWritable(() => ws.resume());
+      }
       return;
     }
     if (frame?.type === "execute") {

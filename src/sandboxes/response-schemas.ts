@@ -81,5 +81,9 @@ export const ExecuteResult = z.object({
   stdout: z.string(),
   stderr: z.string(),
   exit_code: z.number().int(),
+  truncated: z
+    .literal(true)
+    .optional()
+    .describe("Present when a stream passed 8 MiB: the command was stopped, stderr ends saying which."),
 });
 export const UploadResult = z.object({ path: z.string(), written: z.number().int() });

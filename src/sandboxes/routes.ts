@@ -28,7 +28,7 @@ import * as S from "./schemas.js";
 import { mountedVolumesNotFound, SandboxService, templateNotFound, volumeNotFound } from "./service.js";
 
 export interface SandboxDeps {
-  config: Pick<Config, "dataDir">;
+  config: Pick<Config, "dataDir" | "maxBodyBytes" | "maxUploadBytes">;
   /** The project's auth handlers (langgraph.json `auth`): sandboxes, volumes, templates and pools are theirs too. */
   auth?: CustomAuth;
   storage: Pick<Storage, "sandboxes" | "sandboxBoxes">;
@@ -154,7 +154,7 @@ export function sandboxRoutes(deps: SandboxDeps): Hono<AppEnv> {
         if (box && box.org_id === orgOf(c) && !matchesFilter(box.metadata, filter)) throw boxIdNotFound(id);
         return next();
       })
-      .route("/", dataplaneRoutes(boxes))
+      .route("/", dataplaneRoutes(boxes, deps.config))
       // ---- volumes
       .post("/volumes", async (c) => {
         const b = await bodyOf(c, S.VolumeCreate);

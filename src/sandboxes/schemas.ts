@@ -167,16 +167,45 @@ export const SandboxIdPath = z.object({ id: z.string() });
 
 /** Text a command carries (its line, shell, directory, environment): a NUL byte cannot reach a process. */
 const text = () => str().refine((s) => !s.includes("\0"), "must not contain a NUL byte");
+/**
+ * Linux's limits on what a program is started with: each argument or `NAME=value` at most 128 KiB
+ * (MAX_ARG_STRLEN, with its NUL), all of them together a quarter of the stack limit (2 MiB at the
+ * usual 8 MiB); the environment is held below that, leaving room for the image's own.
+ */
+export const MAX_ENV_VARIABLE_BYTES = 128 * 1024 - 1;
+export const MAX_ENV_BYTES = 1024 * 1024;
+/** A path (cwd, shell): Linux's PATH_MAX. */
+const MAX_PATH_BYTES = 4096;
+const pathText = () =>
+  text().refine((s) => Buffer.byteLength(s) < MAX_PATH_BYTES, `must be shorter than ${MAX_PATH_BYTES} bytes`);
 /** Variables as a shell names them: commands get them through `export`. */
-const Env = z.record(
-  z
-    .string()
-    .regex(
-      /^[A-Za-z_][A-Za-z0-9_]*$/,
-      "environment names are letters, digits and _, not starting with a digit",
-    ),
-  text(),
-);
+const Env = z
+  .record(
+    z
+      .string()
+      .regex(
+        /^[A-Za-z_][A-Za-z0-9_]*$/,
+        "environment names are letters, digits and _, not starting with a digit",
+      ),
+    text(),
+  )
+  .superRefine((env, ctx) => {
+    let total = 0;
+    for (const [name, value] of Object.entries(env)) {
+      const size = Buffer.byteLength(name) + 1 + Buffer.byteLength(value);
+      total += size + 1;
+      if (size > MAX_ENV_VARIABLE_BYTES) {
+        ctx.addIssue({
+          code: "custom",
+          path: [name],
+          message: `an environment variable (NAME=value) may hold at most ${MAX_ENV_VARIABLE_BYTES} bytes`,
+        });
+      }
+    }
+    if (total > MAX_ENV_BYTES) {
+      ctx.addIssue({ code: "custom", message: `the environment may hold at most ${MAX_ENV_BYTES} bytes` });
+    }
+  });
 
 export const ExecuteBody = z.object({
   command: text().min(1, "command must not be empty"),
@@ -186,9 +215,9 @@ export const ExecuteBody = z.object({
     .positive()
     .max(24 * 3600)
     .default(60),
-  shell: text().min(1).default("/bin/bash"),
+  shell: pathText().min(1).default("/bin/bash"),
   env: Env.nullish(),
-  cwd: text().min(1).nullish(),
+  cwd: pathText().min(1).nullish(),
 });
 
 /** The first frame of `/execute/ws`: a new command, or a reconnect to a running one. */
@@ -200,9 +229,9 @@ export const WsExecute = z.object({
     .positive()
     .max(24 * 3600)
     .default(60),
-  shell: text().min(1).default("/bin/bash"),
+  shell: pathText().min(1).default("/bin/bash"),
   env: Env.nullish(),
-  cwd: text().min(1).nullish(),
+  cwd: pathText().min(1).nullish(),
   command_id: z.string().min(1).max(128).nullish(),
   idle_timeout_seconds: z.number().min(0).default(300),
   kill_on_disconnect: z.boolean().default(false),

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { PassThrough } from "node:stream";
 import { test } from "node:test";
 import { type CommandEvent, CommandRun } from "../../src/sandboxes/commands.js";
 import type { ExecProcess } from "../../src/sandboxes/provisioner.js";
@@ -58,4 +59,28 @@ test("a background process holding the pipe does not hold the command open", asy
   const started = Date.now();
   assert.deepEqual(await outputOf(new CommandRun(proc, options)), { stdout: "started\n", exit: 0 });
   assert.ok(Date.now() - started < 3000, "the command was held open by its background process");
+});
+
+test("output held by a listener past the exit's grace period still arrives whole", async () => {
+  // A WebSocket whose client stops reading holds the command's output: the pipes are not read. The
+  // command exits with output still in them; the grace period must not cut it off while it is held.
+  // Its stdout is relayed as the starter's FIFOs are (Node resumes a child's own stdout when it exits).
+  const proc = shell("head -c 100000 /dev/zero | tr '\\0' h; (sleep 0.05; echo late) & exit 0");
+  const relayed = new PassThrough();
+  proc.stdout.pipe(relayed);
+  const run = new CommandRun({ ...proc, stdout: relayed }, options);
+  let stdout = "";
+  let exit: number | undefined;
+  const listener = (event: CommandEvent) => {
+    if (event.type === "stdout") stdout += event.data;
+    if (event.type === "exit") exit = event.exit_code;
+  };
+  run.attach(listener);
+  run.hold(listener);
+  await new Promise((resolve) => setTimeout(resolve, 800));
+  assert.equal(exit, undefined, "the command's end waits for its held output");
+  run.release(listener);
+  await run.done;
+  assert.equal(stdout, `${"h".repeat(100_000)}late\n`);
+  assert.equal(exit, 0);
 });

@@ -85,6 +85,7 @@ describe("defaults", () => {
       redisPrefix: "hangar:",
       leaseSeconds: 30,
       maxBodyBytes: 32 * 1024 * 1024,
+      maxUploadBytes: 512 * 1024 * 1024,
     });
   });
 

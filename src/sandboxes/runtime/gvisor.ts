@@ -10,12 +10,14 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { readFileSync, rmSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
-import type { ExecProcess, ExecRequest } from "../provisioner.js";
+import type { ExecProcess, ExecRequest, SandboxSpec } from "../provisioner.js";
 import { killGroup, type Running, spawnedCommand } from "./host-driver.js";
 import { OciRuntimeDriver } from "./oci.js";
+import { IO_IN_SANDBOX, isLongCommand, sourceFile } from "./starter.js";
 
 /**
  * gVisor releases before this refuse the statx flags glibc's ls and stat pass (EINVAL): a Debian or
@@ -60,6 +62,20 @@ export class GvisorDriver extends OciRuntimeDriver {
     return {};
   }
 
+  #ioDir(id: string): string {
+    return path.join(this.dir(id), "io");
+  }
+
+  /** Long commands' files (see LONG_COMMAND_BYTES), written by the server alone: read-only inside. */
+  protected override extraBinds(spec: SandboxSpec) {
+    return [{ source: this.#ioDir(spec.id), destination: IO_IN_SANDBOX, readonly: true }];
+  }
+
+  protected override async beforeBoot(spec: SandboxSpec): Promise<void> {
+    await rm(this.#ioDir(spec.id), { recursive: true, force: true });
+    await mkdir(this.#ioDir(spec.id), { mode: 0o700 });
+  }
+
   /**
    * Each command is a `runsc exec` (host FIFOs cannot be opened inside gVisor, so no starter): the
    * image's sh changes directory (runsc's --cwd fails a missing one with no message), so a command
@@ -68,6 +84,14 @@ export class GvisorDriver extends OciRuntimeDriver {
   protected command(running: Running, request: ExecRequest, env: Record<string, string>): ExecProcess {
     const id = running.spec.id;
     const pidFile = path.join(this.dir(id), "bundle", `exec-${randomUUID()}.pid`);
+    let command = request.command;
+    let commandFile: string | undefined;
+    if (isLongCommand(command)) {
+      const name = `command-${randomUUID()}`;
+      commandFile = path.join(this.#ioDir(id), name);
+      writeFileSync(commandFile, command, { mode: 0o600 });
+      command = sourceFile(`${IO_IN_SANDBOX}/${name}`);
+    }
     const argv = this.runtimeArgv(
       "exec",
       ...Object.entries(env).flatMap(([k, v]) => ["--env", `${k}=${v}`]),
@@ -81,13 +105,16 @@ export class GvisorDriver extends OciRuntimeDriver {
       request.cwd,
       request.shell,
       "-c",
-      request.command,
+      command,
     );
     const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ["pipe", "pipe", "pipe"] });
     return spawnedCommand(
       child,
       () => this.#kill(id, pidFile, child),
-      () => rmSync(pidFile, { force: true }),
+      () => {
+        rmSync(pidFile, { force: true });
+        if (commandFile) rmSync(commandFile, { force: true });
+      },
     );
   }
 

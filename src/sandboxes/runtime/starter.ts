@@ -35,6 +35,16 @@ while read -r id; do
     echo "done $id $?" >&3; } &
   echo "pid $id $!" >&3
 done`;
+/**
+ * A command longer than this is handed to its shell as a file the shell sources (`shell -c '. file'`,
+ * which needs a POSIX shell: sh, bash, dash, zsh), not as an argument: one argument may hold at most
+ * 128 KiB (Linux's MAX_ARG_STRLEN), and a longer one fails to start (E2BIG).
+ */
+export const LONG_COMMAND_BYTES = 64 * 1024;
+/** What the shell runs with `-c`: the command itself, or a `.` of the file holding a long one. */
+export const isLongCommand = (command: string) => Buffer.byteLength(command) > LONG_COMMAND_BYTES;
+export const sourceFile = (file: string) => `. ${quote(file)}`;
+
 /** The longest report line the starter may write (`done c123456 255` is far shorter). */
 const MAX_REPORT = 64;
 /** FIFO triples made ahead (one `sh` for many), so a command does not wait for them. */
@@ -164,12 +174,13 @@ export function startCommand(
 ): ExecProcess {
   const id = starter.take();
   const dir = path.join(starter.ioDir, id);
+  const long = isLongCommand(request.command);
   const run = [
     ...Object.entries(env)
       .filter(([k]) => SHELL_NAME.test(k) && !READ_ONLY_VARIABLES.has(k))
       .map(([k, v]) => `export ${k}=${quote(v)}`),
     `cd -- ${quote(request.cwd)} || exit 1`,
-    `exec ${quote(request.shell)} -c ${quote(request.command)}`,
+    `exec ${quote(request.shell)} -c ${quote(long ? sourceFile(`${IO_IN_SANDBOX}/${id}/command`) : request.command)}`,
   ].join("\n");
   // Held open read-write: no reader sees end-of-file before the command opens its end, and opening
   // never waits for it. stdin ends when the server closes its end.
@@ -245,30 +256,33 @@ export function startCommand(
     if (pid !== null) killTree(pid);
   };
   const script = path.join(dir, "run");
-  void writeFile(script, run, { mode: 0o600 })
-    .then(() => (starter.owner ? lchown(script, starter.owner, starter.owner) : undefined))
-    .then(
-      () =>
-        // Killed before it started: it never starts. Otherwise the starter keeps listening to it until
-        // its `done` (a kill that came before its pid still reaches it then).
-        settled
-          ? starter.forget(id)
-          : starter.start(id, {
-              onPid: (p) => {
-                pid = p;
-                if (killRequested) kill();
-              },
-              onOpen: () => {
-                opened = true;
-                closeStdin();
-              },
-              onDone: finish,
-            }),
-      () => {
-        starter.forget(id);
-        finish(127);
-      },
-    );
+  const commandFile = path.join(dir, "command");
+  const written = async (file: string, text: string) => {
+    await writeFile(file, text, { mode: 0o600 });
+    if (starter.owner) await lchown(file, starter.owner, starter.owner);
+  };
+  void Promise.all([written(script, run), long ? written(commandFile, request.command) : undefined]).then(
+    () =>
+      // Killed before it started: it never starts. Otherwise the starter keeps listening to it until
+      // its `done` (a kill that came before its pid still reaches it then).
+      settled
+        ? starter.forget(id)
+        : starter.start(id, {
+            onPid: (p) => {
+              pid = p;
+              if (killRequested) kill();
+            },
+            onOpen: () => {
+              opened = true;
+              closeStdin();
+            },
+            onDone: finish,
+          }),
+    () => {
+      starter.forget(id);
+      finish(127);
+    },
+  );
   return {
     stdout,
     stderr,

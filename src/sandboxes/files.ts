@@ -1,0 +1,197 @@
+/**
+ * File transfers of the data plane (`POST /upload`, `GET /download`), streamed both ways: the server
+ * holds a file's bytes only in flight (a few pipe and socket buffers), whatever its size.
+ *
+ * Files are read and written by a command inside the sandbox (`cat`), so paths resolve exactly as the
+ * sandbox sees them (its mounts, its symlinks) and never on the host.
+ *
+ * - Download: the command checks the path (missing: 404 `FileNotFound`; a directory or anything that
+ *   is not a regular file, such as /dev/zero or a FIFO: 400 `ReadError`), opens it, then says so with
+ *   one byte before the file's; the answer is 200 from then on and the file follows at the pace the
+ *   client reads it (its pipe is read only as the response is written: backpressure).
+ * - Upload: the multipart body is parsed as it arrives (busboy) and part `file` is piped into a command
+ *   writing a temporary file beside the target, at the pace the sandbox writes it. Past
+ *   `maxBytes` (HANGAR_SANDBOX_MAX_UPLOAD_MB) the upload is refused with 413 as soon as that many bytes arrived. Only a whole
+ *   upload is renamed over the target, by a second command: a refused or broken one leaves the old
+ *   file as it was.
+ */
+import { randomUUID } from "node:crypto";
+import { Readable } from "node:stream";
+import busboy from "busboy";
+import { badRequest, notFound, tooLarge } from "../errors.js";
+import type { BoxRecord } from "../storage/ports.js";
+import type { BoxService } from "./boxes.js";
+
+/** How long one transfer's command may take (a client that stops reading holds it no longer). */
+const FILE_TIMEOUT_SECONDS = 300;
+/** What a transfer's command may say on stderr that the error message quotes. */
+const MAX_STDERR_BYTES = 4096;
+/** What a multipart body may hold besides the file: a few small fields, nothing the server keeps. */
+const MULTIPART_LIMITS = { files: 1, fields: 16, fieldSize: 64 * 1024, parts: 32, headerPairs: 64 };
+
+/** A path as one single-quoted shell word. */
+export const shellQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
+
+type Transfer = ReturnType<typeof transferCommand>;
+
+/** A command for a transfer: killed after FILE_TIMEOUT_SECONDS; its stderr kept (bounded) for errors. */
+function transferCommand(service: BoxService, box: BoxRecord, command: string) {
+  const proc = service.spawn(box, { shell: "/bin/sh", command, env: {}, cwd: "/" });
+  const timer = setTimeout(() => proc.kill(), FILE_TIMEOUT_SECONDS * 1000);
+  let stderr = "";
+  proc.stderr.on("data", (chunk: Buffer) => {
+    if (stderr.length < MAX_STDERR_BYTES) stderr += chunk.toString("utf8");
+  });
+  proc.stderr.on("error", () => {});
+  proc.stdout.on("error", () => {});
+  const exited = proc.exited.then((code) => {
+    clearTimeout(timer);
+    return code;
+  });
+  return { proc, exited, stderr: () => stderr.slice(0, MAX_STDERR_BYTES).trim() };
+}
+
+/** Runs a short command to its end (nothing on stdin); its exit code and stderr. */
+async function run(service: BoxService, box: BoxRecord, command: string) {
+  const { proc, exited, stderr } = transferCommand(service, box, command);
+  proc.stdout.resume();
+  proc.stdin.end();
+  return { code: await exited, stderr: stderr() };
+}
+
+export async function download(service: BoxService, box: BoxRecord, path: string): Promise<Response> {
+  const p = shellQuote(path);
+  const { proc, exited, stderr } = transferCommand(
+    service,
+    box,
+    `[ -e ${p} ] || exit 44; [ -d ${p} ] && exit 45; [ -f ${p} ] || exit 46; exec < ${p}; printf .; exec cat`,
+  );
+  proc.stdin.end();
+  const chunks = proc.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  const first = await chunks.next().catch(() => ({ done: true as const, value: undefined }));
+  if (first.done) {
+    const code = await exited;
+    if (code === 44) throw notFound(`File '${path}' not found`, "FileNotFound");
+    if (code === 45) throw badRequest(`'${path}' is a directory`, "ReadError");
+    if (code === 46) throw badRequest(`'${path}' is not a regular file`, "ReadError");
+    throw badRequest(`Could not read ${path}: ${stderr() || `exit ${code}`}`, "ReadError");
+  }
+  const rest = first.value.subarray(1); // the command's "opened" byte
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      if (rest.length > 0) controller.enqueue(rest);
+    },
+    // Called only as the response is written out: the pipe is read at the client's pace.
+    async pull(controller) {
+      const next = await chunks.next().catch(() => ({ done: true as const, value: undefined }));
+      if (!next.done) return controller.enqueue(next.value);
+      // A read that failed part-way must not look like a whole file: the response is broken off.
+      const code = await exited;
+      if (code === 0) controller.close();
+      else controller.error(new Error(`reading ${path} failed: ${stderr() || `exit ${code}`}`));
+    },
+    cancel() {
+      proc.kill(); // the client went away
+    },
+  });
+  return new Response(body, { status: 200, headers: { "content-type": "application/octet-stream" } });
+}
+
+export async function upload(
+  service: BoxService,
+  box: BoxRecord,
+  path: string,
+  request: Request,
+  maxBytes: number,
+): Promise<{ path: string; written: number }> {
+  const notMultipart = () =>
+    badRequest("The body must be multipart/form-data with a part named 'file'", "WriteError");
+  const contentType = request.headers.get("content-type") ?? "";
+  if (!request.body || !/^multipart\/form-data\b/i.test(contentType)) throw notMultipart();
+  let parser: busboy.Busboy;
+  try {
+    parser = busboy({
+      headers: { "content-type": contentType },
+      limits: { ...MULTIPART_LIMITS, fileSize: maxBytes },
+    });
+  } catch {
+    throw notMultipart();
+  }
+  const source = Readable.fromWeb(request.body as import("node:stream/web").ReadableStream);
+
+  const p = shellQuote(path);
+  // Beside the target (the same file system, so the rename is atomic); a symlink's target is written.
+  const temp = shellQuote(`.hangar-upload-${randomUUID()}`);
+  const target = `p=${p}; if [ -L "$p" ]; then p=$(readlink -f -- "$p") || exit 1; fi; d=\${p%/*}; t="\${d}/"${temp}`;
+
+  const state: { writer: Transfer | null; written: number } = { writer: null, written: 0 };
+  const outcome = new Promise<void>((resolve, reject) => {
+    const fail = (err: unknown) => {
+      source.unpipe(parser);
+      source.destroy();
+      state.writer?.proc.kill();
+      reject(err);
+    };
+    source.on("error", () => fail(badRequest("The upload was broken off", "WriteError")));
+    parser.on("error", () => fail(notMultipart()));
+    parser.on("file", (name: string, file: Readable) => {
+      if (name !== "file" || state.writer) return void file.resume();
+      let writer: Transfer;
+      try {
+        writer = transferCommand(
+          service,
+          box,
+          `${target}; if [ -n "$d" ]; then mkdir -p -- "$d" || exit 1; fi; cat > "$t" || { rm -f -- "$t"; exit 1; }`,
+        );
+      } catch (err) {
+        return fail(err);
+      }
+      state.writer = writer;
+      writer.proc.stdin.on("error", () => {}); // a command that died: its exit says why
+      file.on("data", (chunk: Buffer) => {
+        state.written += chunk.length;
+      });
+      file.on("limit", () =>
+        fail(
+          tooLarge(
+            `File larger than ${maxBytes / 2 ** 20} MiB (the upload limit, HANGAR_SANDBOX_MAX_UPLOAD_MB)`,
+            "WriteError",
+          ),
+        ),
+      );
+      file.on("end", () => {
+        if (!(file as Readable & { truncated?: boolean }).truncated) writer.proc.stdin.end();
+      });
+      file.pipe(writer.proc.stdin as NodeJS.WritableStream, { end: false });
+      void writer.exited.then(() => resolve());
+    });
+    parser.on("close", () => {
+      if (!state.writer) fail(notMultipart());
+    });
+    source.pipe(parser);
+  });
+
+  try {
+    await outcome;
+  } catch (err) {
+    if (state.writer) {
+      await state.writer.exited;
+      await run(service, box, `${target}; rm -f -- "$t"`);
+    }
+    throw err;
+  }
+  const writer = state.writer!;
+  // The command ended before the body did (it failed): the rest of the body is not read.
+  source.unpipe(parser);
+  source.destroy();
+  const code = await writer.exited;
+  if (code !== 0) {
+    throw badRequest(`Could not write ${path}: ${writer.stderr() || `exit ${code}`}`, "WriteError");
+  }
+  const moved = await run(service, box, `${target}; mv -f -- "$t" "$p"`);
+  if (moved.code !== 0) {
+    await run(service, box, `${target}; rm -f -- "$t"`);
+    throw badRequest(`Could not write ${path}: ${moved.stderr || `exit ${moved.code}`}`, "WriteError");
+  }
+  return { path, written: state.written };
+}

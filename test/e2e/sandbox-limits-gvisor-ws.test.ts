@@ -1,0 +1,4 @@
+/** The data plane's memory bounds (ws part), on the gVisor engine: test/helpers/sandbox-limits-suite.ts. */
+import { sandboxLimitsSuite } from "../helpers/sandbox-limits-suite.js";
+
+sandboxLimitsSuite("runsc", "ws");

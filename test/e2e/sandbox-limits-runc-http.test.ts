@@ -1,0 +1,4 @@
+/** The data plane's memory bounds (http part), on the runc engine: test/helpers/sandbox-limits-suite.ts. */
+import { sandboxLimitsSuite } from "../helpers/sandbox-limits-suite.js";
+
+sandboxLimitsSuite("runc", "http");
