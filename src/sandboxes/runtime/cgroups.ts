@@ -198,10 +198,8 @@ abstract class SandboxGroups implements Cgroups {
   }
 
   async removeScope(): Promise<void> {
-    for (const h of this.#hierarchies) {
-      await rmdir(path.join(h.dir, this.scope)).catch(() => {});
-      await rmdir(path.join(h.dir, GROUP)).catch(() => {}); // other servers' scopes keep it
-    }
+    // `hangar` itself stays: another server may be making its scope there right now.
+    for (const h of this.#hierarchies) await rmdir(path.join(h.dir, this.scope)).catch(() => {});
   }
 }
 

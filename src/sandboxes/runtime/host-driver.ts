@@ -116,7 +116,8 @@ export abstract class HostSandboxDriver implements SandboxDriver {
   readonly #cgroups: Cgroups | null;
   readonly #running = new Map<string, Running>();
   readonly #booting = new Map<string, Promise<void>>();
-  #cleanedUp: Promise<void> | null = null;
+  #recovered: Promise<void> | null = null;
+  #storageSecured: Promise<void> | null = null;
   /** The directories this server made `nosuid,nodev` mounts (unmounted at close). */
   readonly #mounted: string[] = [];
 
@@ -200,11 +201,8 @@ export abstract class HostSandboxDriver implements SandboxDriver {
   async #boot(spec: SandboxSpec): Promise<void> {
     const problem = await this.unavailable();
     if (problem) throw new Error(problem);
-    this.#cleanedUp ??= this.#beforeFirstBoot().catch((err) => {
-      this.#cleanedUp = null; // tried again by the next boot
-      throw err;
-    });
-    await this.#cleanedUp;
+    await this.recover();
+    await this.#secureStorage();
 
     // A sandbox booted before keeps the image content its own layer was written over. The content it
     // uses is recorded under the store's lock, so a removal running meanwhile sees it in use.
@@ -321,20 +319,34 @@ export abstract class HostSandboxDriver implements SandboxDriver {
   }
 
   /**
-   * What a server killed before it could stop its sandboxes left: their groups, with every process
-   * still in them (a fork bomb does not end when its pipe closes), and the engine's state. Then the
-   * directories sandboxes write to are made `nosuid,nodev` mounts (nosuid.ts).
+   * At the server's start, and before the first boot if that comes first: what a server killed before
+   * it could stop its sandboxes left — their groups, with every process still in them (a fork bomb
+   * does not end when its pipe closes), and the engine's state.
    */
-  async #beforeFirstBoot(): Promise<void> {
-    await Promise.all([
-      this.#cgroups?.removeStale(new Set()).catch(() => {}),
-      this.cleanStale().catch(() => {}),
-    ]);
-    for (const dir of [this.opts.stateDir, this.opts.volumesDir]) {
-      await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
-      const real = await realpath(dir);
-      if (!this.#mounted.includes(real) && (await ensureNosuid(real))) this.#mounted.push(real);
-    }
+  recover(): Promise<void> {
+    this.#recovered ??= (async () => {
+      if (await this.unavailable()) return;
+      await Promise.all([
+        this.#cgroups?.removeStale(new Set()).catch(() => {}),
+        this.cleanStale().catch(() => {}),
+      ]);
+    })();
+    return this.#recovered;
+  }
+
+  /** Before the first boot: the directories sandboxes write to become `nosuid,nodev` mounts (nosuid.ts). */
+  #secureStorage(): Promise<void> {
+    this.#storageSecured ??= (async () => {
+      for (const dir of [this.opts.stateDir, this.opts.volumesDir]) {
+        await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+        const real = await realpath(dir);
+        if (!this.#mounted.includes(real) && (await ensureNosuid(real))) this.#mounted.push(real);
+      }
+    })().catch((err) => {
+      this.#storageSecured = null; // tried again by the next boot
+      throw err;
+    });
+    return this.#storageSecured;
   }
 
   /** Runs `exit 0`; one that has not ended after PROBE_TIMEOUT_MS is killed and fails. */
