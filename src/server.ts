@@ -4,6 +4,7 @@ import { CustomAuth } from "./auth/custom.js";
 import { guardNetworkExposure } from "./cli/exposure.js";
 import type { ClusterBus, RedisLink } from "./cluster/redis.js";
 import type { Config } from "./config/index.js";
+import { secureDataDir } from "./data-dir.js";
 import { createApp } from "./http/app.js";
 import { loadCustomApp } from "./http/custom-app.js";
 import { underPrefix } from "./http/mount-prefix.js";
@@ -21,7 +22,7 @@ import { StoreSweeper } from "./runtime/store-sweeper.js";
 import { ThreadSweeper } from "./runtime/thread-sweeper.js";
 import { WorkerStatsTable } from "./runtime/worker-stats.js";
 import { upgradeHandler } from "./sandboxes/dataplane.js";
-import { createSandboxRuntime } from "./sandboxes/runtime/index.js";
+import { createSandboxRuntime, sandboxDirs } from "./sandboxes/runtime/index.js";
 import { DEFAULT_ORG, type Storage } from "./storage/ports.js";
 import { openStorage } from "./storage/sql/index.js";
 import { RedisRunLogs } from "./streams/redis-run-logs.js";
@@ -51,6 +52,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
 
   let heard: (url: string | null) => void = () => {};
   const listening = new Promise<string | null>((resolve) => (heard = resolve));
+  // Every organization's data is there: no other local account may read it.
+  secureDataDir(config.dataDir, log, sandboxDirs(config.dataDir).imagesDir);
   const storage = await openStorage(config);
   let redis: RedisLink | undefined;
   let clusterBus: ClusterBus | undefined;

@@ -115,6 +115,12 @@ export class BoxService {
   async start(): Promise<void> {
     this.#sweeper = setInterval(() => void this.#sweep(), SWEEP_INTERVAL_MS);
     this.#sweeper.unref();
+    // A killed server's sandboxes may still run (what outran their init): ended before anything boots.
+    await this.#driver
+      .recover?.()
+      .catch((err) =>
+        this.#log.warn("could not end what a previous server left of its sandboxes", { error: String(err) }),
+      );
     for (const box of await this.#boxes.listAllBoxes()) {
       this.#trackExpiry(box);
       if (box.status === "ready" || box.status === "provisioning") {

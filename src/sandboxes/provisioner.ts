@@ -126,4 +126,6 @@ export interface SandboxDriver {
   remove(id: string): Promise<void>;
   /** Stops every sandbox (the server is shutting down); files stay. */
   close(): Promise<void>;
+  /** At start, before any boot: ends what a server killed on the same data dir left running. */
+  recover?(): Promise<void>;
 }

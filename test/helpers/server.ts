@@ -2,9 +2,9 @@
  * End-to-end harness: start a real Hangar process (`bin/hangar.js dev`) on a free port and a fresh data
  * dir, and talk to it with the official SDK or raw fetch. Nothing here mocks the server.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
@@ -59,6 +59,7 @@ function installExitHook(): void {
     if (process.env.HANGAR_E2E_KEEP === "1") return;
     for (const dir of ownedDirs) {
       try {
+        unmountUnder(dir);
         rmSync(dir, { recursive: true, force: true });
       } catch {}
     }
@@ -70,6 +71,24 @@ function installExitHook(): void {
       process.exit(signal === "SIGINT" ? 130 : 143);
     });
   }
+}
+
+/**
+ * Lazily unmounts every mount under `dir`: a sandbox server makes its data dir's `sandboxes/` and
+ * `volumes/` mounts of their own (src/sandboxes/runtime/nosuid.ts), and one killed with SIGKILL leaves them.
+ */
+export function unmountUnder(dir: string): void {
+  let info: string;
+  try {
+    info = readFileSync("/proc/self/mountinfo", "utf8");
+  } catch {
+    return;
+  }
+  const points = info
+    .split("\n")
+    .map((line) => line.split(" ")[4])
+    .filter((p): p is string => p?.startsWith(`${dir}/`) === true);
+  for (const point of points.reverse()) spawnSync("umount", ["-l", point], { stdio: "ignore" });
 }
 
 async function tempDir(prefix: string): Promise<string> {

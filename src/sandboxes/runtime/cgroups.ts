@@ -6,14 +6,18 @@
  *
  * - cgroup v1 (this project's reference machine): `/sys/fs/cgroup/{memory,pids,cpu}/hangar/<scope>/<id>`
  *   with `memory.limit_in_bytes` (and `memory.memsw.limit_in_bytes` when swap accounting exists),
- *   `pids.max`, and `cpu.cfs_quota_us` over a 100 ms period.
+ *   `pids.max`, and `cpu.cfs_quota_us` over a 100 ms period; the freezer's group and, on a hybrid
+ *   machine, the unified hierarchy's too (to end every process at once: see `kill`).
  * - cgroup v2 (unified): `/sys/fs/cgroup/hangar/<scope>/<id>` with `memory.max`, `pids.max`, `cpu.max`.
+ *
+ * An OCI runtime (runc, runsc) makes the group itself, on every hierarchy the machine mounts; removal
+ * ends every process left in it and removes it on each of them.
  *
  * `detectCgroups()` returns null when neither is writable (not root, or no controllers); the driver then
  * falls back to an address-space rlimit (see host-driver.ts).
  */
 import { createHash } from "node:crypto";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { appendFile, mkdir, readdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 
@@ -33,9 +37,14 @@ export interface Cgroups {
   pathOf(id: string): string;
   /** Creates the sandbox's group with its limits; returns the `cgroup.procs` files a process must join. */
   create(id: string, limits: SandboxLimits): Promise<string[]>;
-  /** Removes the group (its processes must be gone). Idempotent. */
+  /** Ends every process in the sandbox's group; true once none is left (false: some outlived the deadline). */
+  kill(id: string): Promise<boolean>;
+  /**
+   * Removes the sandbox's group on every hierarchy, ending what still runs in it first. Idempotent;
+   * throws only when a group outlives the deadline.
+   */
   remove(id: string): Promise<void>;
-  /** Removes this scope's groups of sandboxes that no longer run (left by a crash). */
+  /** Ends and removes this scope's groups of sandboxes that no longer run (left by a crash). */
   removeStale(keep: Set<string>): Promise<void>;
   /** Removes the scope's own group, once it holds no sandbox's. */
   removeScope(): Promise<void>;
@@ -53,19 +62,33 @@ export function detectCgroups(stateDir: string): Cgroups | null {
   return v1 ? new CgroupsV1(scope) : null;
 }
 
-/** rmdir of a group can fail for a moment while its last processes are reaped. */
-async function rmdirRetry(dir: string): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await rmdir(dir);
-      return;
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "ENOENT") return;
-      if (code !== "EBUSY" || attempt >= 50) throw err;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+/** How long a kill of a sandbox's group may take before its removal gives up. */
+const KILL_DEADLINE_MS = 10_000;
+
+/**
+ * The cgroup hierarchies this machine mounts (/proc/self/mountinfo): v1 one per controller (and named
+ * ones such as systemd's), v2 the unified one; both on a hybrid machine. An OCI runtime makes the
+ * sandbox's group on each of them, so each is cleared.
+ */
+function mountedHierarchies(): { dir: string; v2: boolean }[] {
+  let info: string;
+  try {
+    info = readFileSync("/proc/self/mountinfo", "utf8");
+  } catch {
+    return [];
   }
+  const found: { dir: string; v2: boolean }[] = [];
+  for (const line of info.split("\n")) {
+    const [mountFields, fsFields] = line.split(" - ");
+    const type = fsFields?.split(" ")[0];
+    if (type !== "cgroup" && type !== "cgroup2") continue;
+    // Octal escapes (\040 for a space) as mountinfo writes them.
+    const dir = mountFields!
+      .split(" ")[4]!
+      .replace(/\\([0-7]{3})/g, (_, o) => String.fromCharCode(parseInt(o, 8)));
+    found.push({ dir, v2: type === "cgroup2" });
+  }
+  return found;
 }
 
 async function listGroups(dir: string): Promise<string[]> {
@@ -75,14 +98,141 @@ async function listGroups(dir: string): Promise<string[]> {
   );
 }
 
-class CgroupsV1 implements Cgroups {
-  readonly version = 1 as const;
-  readonly #controllers = ["memory", "pids", "cpu"] as const;
+/** `dir` and the groups below it, deepest first. */
+async function withSubgroups(dir: string): Promise<string[]> {
+  const below = await Promise.all((await listGroups(dir)).map((name) => withSubgroups(path.join(dir, name))));
+  return [...below.flat(), dir];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * What both versions share: a sandbox's group is `<scope>/<id>` on every hierarchy, and ending it ends
+ * every process in it. A kill uses the kernel's own where it has one (cgroup v2's `cgroup.kill`, which
+ * no fork outruns); otherwise it freezes the group (v1's freezer, where the group has one), sends
+ * SIGKILL to each process, thaws it, and repeats until no process is left: a killed process forks no
+ * more, so the rounds end (a fork bomb is bounded by the group's pids limit).
+ */
+abstract class SandboxGroups implements Cgroups {
+  abstract readonly version: 1 | 2;
+  readonly #hierarchies = mountedHierarchies();
 
   constructor(readonly scope: string) {}
 
+  abstract create(id: string, limits: SandboxLimits): Promise<string[]>;
+
   pathOf(id: string): string {
     return `/${this.scope}/${id}`;
+  }
+
+  /** The sandbox's group on each hierarchy that has one. */
+  protected groupsOf(id: string): { dir: string; v2: boolean }[] {
+    return this.#hierarchies
+      .map((h) => ({ dir: path.join(h.dir, this.scope, id), v2: h.v2 }))
+      .filter((g) => existsSync(g.dir));
+  }
+
+  /** The hierarchy mounted at `dir` (v1: named after its controller), if this machine has it. */
+  protected hierarchy(dir: string): string | undefined {
+    return this.#hierarchies.find((h) => h.dir === dir)?.dir;
+  }
+
+  async kill(id: string): Promise<boolean> {
+    const groups = this.groupsOf(id);
+    // v2's kill file (kernel 5.14 or later).
+    const killFile = groups.map((g) => path.join(g.dir, "cgroup.kill")).find((f) => existsSync(f));
+    if (killFile) await writeFile(killFile, "1").catch(() => {});
+    const freezer = groups.find((g) => existsSync(path.join(g.dir, "freezer.state")))?.dir;
+    const deadline = Date.now() + KILL_DEADLINE_MS;
+    for (let round = 0; ; round++) {
+      const frozen = freezer && round === 0 && (await freeze(freezer, deadline));
+      const pids = new Set<number>();
+      for (const dir of (await Promise.all(groups.map((g) => withSubgroups(g.dir)))).flat()) {
+        const procs = await readFile(path.join(dir, "cgroup.procs"), "utf8").catch(() => "");
+        for (const pid of procs.split("\n").filter(Boolean)) pids.add(Number(pid));
+      }
+      for (const pid of pids) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {} // exited meanwhile
+      }
+      if (frozen) await writeFile(path.join(freezer, "freezer.state"), "THAWED").catch(() => {});
+      if (pids.size === 0) return true;
+      if (Date.now() > deadline) return false;
+      await sleep(round < 10 ? 5 : 20);
+    }
+  }
+
+  async remove(id: string): Promise<void> {
+    const emptied = await this.kill(id);
+    const deadline = Date.now() + KILL_DEADLINE_MS;
+    // Deepest first: a runtime may make groups of its own inside the sandbox's.
+    const dirs = (await Promise.all(this.groupsOf(id).map((g) => withSubgroups(g.dir)))).flat();
+    for (const dir of dirs) {
+      for (;;) {
+        try {
+          await rmdir(dir);
+          break;
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code;
+          if (code === "ENOENT") break;
+          // EBUSY while the last killed processes are reaped.
+          if (code !== "EBUSY" || Date.now() > deadline) {
+            throw new Error(
+              `could not remove the sandbox's cgroup ${dir}${emptied ? "" : " (its processes did not all die)"}: ${code}`,
+            );
+          }
+          await this.kill(id);
+          await sleep(20);
+        }
+      }
+    }
+  }
+
+  async removeStale(keep: Set<string>): Promise<void> {
+    const ids = new Set<string>();
+    for (const h of this.#hierarchies) {
+      for (const id of await listGroups(path.join(h.dir, this.scope))) ids.add(id);
+    }
+    for (const id of ids) if (!keep.has(id)) await this.remove(id).catch(() => {});
+  }
+
+  async removeScope(): Promise<void> {
+    // `hangar` itself stays: another server may be making its scope there right now.
+    for (const h of this.#hierarchies) await rmdir(path.join(h.dir, this.scope)).catch(() => {});
+  }
+}
+
+/** Freezes a v1 freezer group; true once it says FROZEN (false when it did not in time). */
+async function freeze(dir: string, deadline: number): Promise<boolean> {
+  const state = path.join(dir, "freezer.state");
+  if (
+    !(await writeFile(state, "FROZEN").then(
+      () => true,
+      () => false,
+    ))
+  )
+    return false;
+  const until = Math.min(deadline, Date.now() + 1000);
+  while (Date.now() < until) {
+    if ((await readFile(state, "utf8").catch(() => "")).trim() === "FROZEN") return true;
+    await sleep(5);
+  }
+  return true; // what froze is killed once thawed; the rounds catch the rest
+}
+
+class CgroupsV1 extends SandboxGroups {
+  readonly version = 1 as const;
+  /** The controllers limits are set on. */
+  readonly #limited = ["memory", "pids", "cpu"] as const;
+
+  /**
+   * Beyond the limited controllers, a sandbox's processes join its freezer group and, on a hybrid
+   * machine, its group on the unified hierarchy (whose `cgroup.kill` ends them at once).
+   */
+  #joined(): string[] {
+    const extra = [path.join(ROOT, "freezer"), path.join(ROOT, "unified")].filter((d) => this.hierarchy(d));
+    return [...this.#limited.map((c) => path.join(ROOT, c)), ...extra];
   }
 
   #dir(controller: string, id: string) {
@@ -90,7 +240,8 @@ class CgroupsV1 implements Cgroups {
   }
 
   async create(id: string, limits: SandboxLimits): Promise<string[]> {
-    for (const c of this.#controllers) await mkdir(this.#dir(c, id), { recursive: true });
+    const groups = this.#joined().map((h) => path.join(h, this.scope, id));
+    for (const dir of groups) await mkdir(dir, { recursive: true });
     const memory = this.#dir("memory", id);
     await writeFile(path.join(memory, "memory.limit_in_bytes"), String(limits.memoryBytes));
     // Without this, a sandbox could swap past its memory limit.
@@ -100,38 +251,12 @@ class CgroupsV1 implements Cgroups {
     const cpu = this.#dir("cpu", id);
     await writeFile(path.join(cpu, "cpu.cfs_period_us"), String(CPU_PERIOD_US));
     await writeFile(path.join(cpu, "cpu.cfs_quota_us"), String(Math.max(1000, limits.cpuMillicores * 100)));
-    return this.#controllers.map((c) => path.join(this.#dir(c, id), "cgroup.procs"));
-  }
-
-  async remove(id: string): Promise<void> {
-    for (const c of this.#controllers) await rmdirRetry(this.#dir(c, id));
-  }
-
-  async removeStale(keep: Set<string>): Promise<void> {
-    for (const c of this.#controllers) {
-      for (const id of await listGroups(path.join(ROOT, c, this.scope))) {
-        if (!keep.has(id)) await rmdirRetry(this.#dir(c, id)).catch(() => {});
-      }
-    }
-  }
-
-  async removeScope(): Promise<void> {
-    for (const c of this.#controllers) await rmdir(path.join(ROOT, c, this.scope)).catch(() => {});
+    return groups.map((dir) => path.join(dir, "cgroup.procs"));
   }
 }
 
-class CgroupsV2 implements Cgroups {
+class CgroupsV2 extends SandboxGroups {
   readonly version = 2 as const;
-
-  constructor(readonly scope: string) {}
-
-  pathOf(id: string): string {
-    return `/${this.scope}/${id}`;
-  }
-
-  #dir(id: string) {
-    return path.join(ROOT, this.scope, id);
-  }
 
   async create(id: string, limits: SandboxLimits): Promise<string[]> {
     await mkdir(path.join(ROOT, this.scope), { recursive: true });
@@ -145,7 +270,7 @@ class CgroupsV2 implements Cgroups {
         () => {},
       );
     }
-    const dir = this.#dir(id);
+    const dir = path.join(ROOT, this.scope, id);
     await mkdir(dir, { recursive: true });
     await writeFile(path.join(dir, "memory.max"), String(limits.memoryBytes));
     await writeFile(path.join(dir, "memory.swap.max"), "0").catch(() => {});
@@ -155,19 +280,5 @@ class CgroupsV2 implements Cgroups {
       `${Math.max(1000, limits.cpuMillicores * 100)} ${CPU_PERIOD_US}`,
     );
     return [path.join(dir, "cgroup.procs")];
-  }
-
-  async remove(id: string): Promise<void> {
-    await rmdirRetry(this.#dir(id));
-  }
-
-  async removeStale(keep: Set<string>): Promise<void> {
-    for (const id of await listGroups(path.join(ROOT, this.scope))) {
-      if (!keep.has(id)) await rmdirRetry(this.#dir(id)).catch(() => {});
-    }
-  }
-
-  async removeScope(): Promise<void> {
-    await rmdir(path.join(ROOT, this.scope)).catch(() => {});
   }
 }

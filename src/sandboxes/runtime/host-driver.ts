@@ -15,12 +15,25 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { existsSync, lstatSync } from "node:fs";
-import { chmod, lchown, mkdir, readdir, readFile, rename, rm, truncate, writeFile } from "node:fs/promises";
+import {
+  chmod,
+  lchown,
+  mkdir,
+  readdir,
+  readFile,
+  realpath,
+  rename,
+  rm,
+  truncate,
+  writeFile,
+} from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
+import { PRIVATE_DIR_MODE } from "../../data-dir.js";
 import type { ExecProcess, ExecRequest, SandboxDriver, SandboxSpec } from "../provisioner.js";
 import { type Cgroups, detectCgroups } from "./cgroups.js";
 import type { ImageLayer, ImageStore } from "./images.js";
+import { ensureNosuid, releaseNosuid } from "./nosuid.js";
 
 const execFileAsync = promisify(execFile);
 
@@ -70,6 +83,8 @@ export interface HostDriverOptions {
   images: ImageStore;
   /** The host directory backing a volume. */
   volumePath(volumeId: string): string;
+  /** The directory every volume's is in (made a `nosuid,nodev` mount, as `stateDir` is: nosuid.ts). */
+  volumesDir: string;
   /** Most processes a sandbox may have at once. */
   pidsMax: number;
   /** Told when a running sandbox's init exits without `stop` (it crashed or was killed). */
@@ -101,7 +116,10 @@ export abstract class HostSandboxDriver implements SandboxDriver {
   readonly #cgroups: Cgroups | null;
   readonly #running = new Map<string, Running>();
   readonly #booting = new Map<string, Promise<void>>();
-  #cleanedUp: Promise<void> | null = null;
+  #recovered: Promise<void> | null = null;
+  #storageSecured: Promise<void> | null = null;
+  /** The directories this server made `nosuid,nodev` mounts (unmounted at close). */
+  readonly #mounted: string[] = [];
 
   constructor(opts: HostDriverOptions) {
     this.opts = opts;
@@ -183,12 +201,8 @@ export abstract class HostSandboxDriver implements SandboxDriver {
   async #boot(spec: SandboxSpec): Promise<void> {
     const problem = await this.unavailable();
     if (problem) throw new Error(problem);
-    // What a server that crashed left: its processes died with it.
-    this.#cleanedUp ??= Promise.all([
-      this.#cgroups?.removeStale(new Set()).catch(() => {}),
-      this.cleanStale().catch(() => {}),
-    ]).then(() => {});
-    await this.#cleanedUp;
+    await this.recover();
+    await this.#secureStorage();
 
     // A sandbox booted before keeps the image content its own layer was written over. The content it
     // uses is recorded under the store's lock, so a removal running meanwhile sees it in use.
@@ -304,6 +318,37 @@ export abstract class HostSandboxDriver implements SandboxDriver {
     }
   }
 
+  /**
+   * At the server's start, and before the first boot if that comes first: what a server killed before
+   * it could stop its sandboxes left — their groups, with every process still in them (a fork bomb
+   * does not end when its pipe closes), and the engine's state.
+   */
+  recover(): Promise<void> {
+    this.#recovered ??= (async () => {
+      if (await this.unavailable()) return;
+      await Promise.all([
+        this.#cgroups?.removeStale(new Set()).catch(() => {}),
+        this.cleanStale().catch(() => {}),
+      ]);
+    })();
+    return this.#recovered;
+  }
+
+  /** Before the first boot: the directories sandboxes write to become `nosuid,nodev` mounts (nosuid.ts). */
+  #secureStorage(): Promise<void> {
+    this.#storageSecured ??= (async () => {
+      for (const dir of [this.opts.stateDir, this.opts.volumesDir]) {
+        await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+        const real = await realpath(dir);
+        if (!this.#mounted.includes(real) && (await ensureNosuid(real))) this.#mounted.push(real);
+      }
+    })().catch((err) => {
+      this.#storageSecured = null; // tried again by the next boot
+      throw err;
+    });
+    return this.#storageSecured;
+  }
+
   /** Runs `exit 0`; one that has not ended after PROBE_TIMEOUT_MS is killed and fails. */
   async #probe(id: string): Promise<{ code: number | null; stderr: string }> {
     const probe = this.exec(id, { shell: "/bin/sh", command: "exit 0", env: {}, cwd: "/" });
@@ -405,10 +450,12 @@ export abstract class HostSandboxDriver implements SandboxDriver {
     const running = this.#running.get(id);
     if (running) {
       running.stopping = true;
-      // The engine's init dies with it (each engine says how), and every process of the sandbox with that.
+      // The engine's init dies with it (each engine says how), and every process of the sandbox with that
+      // unless one outruns it (a fork bomb): the group's are all ended before the engine clears its state.
       running.init.kill("SIGKILL");
       await running.exited;
       this.#running.delete(id);
+      await this.#cgroups?.kill(id);
       await this.afterHalt(id, running.handle);
     }
     await this.#cgroups?.remove(id);
@@ -422,6 +469,7 @@ export abstract class HostSandboxDriver implements SandboxDriver {
   async close(): Promise<void> {
     await Promise.all([...this.#running.keys()].map((id) => this.stop(id).catch(() => {})));
     await this.#cgroups?.removeScope();
+    for (const dir of this.#mounted.splice(0)) await releaseNosuid(dir);
   }
 }
 

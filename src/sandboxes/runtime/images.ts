@@ -28,6 +28,7 @@ import { existsSync } from "node:fs";
 import { mkdir, readdir, readFile, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
+import { PRIVATE_DIR_MODE } from "../../data-dir.js";
 
 export const BUILTIN_IMAGE = "hangar/host";
 const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -335,7 +336,7 @@ export class ImageStore {
 
   async #withDirLock<T>(fn: () => Promise<T>): Promise<T> {
     const lock = path.join(this.imagesDir, ".lock");
-    await mkdir(this.imagesDir, { recursive: true });
+    await mkdir(this.imagesDir, { recursive: true, mode: PRIVATE_DIR_MODE });
     for (let waited = 0; ; waited += LOCK_POLL_MS) {
       try {
         await mkdir(lock);

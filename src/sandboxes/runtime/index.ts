@@ -11,6 +11,7 @@
  * A sandbox's own files live in `<dataDir>/sandboxes/<id>/`; volumes in `<dataDir>/volumes/<id>/`.
  */
 import path from "node:path";
+import { privateDir } from "../../data-dir.js";
 import type { Logger } from "../../logger.js";
 import type { Storage } from "../../storage/ports.js";
 import { BoxService } from "../boxes.js";
@@ -58,6 +59,8 @@ export function createSandboxRuntime(opts: {
   const env = opts.env ?? process.env;
   const { stateDir, imagesDir } = sandboxDirs(opts.dataDir, env);
   const volumes = new LocalProvisioner(path.join(opts.dataDir, "volumes"));
+  // What sandboxes write lands in these: other local accounts may not enter them (data-dir.ts).
+  for (const dir of [stateDir, volumes.root]) privateDir(dir);
   const pidsMax = Number(env[SANDBOX_PIDS_MAX_ENV] ?? 1024);
   if (!Number.isInteger(pidsMax) || pidsMax < 8) {
     throw new Error(
@@ -69,6 +72,7 @@ export function createSandboxRuntime(opts: {
     stateDir,
     images: new ImageStore(imagesDir, stateDir),
     volumePath: (id) => volumes.pathOf(id),
+    volumesDir: volumes.root,
     pidsMax,
     onExit: (id, reason) => service?.onSandboxExit(id, reason),
   });

@@ -120,7 +120,9 @@ export abstract class OciRuntimeDriver extends HostSandboxDriver {
           destination: b.destination,
           type: "bind",
           source: seen.sources[i],
-          options: ["rbind", b.readonly ? "ro" : "rw"],
+          // nosuid,nodev as on the host (nosuid.ts): in runc's user namespace they are locked, and a
+          // remount that dropped them would be refused.
+          options: ["rbind", b.readonly ? "ro" : "rw", "nosuid", "nodev"],
         })),
       ],
       linux: {

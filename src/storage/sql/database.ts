@@ -16,7 +16,7 @@
  *
  * Also the base of the repositories and the few query helpers they share.
  */
-import { mkdirSync } from "node:fs";
+import { closeSync, openSync } from "node:fs";
 import path from "node:path";
 import { setImmediate as setImmediateP, setTimeout as setTimeoutP } from "node:timers/promises";
 import Database from "better-sqlite3";
@@ -30,6 +30,7 @@ import type {
   SqlBool,
 } from "kysely";
 import type pg from "pg";
+import { PRIVATE_FILE_MODE, privateDir } from "../../data-dir.js";
 import type { SearchQuery, SortOrder } from "../ports.js";
 import { type Dialect, postgresDialect, sqliteDialect } from "./dialect.js";
 import { CompiledQuery, Kysely, kysely, sql } from "./kysely.js";
@@ -456,8 +457,11 @@ export async function openSqlite(opts: {
   synchronous: "normal" | "full";
   secondary?: boolean;
 }): Promise<SqlDatabase> {
-  mkdirSync(opts.dataDir, { recursive: true });
-  const raw = new Database(path.join(opts.dataDir, "hangar.sqlite"));
+  privateDir(opts.dataDir);
+  // Made 0600 before SQLite opens it: SQLite gives its -wal and -shm files the database file's mode.
+  const file = path.join(opts.dataDir, "hangar.sqlite");
+  closeSync(openSync(file, "a", PRIVATE_FILE_MODE));
+  const raw = new Database(file);
   // WAL: readers never block the writer. synchronous=NORMAL keeps every committed transaction across a
   // process crash (kill -9, OOM); FULL also across power loss, at one fsync per commit.
   raw.pragma("journal_mode = WAL");

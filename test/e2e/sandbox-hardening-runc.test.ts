@@ -1,0 +1,4 @@
+/** A hostile sandbox and the host, on the runc (a user namespace) engine: test/helpers/sandbox-hardening-suite.ts. */
+import { sandboxHardeningSuite } from "../helpers/sandbox-hardening-suite.js";
+
+sandboxHardeningSuite("runc");
