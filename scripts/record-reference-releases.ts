@@ -5,12 +5,13 @@
  * test/e2e/fixtures/releases/reference-releases.json, which test/e2e/releases.test.ts compares Hangar's
  * answers with. Run it again only when the scenarios or the fixtures change:
  *
- *   (cd bench/reference && npm ci) && node --import tsx scripts/record-reference-releases.ts
+ *   (cd bench/reference && npm ci) && node --import tsx scripts/record-reference-releases.ts [fixture…]
  *
+ * Naming fixtures records only those (the others keep their recording).
  * Each fixture's node_modules must be installed (scripts/install-test-deps.sh does it). The reference's
  * schema extraction is given 5 s (LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS) instead of 30.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@langchain/langgraph-sdk";
@@ -25,10 +26,13 @@ const version = (dir: string, pkg: string) =>
 
 process.env.PROJECT_PACKAGES = "1";
 process.env.LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS = "5000";
+const only = process.argv.slice(2);
 const recording: Record<string, unknown> = {
+  ...(only.length > 0 && existsSync(OUT) ? JSON.parse(readFileSync(OUT, "utf8")) : {}),
   recorded_with: { "@langchain/langgraph-api": version(REFERENCE_DIR, "@langchain/langgraph-api") },
 };
 for (const [fixture, graphs] of Object.entries(FIXTURES) as [FixtureName, readonly string[]][]) {
+  if (only.length > 0 && !only.includes(fixture)) continue;
   const dir = path.join(RELEASES, fixture);
   const reference = await startReference({ config: path.join(dir, "langgraph.json") });
   try {
