@@ -62,7 +62,7 @@ export const defaultAssistantId = (graphId: string) => uuid5(graphId, ASSISTANT_
 
 /**
  * The server's saver for every graph: the database's, or, for a thread a stateless run executes on
- * (`useMemoryFor`), that run's own `MemorySaver`. One saver set once on each graph, as `langgraph dev`
+ * (`get(…, {durable: false})`), that run's own `MemorySaver`. One saver set once on each graph, as `langgraph dev`
  * sets its own, so no graph object is ever copied to give it another.
  */
 class ThreadSavers extends BaseCheckpointSaver {
