@@ -1,5 +1,7 @@
 /**
- * Projects on other releases than Hangar's own run unchanged (#33): the fixture projects of
+ * The suite of test/e2e/releases-*.test.ts, one file per fixture project (each file gets the test
+ * runner's time limit of its own). Projects on other releases than Hangar's own run unchanged (#33):
+ * the fixture projects of
  * fixtures/releases, each with its own node_modules (scripts/install-test-deps.sh installs them from
  * their lockfiles) — LangGraph.js 0.2.74 and 0.3.12, and LangChain v1 `createAgent` / deepagents on
  * LangGraph.js 1.4 — each served by a real `hangar dev` and driven through the SDK by the scenario of
@@ -82,7 +84,9 @@ function expectedFacts(fixture: FixtureName, graph: string): Record<string, unkn
   return { ...reference, ...REFERENCE_BUGS[fixture]?.[graph] };
 }
 
-for (const [fixture, graphs] of Object.entries(FIXTURES) as [FixtureName, readonly string[]][]) {
+/** The tests of one fixture project. */
+export function releaseSuite(fixture: FixtureName): void {
+  const graphs: readonly string[] = FIXTURES[fixture];
   describe(`a project on ${fixture} runs unchanged`, () => {
     let h: Hangar;
     before(async () => {
@@ -92,6 +96,8 @@ for (const [fixture, graphs] of Object.entries(FIXTURES) as [FixtureName, readon
         env: { LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS: "120000" },
         startTimeoutMs: 60_000,
       });
+      // Read once here, as every graph of the file shares it: the tests after answer from the cache.
+      await client(h.url).assistants.getSchemas(graphs[0]);
     });
     after(async () => {
       await h?.stop();
@@ -127,19 +133,22 @@ for (const [fixture, graphs] of Object.entries(FIXTURES) as [FixtureName, readon
   });
 }
 
-describe("a release Hangar cannot run is refused at start", () => {
-  test("@langchain/langgraph 0.2.8 stops `hangar dev` with the supported range", async () => {
-    const dir = join(tmpdir(), `hangar-old-release-${process.pid}`);
-    mkdirSync(join(dir, "node_modules", "@langchain", "langgraph"), { recursive: true });
-    writeFileSync(
-      join(dir, "node_modules", "@langchain", "langgraph", "package.json"),
-      JSON.stringify({ name: "@langchain/langgraph", version: "0.2.8" }),
-    );
-    writeFileSync(join(dir, "graph.mjs"), "export const graph = { stream() {}, getState() {} };\n");
-    writeFileSync(join(dir, "langgraph.json"), JSON.stringify({ graphs: { old: "./graph.mjs:graph" } }));
-    await assert.rejects(
-      startHangar({ config: join(dir, "langgraph.json") }),
-      /@langchain\/langgraph 0\.2\.8 is not supported: Hangar runs >=0\.2\.12 <2/,
-    );
+/** A project on a release older than the supported range is refused at start. */
+export function refusedReleaseSuite(): void {
+  describe("a release Hangar cannot run is refused at start", () => {
+    test("@langchain/langgraph 0.2.8 stops `hangar dev` with the supported range", async () => {
+      const dir = join(tmpdir(), `hangar-old-release-${process.pid}`);
+      mkdirSync(join(dir, "node_modules", "@langchain", "langgraph"), { recursive: true });
+      writeFileSync(
+        join(dir, "node_modules", "@langchain", "langgraph", "package.json"),
+        JSON.stringify({ name: "@langchain/langgraph", version: "0.2.8" }),
+      );
+      writeFileSync(join(dir, "graph.mjs"), "export const graph = { stream() {}, getState() {} };\n");
+      writeFileSync(join(dir, "langgraph.json"), JSON.stringify({ graphs: { old: "./graph.mjs:graph" } }));
+      await assert.rejects(
+        startHangar({ config: join(dir, "langgraph.json") }),
+        /@langchain\/langgraph 0\.2\.8 is not supported: Hangar runs >=0\.2\.12 <2/,
+      );
+    });
   });
-});
+}
