@@ -56,8 +56,7 @@ const weatherOnOldReleases = {
 
 /**
  * Facts where the reference is wrong (or Hangar differs by a documented choice), and what Hangar
- * answers instead. Each value was worked out from
- * the fixture's script, not copied from Hangar's answer.
+ * answers instead. Each value was worked out from the fixture's script, not copied from Hangar's answer.
  */
 const REFERENCE_BUGS: Partial<Record<FixtureName, Record<string, Record<string, unknown>>>> = {
   "langgraph-0.2": { weather: weatherOnOldReleases },
@@ -71,7 +70,7 @@ const REFERENCE_BUGS: Partial<Record<FixtureName, Record<string, Record<string, 
   },
 };
 
-/** Facts the reference answers differently by design of its own, not compared: why for each. */
+/** Facts not compared with the reference, and why. */
 const NOT_COMPARED = new Set([
   // The reference extracts schemas from the TypeScript source with a 30 s limit the recording cut to
   // 5 s (it answered 500 or empty schemas for these projects); Hangar's are checked below.
