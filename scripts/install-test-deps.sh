@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what the test suite needs beyond npm packages: Debian's chromium, which the browser test
+# Installs what the test suite needs beyond the project's npm packages: the release fixtures' packages; Debian's chromium, which the browser test
 # (test/e2e/docs.test.ts) drives through playwright-core; the sandbox engines: bubblewrap (`bwrap`),
 # gVisor (`runsc`) and runc, with tini as the OCI runtimes' sandboxes' init (test/e2e/sandbox-runtime*.test.ts), and e2fsprogs
 # for the sandboxes' size-limited file systems; skopeo and umoci, the sandbox image store's
@@ -8,6 +8,16 @@
 # Idempotent: installs only what is missing.
 # Needs apt-get and root (or sudo).
 set -euo pipefail
+
+# The release fixtures (test/e2e/fixtures/releases/*): projects pinned to other LangGraph.js and LangChain
+# releases, each installed from its own lockfile (npm's registry; its cache makes it offline-capable).
+# Skipped while its node_modules was installed from the lockfile as it is.
+for project in "$(dirname "$0")"/../test/e2e/fixtures/releases/*/package-lock.json; do
+  dir="$(dirname "$project")"
+  if [ "$dir/node_modules/.package-lock.json" -nt "$project" ]; then continue; fi
+  echo "== npm ci in ${dir#*/../}"
+  (cd "$dir" && npm ci --prefer-offline --no-audit --no-fund --loglevel=error)
+done
 
 CHROMIUM=/usr/bin/chromium
 # gVisor releases before 2023 refuse the statx flags glibc's ls and stat pass (EINVAL), so Debian 12's

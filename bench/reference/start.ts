@@ -4,7 +4,7 @@
  *
  * Environment: PORT (required), STATE_DIR (its `.langgraph_api/` goes there; created if missing; use
  * a fresh one per start), N_WORKERS (default 10, the server's own default), HOST (default 127.0.0.1),
- * CONFIG (another langgraph.json: its graphs, `auth`, `http` (custom app), `ui` and `ui_config`, e.g. the
+ * PROJECT_PACKAGES=1 (CONFIG's graphs import their own node_modules' LangGraph), CONFIG (another langgraph.json: its graphs, `auth`, `http` (custom app), `ui` and `ui_config`, e.g. the
  * auth e2e fixture for compare-auth.ts).
  * Prints `reference listening on http://<host>:<port>` once it serves; SIGTERM/SIGINT flush and exit.
  */
@@ -20,14 +20,18 @@ const configFile = path.resolve(process.env.CONFIG ?? path.join(benchDir, "langg
 const configDir = path.dirname(configFile);
 
 // The project's files (bench/graphs, or CONFIG's folder) import @langchain/* from this folder's
-// node_modules (see hooks.mjs).
-register("./hooks.mjs", import.meta.url, {
-  data: {
-    graphsURL: pathToFileURL(process.env.CONFIG ? configDir + path.sep : path.join(benchDir, "graphs") + path.sep)
-      .href,
-    parentURL: import.meta.url,
-  },
-});
+// node_modules (see hooks.mjs), unless PROJECT_PACKAGES=1: then from the project's own (a project
+// pinned to another LangGraph release, scripts/record-reference-releases.ts).
+if (process.env.PROJECT_PACKAGES !== "1") {
+  register("./hooks.mjs", import.meta.url, {
+    data: {
+      graphsURL: pathToFileURL(
+        process.env.CONFIG ? configDir + path.sep : path.join(benchDir, "graphs") + path.sep,
+      ).href,
+      parentURL: import.meta.url,
+    },
+  });
+}
 
 const port = Number(process.env.PORT);
 if (!Number.isInteger(port) || port <= 0) throw new Error("PORT must be set to a port number");

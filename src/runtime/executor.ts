@@ -1,4 +1,3 @@
-import { createRequire } from "node:module";
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import { Command, INTERRUPT, Send } from "@langchain/langgraph";
 import type { WebhooksConfig } from "../config/index.js";
@@ -31,9 +30,6 @@ export interface ExecutorDeps {
   /** langgraph.json `webhooks`: URL policy, headers and payload fields of deliveries. */
   webhooks?: WebhooksConfig;
 }
-
-/** The LangGraph version Hangar runs graphs with, in run metadata (`langgraph_version`). */
-const LANGGRAPH_VERSION: string = createRequire(import.meta.url)("@langchain/langgraph/package.json").version;
 
 /** Stream modes a client may ask for, and the LangGraph mode that feeds each. */
 /** Makes chat models stream (`lc_prefer_streaming`) and listens to nothing, so it costs almost nothing. */
@@ -86,6 +82,8 @@ export async function executeRun(
     run_id: run.run_id,
   };
   const graphId = String(configurable.graph_id);
+  // The project's LangGraph release (langgraph-compat.ts); an unknown graph fails below, in `get`.
+  const release = deps.graphs.has(graphId) ? deps.graphs.release(graphId) : undefined;
   // Run metadata as the official servers build it: the assistant's (in kwargs since admission), the
   // thread's, the run's, then what the server says about itself and the run.
   const config: Record<string, unknown> = {
@@ -100,7 +98,7 @@ export async function executeRun(
       graph_id: graphId,
       assistant_id: run.assistant_id,
       run_attempt: run.attempt,
-      langgraph_version: LANGGRAPH_VERSION,
+      langgraph_version: release?.version,
       langgraph_plan: "developer",
       langgraph_host: "self-hosted",
       langgraph_api_url: process.env.LANGGRAPH_API_URL,
@@ -119,7 +117,7 @@ export async function executeRun(
     // their message tuples are kept unless the client asked for subgraphs.
     const subgraphs = kwargs.stream_subgraphs || kwargs.stream_mode.includes("messages");
     const emit = modeEmitter(kwargs.stream_mode, kwargs.stream_subgraphs, publish);
-    const final = new FinalState();
+    const final = new FinalState(release?.valuesShowStaticInterrupts ?? true);
     const onChunk = (chunk: unknown) => {
       const [ns, mode, data] = subgraphs
         ? (chunk as [string[], string, unknown])
@@ -166,6 +164,8 @@ export async function executeRun(
     outcome ??= await readFinalState(graph, run.thread_id);
   } catch (err) {
     outcome = await settleFailure(deps, run, graph, signal, err);
+  } finally {
+    if (kwargs.temporary) deps.graphs.forgetMemoryOf(run.thread_id);
   }
 
   if (outcome.status === "error") publish("error", outcome.error);
@@ -210,9 +210,11 @@ async function readFinalState(graph: CompiledGraph, threadId: string): Promise<R
  * tenth of the graph's own CPU for a one-node graph). `graph.stream` streams every state channel in
  * `values` (its output keys default to the state's, whatever the output schema), so the last root chunk
  * is the state's values; a run that streamed no `__interrupt__` (static interrupts stream one too, with no
- * value) ran to its end, so nothing is next and no task is interrupted. Anything else is read back.
+ * value, from LangGraph.js 1.0 on: `staticInterruptsShow`) ran to its end, so nothing is next and no
+ * task is interrupted. Anything else is read back.
  */
 class FinalState {
+  constructor(private readonly staticInterruptsShow: boolean) {}
   #values: unknown;
   #seen = false;
   #interrupted = false;
@@ -226,7 +228,7 @@ class FinalState {
   }
 
   fromStream(): RunOutcome | undefined {
-    if (!this.#seen || this.#interrupted) return undefined;
+    if (!this.#seen || this.#interrupted || !this.staticInterruptsShow) return undefined;
     return { status: "success", values: toPlain(this.#values), interrupts: {}, hasNext: false };
   }
 }

@@ -1,7 +1,18 @@
 import { createHash } from "node:crypto";
-import { type BaseCheckpointSaver, type BaseStore, MemorySaver } from "@langchain/langgraph-checkpoint";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import {
+  BaseCheckpointSaver,
+  type BaseStore,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointListOptions,
+  type CheckpointMetadata,
+  MemorySaver,
+  type PendingWrite,
+} from "@langchain/langgraph-checkpoint";
 import type { GraphSpec } from "../config/index.js";
 import { type GraphSchema, GraphSchemas } from "./graph-schemas.js";
+import { adaptSaver, asRunnable, attach, type LangGraphRelease, releaseOf } from "./langgraph-compat.js";
 import { importProjectExport } from "./project-module.js";
 
 /** The compiled-graph surface the server uses (a LangGraph `Pregel`). */
@@ -21,9 +32,14 @@ export type CompiledGraph = {
   nodes?: Record<string, unknown>;
 };
 
-type GraphSource =
-  | { kind: "static"; graph: CompiledGraph; durable: CompiledGraph }
-  | { kind: "factory"; make: (config: Record<string, unknown>) => unknown };
+type GraphSource = (
+  | { kind: "static"; graph: CompiledGraph }
+  | { kind: "factory"; make: (config: Record<string, unknown>) => unknown }
+) & {
+  release: LangGraphRelease;
+  /** The server's saver as this graph's release reads it. */
+  saver: BaseCheckpointSaver;
+};
 
 export class GraphLoadError extends Error {
   override name = "GraphLoadError";
@@ -44,38 +60,56 @@ export function uuid5(name: string, namespace: string): string {
 
 export const defaultAssistantId = (graphId: string) => uuid5(graphId, ASSISTANT_NAMESPACE);
 
-const isCompiled = (x: any): x is CompiledGraph =>
-  x != null && typeof x.getState === "function" && typeof x.stream === "function";
-
-/** Accepts what a langgraph.json export may be: compiled graph, StateGraph, or `{graph}` wrapper. */
-function asCompiled(x: any): CompiledGraph | null {
-  if (isCompiled(x)) return x;
-  if (x != null && typeof x.compile === "function") return x.compile();
-  if (x != null && isCompiled(x.graph)) return x.graph;
-  return null;
-}
-
 /**
- * A shallow copy with its own checkpointer, so one compiled graph can serve durable and temporary
- * runs; and with the server's long-term memory store (`config.store` in nodes), when there is one.
+ * The server's saver for every graph: the database's, or, for a thread a stateless run executes on
+ * (`get(…, {durable: false})`), that run's own `MemorySaver`. One saver set once on each graph, as `langgraph dev`
+ * sets its own, so no graph object is ever copied to give it another.
  */
-function withCheckpointer(
-  graph: CompiledGraph,
-  checkpointer: BaseCheckpointSaver,
-  store?: BaseStore,
-): CompiledGraph {
-  return Object.assign(
-    Object.create(Object.getPrototypeOf(graph)),
-    graph,
-    { checkpointer },
-    store && { store },
-  );
+class ThreadSavers extends BaseCheckpointSaver {
+  readonly memory = new Map<string, MemorySaver>();
+  constructor(private readonly durable: BaseCheckpointSaver) {
+    super(durable.serde);
+  }
+  #of(config: RunnableConfig): BaseCheckpointSaver {
+    const thread = config.configurable?.thread_id;
+    return (thread != null && this.memory.get(String(thread))) || this.durable;
+  }
+  getTuple(config: RunnableConfig) {
+    return this.#of(config).getTuple(config);
+  }
+  list(config: RunnableConfig, options?: CheckpointListOptions) {
+    return this.#of(config).list(config, options);
+  }
+  put(
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    versions: ChannelVersions,
+  ) {
+    return this.#of(config).put(config, checkpoint, metadata, versions);
+  }
+  putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, ...rest: unknown[]) {
+    const saver = this.#of(config);
+    return (saver.putWrites as (...args: unknown[]) => Promise<void>).call(
+      saver,
+      config,
+      writes,
+      taskId,
+      ...rest,
+    );
+  }
+  deleteThread(threadId: string) {
+    return (this.memory.get(threadId) ?? this.durable).deleteThread(threadId);
+  }
+  override getNextVersion(current: number | undefined): number {
+    return this.durable.getNextVersion(current);
+  }
 }
 
 export class GraphRegistry {
   readonly #sources = new Map<string, GraphSource>();
   readonly #specs: readonly GraphSpec[];
-  readonly #checkpointer: BaseCheckpointSaver;
+  readonly #savers: ThreadSavers;
   readonly #store?: BaseStore;
   readonly #schemas: GraphSchemas;
 
@@ -86,7 +120,7 @@ export class GraphRegistry {
     warn?: (msg: string, fields?: Record<string, unknown>) => void,
   ) {
     this.#specs = specs;
-    this.#checkpointer = checkpointer;
+    this.#savers = new ThreadSavers(checkpointer);
     this.#store = store;
     this.#schemas = new GraphSchemas(specs, warn);
   }
@@ -101,28 +135,34 @@ export class GraphRegistry {
     const registry = new GraphRegistry(specs, checkpointer, store, warn);
     for (const spec of specs) {
       const where = `graph "${spec.id}" (${spec.file}:${spec.exportName})`;
+      const release = releaseOf(spec.file);
+      const unsupported = release.unsupported();
+      if (unsupported) throw new GraphLoadError(`Failed to load ${where}: ${unsupported}`);
+      const saver = adaptSaver(registry.#savers, release);
       let exported: unknown;
       try {
         exported = await importProjectExport(spec.file, spec.exportName);
       } catch (err) {
         throw new GraphLoadError(`Failed to load ${where}: ${(err as Error).message ?? err}`);
       }
-      if (typeof exported === "function" && !isCompiled(exported) && !("compile" in exported)) {
-        registry.#sources.set(spec.id, { kind: "factory", make: exported as (c: any) => unknown });
+      if (typeof exported === "function" && asRunnable(exported) === null) {
+        registry.#sources.set(spec.id, {
+          kind: "factory",
+          make: exported as (c: any) => unknown,
+          release,
+          saver,
+        });
         continue;
       }
-      const graph = asCompiled(exported);
+      const graph = asRunnable(exported);
       if (!graph) {
         throw new GraphLoadError(
-          `Failed to load ${where}: the export is not a compiled graph, a StateGraph, a promise of one, or a (config) => graph factory`,
+          `Failed to load ${where}: the export is not a compiled graph, a StateGraph, a LangChain agent, a promise of one, or a (config) => graph factory`,
         );
       }
+      attach(graph, saver, store);
       registry.#schemas.addGraph(spec.file, graph);
-      registry.#sources.set(spec.id, {
-        kind: "static",
-        graph,
-        durable: withCheckpointer(graph, checkpointer, store),
-      });
+      registry.#sources.set(spec.id, { kind: "static", graph, release, saver });
     }
     return registry;
   }
@@ -135,23 +175,43 @@ export class GraphRegistry {
     return this.#sources.has(graphId);
   }
 
+  /** The project's `@langchain/langgraph` release that runs the graph (see langgraph-compat.ts). */
+  release(graphId: string): LangGraphRelease {
+    return this.#source(graphId).release;
+  }
+
   /**
    * The graph to run or inspect; factories are called with the run's (or assistant's) config.
-   * `durable: false` (a stateless run's temporary thread) checkpoints in memory, for this run only:
-   * nothing reaches the database, yet `interrupt()` and reading the final state work as on a thread.
+   * `durable: false` (a stateless run's temporary thread, `configurable.thread_id`) checkpoints in
+   * memory, for this run only, until `forgetMemoryOf(thread)`: nothing reaches the database, yet
+   * `interrupt()` and reading the final state work as on a thread.
    */
   async get(
     graphId: string,
     config: Record<string, unknown>,
     opts: { durable?: boolean } = {},
   ): Promise<CompiledGraph> {
+    const source = this.#source(graphId);
+    if (opts.durable === false) {
+      const thread = String((config.configurable as Record<string, unknown> | undefined)?.thread_id);
+      if (!this.#savers.memory.has(thread)) this.#savers.memory.set(thread, new MemorySaver());
+    }
+    if (source.kind === "static") return source.graph;
+    const graph = asRunnable(await source.make(config));
+    if (!graph) throw new GraphLoadError(`The factory of graph "${graphId}" did not return a graph`);
+    attach(graph, source.saver, this.#store);
+    return graph;
+  }
+
+  /** Ends the in-memory checkpoints of a stateless run's thread (see `get`). */
+  forgetMemoryOf(threadId: string): void {
+    this.#savers.memory.delete(threadId);
+  }
+
+  #source(graphId: string): GraphSource {
     const source = this.#sources.get(graphId);
     if (!source) throw new GraphLoadError(`Graph "${graphId}" is not registered`);
-    const durable = opts.durable ?? true;
-    if (source.kind === "static" && durable) return source.durable;
-    const graph = source.kind === "static" ? source.graph : asCompiled(await source.make(config));
-    if (!graph) throw new GraphLoadError(`The factory of graph "${graphId}" did not return a graph`);
-    return withCheckpointer(graph, durable ? this.#checkpointer : new MemorySaver(), this.#store);
+    return source;
   }
 
   /**

@@ -6,7 +6,8 @@
  *
  * How: a copy of the graph file, with type aliases appended, is compiled in place of the original (same
  * folder, so its imports resolve as the original's do, to the project's own packages). The aliases
- * reflect the compiled graph's types — state (`~RunInput`: the update type of every channel), input
+ * reflect the compiled graph's types — state (`~RunInput`: the update type of every channel; before
+ * LangGraph.js 0.4 the update type its nodes return, read from `attachNode`), input
  * (`~InputType`), output (`~OutputType`), config (the builder's config annotation) — with chat-message
  * types collapsed to `BaseMessage`, and `typescript-json-schema` renders them (the generator the
  * reference server's parser is derived from, so the dialect is the same: draft-07, `definitions`,
@@ -49,7 +50,16 @@ type ${P}Shape<T, Depth extends 0[] = []> = Depth extends [0, 0, 0]
 type ${P}Compiled<X> = (X extends (...args: any[]) => infer R ? Awaited<R> : Awaited<X>) extends infer G
   ? G extends { compile(...args: any[]): infer C } ? C : G
   : never;
-type ${P}State<G> = G extends { "~RunInput": infer U } ? U : G extends { "~InputType": infer I } ? I : never;
+type ${P}LegacyUpdate<G> = G extends {
+  attachNode(key: any, node: { runnable: { invoke(input: any, ...rest: any[]): Promise<infer U> } }): void;
+}
+  ? U
+  : never;
+type ${P}State<G> = G extends { "~RunInput": infer U }
+  ? U
+  : [${P}LegacyUpdate<G>] extends [never]
+    ? G extends { "~InputType": infer I } ? I : never
+    : ${P}LegacyUpdate<G>;
 type ${P}Input<G> = G extends { "~InputType": infer I } ? I : never;
 type ${P}Output<G> = G extends { "~OutputType": infer O } ? O : never;
 type ${P}Config<G> = G extends { builder: { _configSchema?: infer C } }
