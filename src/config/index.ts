@@ -338,6 +338,10 @@ export function loadConfig(opts: LoadConfigOptions): Config {
   // Header templates read the real environment first, then langgraph.json `env` (which the server applies).
   const webhooks = resolveWebhooks(configPath, file.webhooks, { ...fileEnv, ...env });
   if (webhooks) config.webhooks = webhooks;
+  if (webhooks && Object.keys(webhooks.headers).length && !webhooks.url?.allowedDomains.length)
+    warnings.push(
+      `${configPath}: webhooks.headers are sent only to hosts in webhooks.url.allowed_domains (and to this server's own paths); there is no such list, so deliveries to other hosts go without them`,
+    );
   return deepFreeze(config);
 }
 
