@@ -11,6 +11,7 @@ import { statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import path from "node:path";
 import { ConfigError } from "./errors.js";
+import { resolveLimits, type TenantLimits } from "./limits.js";
 import {
   type ProjectFile,
   readProjectFile,
@@ -155,6 +156,8 @@ export interface Config {
   threadTtl: ThreadTtlConfig;
   /** langgraph.json `webhooks`: URL policy, headers and payload fields of run webhooks. */
   webhooks?: WebhooksConfig;
+  /** What one organization may hold (crons, sandboxes): `HANGAR_*` variables, defaults from the machine. */
+  limits: TenantLimits;
 }
 
 export interface ConfigFlags {
@@ -334,6 +337,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     ...(auth && { auth }),
     ...(ui && { ui }),
     threadTtl: resolveThreadTtl(file.checkpointer),
+    limits: resolveLimits({ ...fileEnv, ...env }),
   };
   // Header templates read the real environment first, then langgraph.json `env` (which the server applies).
   const webhooks = resolveWebhooks(configPath, file.webhooks, { ...fileEnv, ...env });
