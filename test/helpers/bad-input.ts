@@ -1143,9 +1143,15 @@ export class RequestArbitraries {
       body: op.body ? { kind: "json", value: base.body ?? {} } : undefined,
       ...extra,
     });
-    const withBody = (path: Path, value: unknown): Partial<Recipe> => ({
-      body: { kind: "json", value: setPath(base.body ?? {}, path, value) },
+    const withBody = (path: Path, value: unknown, from: unknown = base.body): Partial<Recipe> => ({
+      body: { kind: "json", value: setPath(from ?? {}, path, value) },
     });
+    // A filter alone (with the required fields only): no other condition may leave the rows out first.
+    const required = new Set<string>(this.spec.deref(op.body?.schema).required ?? []);
+    const bare =
+      base.body !== null && typeof base.body === "object"
+        ? Object.fromEntries(Object.entries(base.body).filter(([k]) => required.has(k)))
+        : {};
     const out: Recipe[] = [];
     if (op.body) {
       const { strings, objects } = sweepPaths(this.spec, op.body.schema);
@@ -1172,7 +1178,7 @@ export class RequestArbitraries {
               recipe(
                 "sweep-shape",
                 `${fmtPath([...path, key])} ← ${JSON.stringify(shape)}`,
-                withBody([...path, key], shape),
+                withBody([...path, key], shape, bare),
               ),
             );
       }
