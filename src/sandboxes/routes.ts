@@ -25,7 +25,7 @@ import * as S from "./schemas.js";
 import { SandboxService } from "./service.js";
 
 export interface SandboxDeps {
-  config: Pick<Config, "dataDir">;
+  config: Pick<Config, "dataDir" | "limits">;
   storage: Pick<Storage, "sandboxes" | "sandboxBoxes">;
   /** Sandboxes, pools and their driver; server.ts starts and closes it. Default: one made here, not started. */
   sandboxRuntime?: BoxService;
@@ -93,12 +93,18 @@ export function sandboxRoutes(deps: SandboxDeps): Hono<AppEnv> {
   const provisioner = deps.provisioner ?? new LocalProvisioner(path.join(deps.config.dataDir, "volumes"));
   const boxes =
     deps.sandboxRuntime ??
-    createSandboxRuntime({ dataDir: deps.config.dataDir, storage: deps.storage, log: silentLogger });
+    createSandboxRuntime({
+      dataDir: deps.config.dataDir,
+      storage: deps.storage,
+      log: silentLogger,
+      limits: deps.config.limits.sandboxes,
+    });
   const service = new SandboxService({
     repo: deps.storage.sandboxes,
     provisioner,
     defaultQuotaBytes: deps.defaultQuotaBytes ?? sandboxStorageQuotaFromEnv(),
     imageProblem: (image) => boxes.imageProblem(image),
+    limits: deps.config.limits.sandboxes,
   });
 
   return (
