@@ -23,11 +23,16 @@ export const queryText = () =>
     message: `must be at most ${MAX_QUERY_TEXT} characters`,
   });
 
-/** The most conditions one filter may hold: each becomes an SQL condition, and SQLite's expressions nest at most 1,000 deep. */
+/**
+ * The most conditions one filter may hold (each scalar one, at any depth, in arrays too, as arrays are
+ * compared element by element): each becomes an SQL condition, and SQLite's expressions nest at most
+ * 1,000 deep.
+ */
 export const MAX_FILTER_CONDITIONS = 100;
 
+/** The SQL comparisons a filter value makes: one per scalar, arrays and objects element by element. */
 function conditions(value: unknown): number {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return 1;
+  if (value === null || typeof value !== "object") return 1;
   let n = 0;
   for (const v of Object.values(value)) n += conditions(v);
   return Math.max(n, 1);

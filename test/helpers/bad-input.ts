@@ -796,7 +796,19 @@ function sweepPaths(spec: ApiSpec, schema: Schema): { strings: Path[]; objects: 
 export const SHAPE_KEYS = ["fz", "messages"];
 
 /** Values of every shape for a filter's key: each meets rows holding a scalar, an array or an object there. */
-const FILTER_SHAPES: unknown[] = [[1], [], { a: 1 }, {}, { a: [1] }, [{ a: 1 }], null, 1.5, "s", true];
+const FILTER_SHAPES: unknown[] = [
+  [1],
+  [],
+  { a: 1 },
+  {},
+  { a: [1] },
+  [{ a: 1 }],
+  null,
+  1.5,
+  "s",
+  true,
+  Array(2_000).fill(1), // compared element by element: past the filter's condition limit
+];
 
 /** Path and query parameters get this many characters: near the most a URL takes below the 16 KiB head. */
 const BIG_URL_TEXT = 15_000;
