@@ -1,13 +1,15 @@
 /**
  * The long form of test/e2e/bad-input.test.ts: starts its own Hangar (embedded SQLite, or Postgres with
  * `--postgres <uri>`: a fresh database is created beside the URI's and dropped afterwards), sends
- * 10,000+ malformed requests generated from its /openapi.json, prints counts by status, by family and
+ * a sweep (every string field of every operation oversized: 1 MB in bodies, 15,000 characters in paths
+ * and queries; every filter of searches and counts given values of every shape) and then 10,000+
+ * malformed requests drawn at random from its /openapi.json, prints counts by status, by family and
  * by operation, lists the failures (5xx, hangs, resets) with the server's log lines, checks the server
  * still works, and exits 1 on any failure.
  *
  *   node --import tsx scripts/fuzz-api.ts [--requests 10000] [--postgres <uri>] [--seed N]
  *        [--concurrency 8] [--timeout-ms 15000] [--only "/threads"] [--replay 12,345] [--url <running server>]
- *        [--log-level debug] [--log-file server.log]
+ *        [--log-level debug] [--log-file server.log] [--no-sweep]
  */
 import { randomBytes } from "node:crypto";
 import { writeFile } from "node:fs/promises";
@@ -28,6 +30,7 @@ const { values: args } = parseArgs({
     url: { type: "string" },
     "log-level": { type: "string" },
     "log-file": { type: "string" },
+    "no-sweep": { type: "boolean" },
     help: { type: "boolean", short: "h" },
   },
 });
@@ -36,7 +39,7 @@ if (args.help) {
   console.log(
     "usage: node --import tsx scripts/fuzz-api.ts [--requests 10000] [--postgres <uri>] [--seed N] [--concurrency 8]\n" +
       "       [--timeout-ms 15000] [--only <operation substring>]... [--replay i,j,…] [--url <already running server>]\n" +
-      "       [--log-level debug|info|warn|error] [--log-file <where to write the server's whole output>]",
+      "       [--log-level debug|info|warn|error] [--log-file <where to write the server's whole output>] [--no-sweep]",
   );
   process.exit(0);
 }
@@ -129,7 +132,7 @@ async function main(): Promise<number> {
     baseUrl = server.url;
   }
   console.log(
-    `fuzzing ${baseUrl} (${adapter}): ${requests} requests, seed ${seed}, concurrency ${concurrency}`,
+    `fuzzing ${baseUrl} (${adapter}): ${args["no-sweep"] ? "" : "the sweep, then "}${requests} requests, seed ${seed}, concurrency ${concurrency}`,
   );
   const started = Date.now();
   const report = await runBadInputs({
@@ -140,6 +143,7 @@ async function main(): Promise<number> {
     timeoutMs,
     only: args.only,
     replay,
+    sweep: !args["no-sweep"],
     logs: server ? () => server!.logs() : undefined,
     alive: server
       ? () => server!.process.exitCode === null && server!.process.signalCode === null

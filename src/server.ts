@@ -126,7 +126,12 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     });
     const scheduler = new CronScheduler({ crons: storage.crons, runs, log });
     const crons = new CronService(storage, runs, () => scheduler.nudge());
-    const sandboxRuntime = createSandboxRuntime({ dataDir: config.dataDir, storage, log });
+    const sandboxRuntime = createSandboxRuntime({
+      dataDir: config.dataDir,
+      storage,
+      log,
+      limits: config.limits.sandboxes,
+    });
     const app = createApp(
       { config, storage, graphs, runs, store, crons, sandboxRuntime, auth, workers: workerStats, ui },
       log,

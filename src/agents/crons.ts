@@ -1,9 +1,10 @@
 import { type Context, Hono } from "hono";
 import { z } from "zod";
 import type { AuthAction } from "../auth/custom.js";
+import { validationFailed } from "../errors.js";
 import { type AppEnv, orgOf } from "../http/context.js";
 import { body, params } from "../http/validation.js";
-import { isTimeZone, scheduleError } from "../runtime/cron-schedule.js";
+import { isTimeZone, scheduleError, shortestInterval } from "../runtime/cron-schedule.js";
 import {
   CRON_PAYLOAD_FIELDS,
   type CronCreateRequest,
@@ -15,7 +16,7 @@ import { authConfigurable } from "../runtime/runs.js";
 import type { JsonObject } from "../storage/ports.js";
 import { accessOf, assertUsableAssistant, authorize, visible, visibleThread } from "./authz.js";
 import { type AgentDeps, pick } from "./context.js";
-import { filterObj, RunCreate, ThreadPath } from "./schemas.js";
+import { filterObj, queryText, RunCreate, ThreadPath } from "./schemas.js";
 
 // ---- schemas (unknown fields accepted, wrong types 422; see schemas.ts) -----------------------
 
@@ -83,7 +84,7 @@ const CRON_SELECT = [
 ] as const;
 
 const cronFilters = {
-  assistant_id: z.string({ error: "must be a string" }).nullish(),
+  assistant_id: queryText().nullish(),
   thread_id: z.uuid({ message: "must be a UUID" }).nullish(),
   enabled: z.boolean({ error: "must be true or false" }).nullish(),
   metadata: filterObj.nullish(),
@@ -106,6 +107,20 @@ export const CronCount = z.object(cronFilters);
 export function cronRoutes(deps: AgentDeps) {
   const { graphs } = deps;
   const crons = deps.crons ?? new CronService(deps.storage, deps.runs);
+  const { minIntervalSeconds } = deps.config.limits.crons;
+  /** A schedule firing more often than HANGAR_CRON_MIN_INTERVAL_SECONDS is a 422 naming `schedule`. */
+  const checkInterval = (schedule: string | undefined) => {
+    if (schedule === undefined) return;
+    const every = shortestInterval(schedule) / 1000;
+    if (every >= minIntervalSeconds) return;
+    throw validationFailed([
+      {
+        loc: ["body", "schedule"],
+        msg: `Cron schedule "${schedule}" fires every ${every} s; the shortest interval allowed is ${minIntervalSeconds} s (HANGAR_CRON_MIN_INTERVAL_SECONDS)`,
+        type: "value_error",
+      },
+    ]);
+  };
   /** The path's cron, if this user may `action` it (404 otherwise), and the request as the handler left it. */
   const load = async <V extends object>(c: Context<AppEnv>, action: AuthAction, value: V) => {
     const { cron_id } = params(c, CronPath);
@@ -118,6 +133,7 @@ export function cronRoutes(deps: AgentDeps) {
    * its runs act as that user (`configurable.langgraph_auth_*`), as runs created by a request do.
    */
   const create = async (c: Context<AppEnv>, threadId: string | null, b: CronCreateRequest) => {
+    checkInterval(b.schedule);
     await assertUsableAssistant(deps, orgOf(c), accessOf(deps, c), b.assistant_id);
     if (threadId !== null) await visibleThread(deps, c, threadId, "create_run");
     const { value } = await authorize(deps, c, "crons", "create", {
@@ -134,7 +150,7 @@ export function cronRoutes(deps: AgentDeps) {
       const configurable = { ...((config.configurable as JsonObject) ?? {}), ...authConfigurable(user) };
       request.config = { ...config, configurable };
     }
-    return crons.create(orgOf(c), threadId, request, user?.user.identity);
+    return crons.create(orgOf(c), threadId, request, user?.user.identity, deps.config.limits.crons.perOrg);
   };
   /** Filters as stored: a graph id stands for its default assistant, as everywhere else. */
   const filters = (b: z.output<typeof CronCount>) => ({
@@ -180,6 +196,7 @@ export function cronRoutes(deps: AgentDeps) {
     })
     .patch("/runs/crons/:cron_id", async (c) => {
       const patch = (await body(c, CronPatch)) as CronUpdateRequest;
+      checkInterval(patch.schedule ?? undefined);
       // The handler sees the patch and may change it (re-stamp its metadata, say).
       const { cron, value: b } = await load(c, "update", patch);
       const { cron_id } = cron;

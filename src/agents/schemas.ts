@@ -11,14 +11,42 @@ const obj = z.record(z.string(), z.unknown());
 const uuid = z.uuid({ message: "must be a UUID" });
 const optionalObj = obj.nullish();
 
-/** The most conditions one filter may hold: each becomes an SQL condition, and SQLite's expressions nest at most 1,000 deep. */
+/**
+ * The longest text a name or id field takes (names, graph, assistant and node ids, filter keys, …):
+ * each becomes an SQL parameter, an index key or a LIKE pattern (SQLite refuses patterns over 50,000
+ * bytes), or names a graph node, so each is bounded at the door, the same on both engines (README
+ * "Input limits").
+ */
+export const MAX_QUERY_TEXT = 1024;
+export const queryText = () =>
+  z.string({ error: "must be a string" }).max(MAX_QUERY_TEXT, {
+    message: `must be at most ${MAX_QUERY_TEXT} characters`,
+  });
+
+/**
+ * The most conditions one filter may hold (each scalar one, at any depth, in arrays too, as arrays are
+ * compared element by element): each becomes an SQL condition, and SQLite's expressions nest at most
+ * 1,000 deep.
+ */
 export const MAX_FILTER_CONDITIONS = 100;
 
+/** The SQL comparisons a filter value makes: one per scalar, arrays and objects element by element. */
 function conditions(value: unknown): number {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return 1;
+  if (value === null || typeof value !== "object") return 1;
   let n = 0;
   for (const v of Object.values(value)) n += conditions(v);
   return Math.max(n, 1);
+}
+
+/** A key of a filter (at any depth) longer than MAX_QUERY_TEXT: each is a JSON path in SQL. */
+function longKey(value: unknown): string | undefined {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return undefined;
+  for (const [k, v] of Object.entries(value)) {
+    if (k.length > MAX_QUERY_TEXT) return k;
+    const nested = longKey(v);
+    if (nested !== undefined) return nested;
+  }
+  return undefined;
 }
 
 /** A containment filter (metadata, values, store `filter`): an object of at most MAX_FILTER_CONDITIONS conditions. */
@@ -26,6 +54,9 @@ export const filterObj = z
   .record(z.string(), z.unknown(), { error: "must be an object" })
   .refine((f) => conditions(f) <= MAX_FILTER_CONDITIONS, {
     message: `must hold at most ${MAX_FILTER_CONDITIONS} conditions`,
+  })
+  .refine((f) => longKey(f) === undefined, {
+    message: `keys must be at most ${MAX_QUERY_TEXT} characters`,
   });
 const optionalFilter = filterObj.nullish();
 const limit = (max: number, dflt: number) => z.coerce.number().int().min(1).max(max).default(dflt);
@@ -48,7 +79,7 @@ export const STREAM_MODES = [
 export const ThreadPath = z.object({ thread_id: uuid });
 export const RunPath = z.object({ thread_id: uuid, run_id: uuid });
 export const StatelessRunPath = z.object({ run_id: uuid });
-export const AssistantPath = z.object({ assistant_id: z.string().min(1) });
+export const AssistantPath = z.object({ assistant_id: queryText().min(1) });
 /** Checkpoint ids are LangGraph's opaque strings (uuid6-like, and not always valid UUIDs): never parsed here. */
 const checkpointId = z
   .string()
@@ -65,28 +96,28 @@ const flag = z
 
 // ---- assistants ------------------------------------------------------------------------------
 export const AssistantCreate = z.object({
-  graph_id: z.string().min(1),
+  graph_id: queryText().min(1),
   assistant_id: uuid.optional(),
   config: optionalObj,
   context: optionalObj,
   metadata: optionalObj,
   if_exists: z.enum(["raise", "do_nothing"]).nullish(),
-  name: z.string().nullish(),
+  name: queryText().nullish(),
   description: z.string().nullish(),
 });
 
 export const AssistantPatch = z.object({
-  graph_id: z.string().min(1).nullish(),
+  graph_id: queryText().min(1).nullish(),
   config: optionalObj,
   context: optionalObj,
   metadata: optionalObj,
-  name: z.string().nullish(),
+  name: queryText().nullish(),
   description: z.string().nullish(),
 });
 
 const assistantFilters = {
-  graph_id: z.string().nullish(),
-  name: z.string().nullish(),
+  graph_id: queryText().nullish(),
+  name: queryText().nullish(),
   metadata: optionalFilter,
 };
 
@@ -96,7 +127,7 @@ export const AssistantSearch = z.object({
   offset,
   sort_by: z.enum(["assistant_id", "graph_id", "name", "created_at", "updated_at"]).default("created_at"),
   sort_order: sortOrder,
-  select: z.array(z.string()).nullish(),
+  select: z.array(queryText()).nullish(),
 });
 
 export const AssistantCount = z.object(assistantFilters);
@@ -122,7 +153,7 @@ const superstep = z.object({
     z.object({
       values: z.unknown().optional(),
       command: z.record(z.string(), z.unknown()).nullish(),
-      as_node: z.string(),
+      as_node: queryText(),
     }),
   ),
 });
@@ -178,7 +209,7 @@ export const ThreadSearch = z.object({
     .enum(["thread_id", "status", "created_at", "updated_at", "state_updated_at"])
     .default("created_at"),
   sort_order: sortOrder,
-  select: z.array(z.string()).nullish(),
+  select: z.array(queryText()).nullish(),
 });
 
 export const ThreadCount = z.object(threadFilters);
@@ -187,7 +218,7 @@ const checkpointRef = z.object({
   checkpoint_id: checkpointKey.nullish(),
   checkpoint_ns: checkpointKey.nullish(),
   checkpoint_map: optionalObj,
-  thread_id: z.string().nullish(),
+  thread_id: queryText().nullish(),
 });
 
 export const StateQuery = z.object({ subgraphs: flag });
@@ -198,7 +229,7 @@ export const StateUpdate = z.object({
   values: z
     .union([obj, z.array(obj), z.null()], { error: "must be an object, a list of objects, or null" })
     .optional(),
-  as_node: z.string().nullish(),
+  as_node: queryText().nullish(),
   checkpoint_id: checkpointKey.nullish(),
   checkpoint: checkpointRef.nullish(),
 });
@@ -214,13 +245,13 @@ export const HistoryBody = z.object({
 });
 
 // ---- runs ------------------------------------------------------------------------------------
-const nodes = z.union([z.literal("*"), z.array(z.string())], {
+const nodes = z.union([z.literal("*"), z.array(queryText())], {
   error: 'must be "*" or a list of node names',
 });
-const goto = z.union([z.string(), z.object({ node: z.string(), input: z.unknown() })]);
+const goto = z.union([queryText(), z.object({ node: queryText(), input: z.unknown() })]);
 
 export const RunCreate = z.object({
-  assistant_id: z.string().min(1),
+  assistant_id: queryText().min(1),
   input: z.unknown().optional(),
   command: z
     .object({
@@ -260,7 +291,7 @@ export const RunCreate = z.object({
     .max(366 * 24 * 3600, { message: "must be at most a year (31622400 seconds)" })
     .nullish(),
   on_completion: z.enum(["delete", "keep"]).nullish(),
-  feedback_keys: z.array(z.string()).nullish(),
+  feedback_keys: z.array(queryText()).nullish(),
   langsmith_tracer: optionalObj,
   durability: z.enum(["sync", "async", "exit"]).nullish(),
   checkpoint_during: z.boolean().nullish(),

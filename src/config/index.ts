@@ -11,6 +11,7 @@ import { statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import path from "node:path";
 import { ConfigError } from "./errors.js";
+import { resolveLimits, type TenantLimits } from "./limits.js";
 import {
   type ProjectFile,
   readProjectFile,
@@ -157,6 +158,8 @@ export interface Config {
   threadTtl: ThreadTtlConfig;
   /** langgraph.json `webhooks`: URL policy, headers and payload fields of run webhooks. */
   webhooks?: WebhooksConfig;
+  /** What one organization may hold (crons, sandboxes): `HANGAR_*` variables, defaults from the machine. */
+  limits: TenantLimits;
 }
 
 export interface ConfigFlags {
@@ -339,10 +342,15 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     ...(auth && { auth }),
     ...(ui && { ui }),
     threadTtl: resolveThreadTtl(file.checkpointer),
+    limits: resolveLimits({ ...fileEnv, ...env }),
   };
   // Header templates read the real environment first, then langgraph.json `env` (which the server applies).
   const webhooks = resolveWebhooks(configPath, file.webhooks, { ...fileEnv, ...env });
   if (webhooks) config.webhooks = webhooks;
+  if (webhooks && Object.keys(webhooks.headers).length && !webhooks.url?.allowedDomains.length)
+    warnings.push(
+      `${configPath}: webhooks.headers are sent only to hosts in webhooks.url.allowed_domains (and to this server's own paths); there is no such list, so deliveries to other hosts go without them`,
+    );
   return deepFreeze(config);
 }
 

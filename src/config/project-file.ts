@@ -15,13 +15,25 @@ import { ConfigError } from "./errors.js";
 const stringList = z.array(z.string({ error: "must be a string" }), { error: "must be an array of strings" });
 const flag = z.boolean({ error: "must be true or false" }).optional();
 
+const compiles = (source: string) => {
+  try {
+    new RegExp(source);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 const CorsSchema = z.object(
   {
     allow_origins: stringList.optional(),
     allow_methods: stringList.optional(),
     allow_headers: stringList.optional(),
     allow_credentials: flag,
-    allow_origin_regex: z.string({ error: "must be a string (a regular expression)" }).optional(),
+    allow_origin_regex: z
+      .string({ error: "must be a string (a regular expression)" })
+      .refine(compiles, { error: "must be a valid regular expression" })
+      .optional(),
     expose_headers: stringList.optional(),
     max_age: z
       .number({ error: "must be a number of seconds" })

@@ -50,8 +50,13 @@ export function corsMiddleware(config: CorsConfig | undefined) {
   });
 }
 
+/** A pattern that must match a whole string (Python's `re.fullmatch`), not a part of it. */
+const wholeMatch = (source: string) => new RegExp(`^(?:${source})$`);
+
 function honoCors(config: CorsConfig | undefined) {
-  const regex = config?.allow_origin_regex ? new RegExp(config.allow_origin_regex) : null;
+  // The whole origin must match, as the official server's fullmatch: `https://app\.example\.com` must not
+  // admit `https://app.example.com.evil.net`.
+  const regex = config?.allow_origin_regex ? wholeMatch(config.allow_origin_regex) : null;
   const origins = config?.allow_origins;
   return cors({
     origin: regex

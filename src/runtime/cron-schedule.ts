@@ -2,7 +2,8 @@
  * Cron schedules: validation and "when does it fire next", on top of the `cron-parser` library.
  *
  * Accepted: the standard five fields (`minute hour day-of-month month day-of-week`), the same with a
- * leading seconds field (six fields; a Hangar extension, handy for tests and short intervals), and the
+ * leading seconds field (six fields; a Hangar extension, handy for tests and short intervals, which
+ * the routes refuse below HANGAR_CRON_MIN_INTERVAL_SECONDS: `shortestInterval`), and the
  * `@yearly`/`@monthly`/`@weekly`/`@daily`/`@hourly` style macros. Times are read in the cron's IANA
  * time zone, UTC by default.
  */
@@ -86,4 +87,21 @@ export function nextRunAt(
     return null;
   }
   return endTime !== null && next > endTime ? null : next;
+}
+
+/**
+ * The shortest time between two firings of `schedule` (ms), read from its next firings in UTC. A
+ * pattern's seconds and minutes repeat within every hour it fires, so 200 firings hold its shortest gap
+ * (a day's worth for a five-field schedule firing every minute; `@secondly` shows at once).
+ */
+export function shortestInterval(schedule: string): number {
+  const firings = cronParser().parse(schedule.trim(), { currentDate: new Date(0), tz: "UTC" });
+  let shortest = Number.POSITIVE_INFINITY;
+  let previous = firings.next().getTime();
+  for (let i = 0; i < 200 && firings.hasNext(); i++) {
+    const next = firings.next().getTime();
+    shortest = Math.min(shortest, next - previous);
+    previous = next;
+  }
+  return shortest;
 }

@@ -70,28 +70,41 @@ export class CronService {
     private readonly clock: () => number = Date.now,
   ) {}
 
-  /** `userId`: the identity of the user who creates it (custom auth), shown as the cron's `user_id`. */
-  async create(org: OrgId, threadId: string | null, req: CronCreateRequest, userId?: string): Promise<Cron> {
+  /**
+   * `userId`: the identity of the user who creates it (custom auth), shown as the cron's `user_id`.
+   * `maxPerOrg`: the organization's cron limit (storage refuses past it, atomically).
+   */
+  async create(
+    org: OrgId,
+    threadId: string | null,
+    req: CronCreateRequest,
+    userId?: string,
+    maxPerOrg?: number,
+  ): Promise<Cron> {
     const assistant = await this.runs.assistant(org, req.assistant_id);
     await this.runs.checkWebhook?.(req.webhook as string | null | undefined);
     const schedule = req.schedule.trim();
     const timezone = req.timezone ?? null;
     const end_time = req.end_time ? new Date(req.end_time).toISOString() : null;
     const enabled = req.enabled ?? true;
-    const cron = await this.storage.crons.create(org, {
-      cron_id: randomUUID(),
-      assistant_id: assistant.assistant_id,
-      thread_id: threadId,
-      user_id: userId ?? null,
-      schedule,
-      timezone,
-      end_time,
-      enabled,
-      on_run_completed: threadId === null ? (req.on_run_completed ?? "delete") : null,
-      payload: payloadOf(req),
-      metadata: req.metadata ?? {},
-      next_run_at: nextRunAt(schedule, timezone, this.clock(), epoch(end_time)),
-    });
+    const cron = await this.storage.crons.create(
+      org,
+      {
+        cron_id: randomUUID(),
+        assistant_id: assistant.assistant_id,
+        thread_id: threadId,
+        user_id: userId ?? null,
+        schedule,
+        timezone,
+        end_time,
+        enabled,
+        on_run_completed: threadId === null ? (req.on_run_completed ?? "delete") : null,
+        payload: payloadOf(req),
+        metadata: req.metadata ?? {},
+        next_run_at: nextRunAt(schedule, timezone, this.clock(), epoch(end_time)),
+      },
+      maxPerOrg,
+    );
     this.onChange();
     return this.#present(cron);
   }

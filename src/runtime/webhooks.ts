@@ -20,13 +20,6 @@ export type RunOutcome =
 
 const WEBHOOK_TIMEOUT_MS = 10_000;
 
-/**
- * POSTs the ended run to its webhook (at most once, best effort: a failing receiver is logged, not
- * retried). A URL starting with `/` is a route of this server and is called in process. langgraph.json
- * `webhooks` adds its headers, keeps only its `allowed_fields` of the payload, and checks the URL against
- * its policy again (the policy may have changed since the run was created); under a policy redirects are
- * not followed, so a receiver cannot send the delivery on to a host the policy refuses.
- */
 /** What a delivery needs: the policy and headers, the in-process fetch for relative URLs, the log. */
 export interface WebhookDeps {
   webhooks?: WebhooksConfig;
@@ -34,6 +27,14 @@ export interface WebhookDeps {
   log: Logger;
 }
 
+/**
+ * POSTs the ended run to its webhook (at most once, best effort: a failing receiver is logged, not
+ * retried). A URL starting with `/` is a route of this server and is called in process. langgraph.json
+ * `webhooks` keeps only its `allowed_fields` of the payload and checks the URL against its policy again
+ * (the policy may have changed since the run was created). Its `headers` (operator secrets) go only where
+ * `mayCarryHeaders` says. No delivery follows a redirect: a receiver could send it on to a host the policy
+ * refuses, or, without a policy, anywhere.
+ */
 export async function sendWebhook(deps: WebhookDeps, run: Run, outcome: RunOutcome): Promise<void> {
   const url = run.kwargs.webhook!;
   const settings = deps.webhooks;
@@ -54,10 +55,13 @@ export async function sendWebhook(deps: WebhookDeps, run: Run, outcome: RunOutco
   }
   const init: RequestInit = {
     method: "POST",
-    headers: { "content-type": "application/json", ...settings?.headers },
+    headers: {
+      "content-type": "application/json",
+      ...(mayCarryHeaders(url, settings) && settings?.headers),
+    },
     body: toJson(payload),
     signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
-    ...(settings?.url && { redirect: "manual" }),
+    redirect: "manual",
   };
   try {
     await checkWebhookUrl(url, settings?.url);
@@ -70,4 +74,14 @@ export async function sendWebhook(deps: WebhookDeps, run: Run, outcome: RunOutco
   } catch (err) {
     deps.log.warn("webhook failed", { run_id: run.run_id, url, error: (err as Error).message });
   }
+}
+
+/**
+ * Whether a delivery to `url` gets the operator's `webhooks.headers`: a path of this server (delivered in
+ * process, it never leaves it), or a URL whose host `webhooks.url.allowed_domains` admits (checked with
+ * the rest of the policy before the delivery). Without such a list a tenant names the host, so the
+ * secrets would go wherever the tenant wants.
+ */
+export function mayCarryHeaders(url: string, settings: WebhooksConfig | undefined): boolean {
+  return url.startsWith("/") || Boolean(settings?.url?.allowedDomains.length);
 }

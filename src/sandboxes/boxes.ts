@@ -24,6 +24,7 @@ import type {
   SandboxesRepo,
   SandboxListQuery,
 } from "../storage/ports.js";
+import type { Admit } from "../storage/sandbox-ports.js";
 import { type CommandOptions, CommandRegistry, CommandRun } from "./commands.js";
 import type { ExecProcess, ExecRequest, SandboxDriver, SandboxSpec } from "./provisioner.js";
 import { toBytes, toMillicores } from "./quantity.js";
@@ -39,6 +40,8 @@ export interface BoxServiceOptions {
   sandboxes: SandboxesRepo;
   driver: SandboxDriver;
   log: Logger;
+  /** The organization limits (`orgSandboxAdmit`) checked when sandboxes are added; absent: none. */
+  admit?: Admit;
 }
 
 export interface BoxCreate {
@@ -78,6 +81,7 @@ function expiresAt(box: {
 
 export class BoxService {
   readonly commands = new CommandRegistry();
+  readonly #admit: Admit | undefined;
   readonly #boxes: SandboxBoxesRepo;
   readonly #sandboxes: SandboxesRepo;
   readonly #driver: SandboxDriver;
@@ -95,6 +99,7 @@ export class BoxService {
   #closed = false;
 
   constructor(opts: BoxServiceOptions) {
+    this.#admit = opts.admit;
     this.#boxes = opts.boxes;
     this.#sandboxes = opts.sandboxes;
     this.#driver = opts.driver;
@@ -146,28 +151,39 @@ export class BoxService {
     }
     const now = new Date().toISOString();
     const ttl = { ttl_seconds: input.ttl_seconds ?? 0, idle_ttl_seconds: input.idle_ttl_seconds ?? 0 };
-    const claimed = await this.#boxes.claimWarmBox(org, input.template_name, {
-      ...(input.name ? { name: input.name } : {}),
-      metadata: input.metadata ?? {},
-      ...ttl,
-      expires_at: expiresAt({ created_at: now, last_active_at: now, ...ttl }),
-      now,
-    });
+    const claimed = await this.#boxes.claimWarmBox(
+      org,
+      input.template_name,
+      {
+        ...(input.name ? { name: input.name } : {}),
+        metadata: input.metadata ?? {},
+        ...ttl,
+        expires_at: expiresAt({ created_at: now, last_active_at: now, ...ttl }),
+        now,
+      },
+      this.#admit,
+    );
     if (claimed.status === "name_taken") throw this.#nameTaken(input.name!);
+    if (claimed.status === "over_limit") throw new HangarError("quota", claimed.message);
     if (claimed.status === "claimed") {
       this.#trackExpiry(claimed.box);
       void this.#refillPools(org, input.template_name);
       return claimed.box;
     }
     const id = randomUUID();
-    const created = await this.#boxes.createBox(org, {
-      id,
-      name: input.name ?? generatedName("sandbox"),
-      template_name: input.template_name,
-      metadata: input.metadata ?? {},
-      ...ttl,
-      expires_at: expiresAt({ created_at: now, last_active_at: now, ...ttl }),
-    });
+    const created = await this.#boxes.createBox(
+      org,
+      {
+        id,
+        name: input.name ?? generatedName("sandbox"),
+        template_name: input.template_name,
+        metadata: input.metadata ?? {},
+        ...ttl,
+        expires_at: expiresAt({ created_at: now, last_active_at: now, ...ttl }),
+      },
+      this.#admit,
+    );
+    if (created.status === "over_limit") throw new HangarError("quota", created.message);
     if (created.status === "template_not_found") throw boxTemplateNotFound(input.template_name);
     if (created.status === "name_taken") throw this.#nameTaken(input.name!);
     this.#trackExpiry(created.box);
@@ -418,8 +434,10 @@ export class BoxService {
       metadata?: Record<string, unknown>;
     },
   ): Promise<PoolRecord> {
-    const result = await this.#boxes.createPool(org, { id: randomUUID(), ...input });
+    const result = await this.#boxes.createPool(org, { id: randomUUID(), ...input }, this.#admit);
     switch (result.status) {
+      case "over_limit":
+        throw new HangarError("quota", result.message);
       case "template_not_found":
         throw poolTemplateNotFound(input.template_name);
       case "template_has_volumes":
@@ -468,11 +486,17 @@ export class BoxService {
   }
 
   async updatePool(org: OrgId, name: string, patch: { name?: string | null; replicas?: number | null }) {
-    const result = await this.#boxes.updatePool(org, name, {
-      ...(patch.name != null ? { name: patch.name } : {}),
-      ...(patch.replicas != null ? { replicas: patch.replicas } : {}),
-    });
+    const result = await this.#boxes.updatePool(
+      org,
+      name,
+      {
+        ...(patch.name != null ? { name: patch.name } : {}),
+        ...(patch.replicas != null ? { replicas: patch.replicas } : {}),
+      },
+      this.#admit,
+    );
     if (result.status === "not_found") throw poolNotFound(name);
+    if (result.status === "over_limit") throw new HangarError("quota", result.message);
     if (result.status === "name_taken")
       throw conflict(`Pool name '${patch.name}' is already in use`, "Conflict");
     void this.reconcilePool(result.pool.id);

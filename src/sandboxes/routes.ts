@@ -28,7 +28,7 @@ import * as S from "./schemas.js";
 import { mountedVolumesNotFound, SandboxService, templateNotFound, volumeNotFound } from "./service.js";
 
 export interface SandboxDeps {
-  config: Pick<Config, "dataDir" | "maxBodyBytes" | "maxUploadBytes">;
+  config: Pick<Config, "dataDir" | "maxBodyBytes" | "maxUploadBytes" | "limits">;
   /** The project's auth handlers (langgraph.json `auth`): sandboxes, volumes, templates and pools are theirs too. */
   auth?: CustomAuth;
   storage: Pick<Storage, "sandboxes" | "sandboxBoxes">;
@@ -98,13 +98,19 @@ export function sandboxRoutes(deps: SandboxDeps): Hono<AppEnv> {
   const provisioner = deps.provisioner ?? new LocalProvisioner(path.join(deps.config.dataDir, "volumes"));
   const boxes =
     deps.sandboxRuntime ??
-    createSandboxRuntime({ dataDir: deps.config.dataDir, storage: deps.storage, log: silentLogger });
+    createSandboxRuntime({
+      dataDir: deps.config.dataDir,
+      storage: deps.storage,
+      log: silentLogger,
+      limits: deps.config.limits.sandboxes,
+    });
   const authz = new SandboxAuthz(deps.auth);
   const service = new SandboxService({
     repo: deps.storage.sandboxes,
     provisioner,
     defaultQuotaBytes: deps.defaultQuotaBytes ?? sandboxStorageQuotaFromEnv(),
     imageProblem: (image) => boxes.imageProblem(image),
+    limits: deps.config.limits.sandboxes,
   });
 
   /** The volume named in the path, if this user may `action` it (404 as if absent otherwise). */

@@ -6,6 +6,7 @@
  * client never believes it changed what cannot change.
  */
 import { z } from "zod";
+import { queryText } from "../agents/schemas.js";
 import { nameProblem } from "./names.js";
 import { QuantityError, toBytes, toMillicores } from "./quantity.js";
 
@@ -114,11 +115,11 @@ export const TemplatePatch = z.object({
 export const ListQuery = z.object({
   limit: z.coerce.number().int().min(1).max(500).default(50),
   offset: z.coerce.number().int().min(0).default(0),
-  name_contains: z.string().optional(),
+  name_contains: queryText().optional(),
 });
 
 /** Path names are not validated: a name that cannot exist is simply not found (404). */
-export const NamePath = z.object({ name: z.string() });
+export const NamePath = z.object({ name: queryText() });
 
 // ---- sandboxes (boxes) and pools -------------------------------------------------------------
 
@@ -163,7 +164,7 @@ export const PoolPatch = z.object({
 
 // ---- data plane ------------------------------------------------------------------------------
 
-export const SandboxIdPath = z.object({ id: z.string() });
+export const SandboxIdPath = z.object({ id: queryText() });
 
 /** Text a command carries (its line, shell, directory, environment): a NUL byte cannot reach a process. */
 const text = () => str().refine((s) => !s.includes("\0"), "must not contain a NUL byte");

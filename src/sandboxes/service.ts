@@ -7,8 +7,10 @@
  * removes the row first (refused while mounted), then releases the storage, after any provisioning of
  * the same volume still in flight, so a fast create-then-delete leaves no directory behind.
  */
+
 import { randomUUID } from "node:crypto";
-import { badRequest, conflict, HangarError, notFound } from "../errors.js";
+import type { TenantLimits } from "../config/limits.js";
+import { badRequest, conflict, HangarError, notFound, validationFailed } from "../errors.js";
 import { DEFAULT_ORG, type OrgId } from "../storage/ports.js";
 import type {
   SandboxesRepo,
@@ -21,7 +23,7 @@ import type {
 } from "../storage/sandbox-ports.js";
 import type { VolumeProvisioner } from "./provisioner.js";
 import { formatGi } from "./quantity.js";
-import { quotaExceededMessage } from "./quota.js";
+import { quotaExceededMessage, resourceProblems } from "./quota.js";
 
 export interface SandboxServiceOptions {
   repo: SandboxesRepo;
@@ -33,6 +35,8 @@ export interface SandboxServiceOptions {
   defaultQuotaBytes: number;
   /** Why no sandbox could boot from an image (the sandbox driver's image store), or null. */
   imageProblem?: (image: string) => Promise<string | null>;
+  /** One sandbox's CPU, memory and storage limits (a template asking for more is a 422); absent: none. */
+  limits?: TenantLimits["sandboxes"];
 }
 
 export const volumeNotFound = (name: string) => notFound(`Volume '${name}' not found`, "NotFound");
@@ -52,6 +56,7 @@ export class SandboxService {
   readonly #provisioner: VolumeProvisioner;
   readonly #defaultQuotaBytes: number;
   readonly #imageProblem: SandboxServiceOptions["imageProblem"];
+  readonly #limits: TenantLimits["sandboxes"] | undefined;
   readonly #orgsReady = new Map<OrgId, Promise<void>>();
   readonly #provisioning = new Map<string, Promise<void>>();
 
@@ -60,6 +65,7 @@ export class SandboxService {
     this.#provisioner = opts.provisioner;
     this.#defaultQuotaBytes = opts.defaultQuotaBytes;
     this.#imageProblem = opts.imageProblem;
+    this.#limits = opts.limits;
   }
 
   get storageClasses(): readonly string[] {
@@ -190,6 +196,8 @@ export class SandboxService {
       metadata?: Record<string, unknown>;
     },
   ): Promise<TemplateRecord> {
+    const tooBig = this.#limits ? resourceProblems(input.resources, this.#limits) : [];
+    if (tooBig.length) throw validationFailed(tooBig);
     await this.ready(org);
     // Refused now rather than at every sandbox's boot.
     const imageProblem = await this.#imageProblem?.(input.image);

@@ -67,8 +67,12 @@ export interface DueCron {
 }
 
 export interface CronsRepo {
-  /** Creates a cron; a thread cron's thread must exist in the organization (else `not_found`). */
-  create(org: OrgId, input: CronInput): Promise<Cron>;
+  /**
+   * Creates a cron; a thread cron's thread must exist in the organization (else `not_found`). With
+   * `maxPerOrg`, refused (`quota`) when the organization already has that many: counted and written in
+   * one transaction that concurrent creates of the organization wait for, so none overruns it.
+   */
+  create(org: OrgId, input: CronInput, maxPerOrg?: number): Promise<Cron>;
   get(org: OrgId, cronId: string): Promise<Cron | null>;
   /** Writes the given fields (and updated_at); null if absent. */
   update(org: OrgId, cronId: string, patch: CronPatch): Promise<Cron | null>;

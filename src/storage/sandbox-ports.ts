@@ -188,12 +188,32 @@ export type BoxPatch = Partial<Pick<BoxRecord, "name" | "ttl_seconds" | "idle_tt
 export type BoxInput = Required<BoxPatch> &
   Pick<BoxRecord, "id" | "template_name"> & { pool_id?: string | null; metadata?: Metadata };
 
+/** What one sandbox of an organization holds: its template's resources, as written. */
+export interface SandboxUnit {
+  cpu: string;
+  memory: string;
+}
+
+/**
+ * The organization's limits, checked in the transaction that adds sandboxes (under the organization's
+ * lock, so concurrent adds cannot overrun them): `held` has one unit per sandbox outside a pool and
+ * `replicas` units per pool (its warm sandboxes); the refusal's message, or null to go on.
+ */
+export type Admit = (held: SandboxUnit[], adding: SandboxUnit[]) => string | null;
+
+/** An organization limit refused the change (`Admit`'s message). */
+export type OverLimit = { status: "over_limit"; message: string };
+
 export type CreateBoxResult =
   | { status: "created"; box: BoxRecord }
-  | Refusal<"name_taken" | "template_not_found">;
+  | Refusal<"name_taken" | "template_not_found">
+  | OverLimit;
 
 /** The claimed box keeps its id and files; it gets the caller's name and TTLs. */
-export type ClaimBoxResult = { status: "claimed"; box: BoxRecord } | Refusal<"none" | "name_taken">;
+export type ClaimBoxResult =
+  | { status: "claimed"; box: BoxRecord }
+  | Refusal<"none" | "name_taken">
+  | OverLimit;
 
 /** What claiming a warm box sets: its TTLs, its name when given, its metadata, and `now` as its last activity. */
 export type BoxClaim = Required<Omit<BoxPatch, "name">> & { name?: string; metadata?: Metadata; now: string };
@@ -207,19 +227,24 @@ export type PoolInput = Pick<PoolRecord, "id" | "name" | "template_name" | "repl
 export type CreatePoolResult =
   | { status: "created"; pool: PoolRecord }
   /** `template_has_volumes`: pools only hold stateless templates. */
-  | Refusal<"name_taken" | "template_not_found" | "template_has_volumes">;
+  | Refusal<"name_taken" | "template_not_found" | "template_has_volumes">
+  | OverLimit;
 
 export type PoolPatch = Partial<Pick<PoolInput, "name" | "replicas">>;
 
-export type UpdatePoolResult = { status: "updated"; pool: PoolRecord } | Refusal<"not_found" | "name_taken">;
+export type UpdatePoolResult =
+  | { status: "updated"; pool: PoolRecord }
+  | Refusal<"not_found" | "name_taken">
+  | OverLimit;
 
 export interface SandboxBoxesRepo {
-  createBox(org: OrgId, input: BoxInput): Promise<CreateBoxResult>;
+  /** `admit`: the organization's limits, for a box outside a pool (a pool's are its replicas). */
+  createBox(org: OrgId, input: BoxInput, admit?: Admit): Promise<CreateBoxResult>;
   /**
    * Atomically takes one `ready` warm box of a pool of this template out of its pool, renaming it
    * (when `name` is given) and setting its TTLs. `none` when no warm box is ready.
    */
-  claimWarmBox(org: OrgId, templateName: string, patch: BoxClaim): Promise<ClaimBoxResult>;
+  claimWarmBox(org: OrgId, templateName: string, patch: BoxClaim, admit?: Admit): Promise<ClaimBoxResult>;
   getBox(org: OrgId, name: string): Promise<BoxRecord | null>;
   getBoxById(id: string): Promise<BoxRecord | null>;
   /** The organization's boxes that are not warm pool members, in creation order. */
@@ -233,11 +258,11 @@ export interface SandboxBoxesRepo {
   /** Removes the row; returns it, or null when it was already gone. */
   deleteBox(id: string): Promise<BoxRecord | null>;
 
-  createPool(org: OrgId, input: PoolInput): Promise<CreatePoolResult>;
+  createPool(org: OrgId, input: PoolInput, admit?: Admit): Promise<CreatePoolResult>;
   getPool(org: OrgId, name: string): Promise<PoolRecord | null>;
   listPools(org: OrgId, query: SandboxListQuery): Promise<SandboxPage<PoolRecord>>;
   listAllPools(): Promise<PoolRecord[]>;
-  updatePool(org: OrgId, name: string, patch: PoolPatch): Promise<UpdatePoolResult>;
+  updatePool(org: OrgId, name: string, patch: PoolPatch, admit?: Admit): Promise<UpdatePoolResult>;
   /** Removes the pool; its warm boxes are returned (still recorded) for the caller to tear down. */
   deletePool(org: OrgId, name: string): Promise<{ pool: PoolRecord; boxes: BoxRecord[] } | null>;
   /** The warm boxes of a pool, oldest first. */

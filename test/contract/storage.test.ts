@@ -56,6 +56,34 @@ const cronInput = (assistantId: string, over: Record<string, unknown> = {}) => (
   ...over,
 });
 
+/** Postgres' jsonb equality: same kind, numbers by value, arrays in order, objects whatever their key order. */
+function jsonbEqual(a: unknown, b: unknown): boolean {
+  if (Array.isArray(a) || Array.isArray(b))
+    return (
+      Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => jsonbEqual(x, b[i]))
+    );
+  if (a !== null && b !== null && typeof a === "object" && typeof b === "object") {
+    const ka = Object.keys(a);
+    return (
+      ka.length === Object.keys(b).length &&
+      ka.every((k) => k in b && jsonbEqual((a as any)[k], (b as any)[k]))
+    );
+  }
+  return a === b;
+}
+
+/** The metadata filters' containment (the dialect's `jsonContains`): objects key by key, the rest equal. */
+function jsonbContains(doc: unknown, filter: Record<string, unknown>): boolean {
+  if (doc === null || typeof doc !== "object" || Array.isArray(doc)) return false;
+  return Object.entries(filter).every(([k, f]) => {
+    if (!(k in doc)) return false;
+    const v = (doc as Record<string, unknown>)[k];
+    return f !== null && typeof f === "object" && !Array.isArray(f)
+      ? jsonbContains(v, f as Record<string, unknown>)
+      : jsonbEqual(v, f);
+  });
+}
+
 const isKind = (kind: string) => (err: unknown) => err instanceof HangarError && err.kind === kind;
 
 async function statuses(storage: Storage, threadId: string): Promise<string[]> {
@@ -866,6 +894,39 @@ for (const adapter of ADAPTERS) {
             const found = (await s.threads.search(ORG, { ...query, auth })).items.map((t) => t.thread_id);
             assert.deepEqual(found, expected, `filter ${JSON.stringify(f)}`);
             assert.equal(await s.threads.count(ORG, { auth }), expected.length);
+          }
+        }),
+      );
+
+      test(
+        "metadata containment of any value shape selects exactly what jsonb's @> selects, never an error",
+        withStorage(async (s) => {
+          // Rows and filters hold scalars, arrays and objects at the same keys, so every filter meets
+          // every kind of stored value (a scalar where it has an array was an SQLite error).
+          const scalar = fc.oneof(fc.constantFrom("a", "1", ""), fc.constantFrom(1, 1.5), fc.boolean());
+          const leaf = fc.oneof(scalar, fc.constant(null), fc.array(scalar, { maxLength: 2 }));
+          const value = fc.oneof(
+            leaf,
+            fc.dictionary(fc.constantFrom("x", "y"), leaf, { maxKeys: 2 }),
+            fc.array(fc.dictionary(fc.constantFrom("x"), scalar, { maxKeys: 1 }), { maxLength: 1 }),
+          );
+          const doc = fc.dictionary(fc.constantFrom("owner", "tags", "o.k"), value, { maxKeys: 3 });
+          const threads: Thread[] = [];
+          for (const m of fc.sample(doc, { numRuns: 40, seed: 25 }))
+            threads.push(await s.threads.create(ORG, { thread_id: randomUUID(), metadata: m }, "raise"));
+          // Each filter is also one of the rows' own metadata now and then: matches occur.
+          const filters = [
+            ...fc.sample(doc, { numRuns: 60, seed: 26 }),
+            ...threads.slice(0, 10).map((t) => t.metadata),
+          ];
+          const query = { limit: 1000, offset: 0, sort_by: "created_at", sort_order: "asc" } as const;
+          for (const metadata of filters) {
+            const expected = threads
+              .filter((t) => jsonbContains(t.metadata, metadata))
+              .map((t) => t.thread_id);
+            const found = (await s.threads.search(ORG, { ...query, metadata })).items.map((t) => t.thread_id);
+            assert.deepEqual(found, expected, `filter ${JSON.stringify(metadata)}`);
+            assert.equal(await s.threads.count(ORG, { metadata }), expected.length);
           }
         }),
       );

@@ -21,8 +21,12 @@ import {
 } from "../helpers/server.js";
 
 const T = { timeout: 60_000 };
-/** Every second (six fields: a leading seconds field), so tests see firings without long waits. */
+/**
+ * Every second (six fields: a leading seconds field), so tests see firings without long waits; the
+ * servers of these tests allow it (HANGAR_CRON_MIN_INTERVAL_SECONDS=1, the default being 60).
+ */
 const EVERY_SECOND = "* * * * * *";
+const SHORT_CRONS = { HANGAR_CRON_MIN_INTERVAL_SECONDS: "1" };
 /** Never fires during a test run. */
 const YEARLY = "0 0 1 1 *";
 
@@ -37,7 +41,7 @@ describe("crons", () => {
   let h: Hangar;
   let c: Client;
   before(async () => {
-    h = await startHangar({ config: await fixturesConfig() });
+    h = await startHangar({ config: await fixturesConfig(), env: SHORT_CRONS });
     c = client(h.url);
   });
   after(async () => {
@@ -468,7 +472,7 @@ describe("crons across a restart", () => {
     timeout: 90_000,
   }, async () => {
     const config = await fixturesConfig();
-    const first = await startHangar({ config });
+    const first = await startHangar({ config, env: SHORT_CRONS });
     let second: Hangar | undefined;
     try {
       const c1 = client(first.url);
@@ -492,7 +496,7 @@ describe("crons across a restart", () => {
       assert.ok(stopped < start + END_MS - 1000, "stopped with ticks still to come before end_time");
       await sleep(start + END_MS + 1000 - Date.now()); // every remaining tick (up to end_time) is missed
       const restartedAt = Date.now();
-      second = await startHangar({ config, dataDir: first.dataDir });
+      second = await startHangar({ config, dataDir: first.dataDir, env: SHORT_CRONS });
       const c2 = client(second.url);
 
       const afterRestart = async () =>

@@ -70,7 +70,11 @@ for (const target of [sqlite, postgres]) {
         mallory: await token("mallory"),
         crash: await token("crash-authz"),
       };
-      h = await startHangar({ config: CONFIG, env: await target.env() });
+      // A cron below fires every second: allowed here (the default minimum interval is 60 s).
+      h = await startHangar({
+        config: CONFIG,
+        env: { ...(await target.env()), HANGAR_CRON_MIN_INTERVAL_SECONDS: "1" },
+      });
     });
     after(async () => {
       await h?.stop();

@@ -24,7 +24,7 @@ describe("run durability", () => {
   let h: Hangar;
   let c: Client;
   before(async () => {
-    h = await startHangar();
+    h = await startHangar({ env: { HANGAR_CRON_MIN_INTERVAL_SECONDS: "1" } }); // EVERY_SECOND allowed
     c = client(h.url);
   });
   after(async () => {

@@ -44,3 +44,29 @@ export async function fuzz(h: Hangar, t: { diagnostic(message: string): void }):
   assert.ok((report.byStatus["422"] ?? 0) > 0 && (report.byStatus["200"] ?? 0) > 0, text);
   await checkHealthy(h.url);
 }
+
+/**
+ * The sweep (`RequestArbitraries.sweep`): every string field of every operation oversized, every filter
+ * of every search and count given values of every shape. Each answer a 4xx or a 2xx, never a 5xx.
+ */
+export async function sweep(h: Hangar, t: { diagnostic(message: string): void }): Promise<void> {
+  await warmSchemas(h);
+  const report = await runBadInputs({
+    baseUrl: h.url,
+    requests: 0,
+    sweep: true,
+    seed: seedFromEnv(),
+    concurrency: 8,
+    timeoutMs: 15_000,
+    logs: () => h.logs(),
+    alive: () => h.process.exitCode === null && h.process.signalCode === null,
+  });
+  const text = formatReport(report);
+  t.diagnostic(text.split("\n").slice(0, 4).join(" | "));
+  assert.equal(report.crashed, undefined, text);
+  assert.equal(report.failures.length, 0, `5xx, hangs or resets:\n${text}`);
+  assert.ok(report.swept > 400 && report.sent === report.swept, text);
+  // The shapes reached the filters: searches answered 200 (not all refused).
+  assert.ok((report.byFamily["sweep-shape"]?.["200"] ?? 0) > 100, text);
+  await checkHealthy(h.url);
+}

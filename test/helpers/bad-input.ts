@@ -760,6 +760,60 @@ function fieldPaths(spec: ApiSpec, schema: Schema, prefix: Path = [], depth = 0,
   return out;
 }
 
+/** Every field path of a body schema with the schema found there (alternatives each), depth-limited. */
+function schemaPaths(
+  spec: ApiSpec,
+  schema: Schema,
+  prefix: Path = [],
+  depth = 0,
+  out: [Path, Schema][] = [],
+): [Path, Schema][] {
+  if (depth > 4) return out;
+  const s = spec.deref(schema);
+  out.push([prefix, s]);
+  for (const alt of [...(s.anyOf ?? []), ...(s.oneOf ?? []), ...(s.allOf ?? [])])
+    schemaPaths(spec, alt, prefix, depth + 1, out);
+  for (const [k, sub] of Object.entries<Schema>(s.properties ?? {}))
+    schemaPaths(spec, sub, [...prefix, k], depth + 1, out);
+  if (s.type === "array" && s.items && typeof s.items === "object")
+    schemaPaths(spec, s.items, [...prefix, 0], depth + 1, out);
+  return out;
+}
+
+const admitsString = (s: Schema) =>
+  s.type === "string" || (Array.isArray(s.type) && s.type.includes("string"));
+
+/** The paths of a body where a string goes, and those of free-form objects (metadata, filters, …). */
+function sweepPaths(spec: ApiSpec, schema: Schema): { strings: Path[]; objects: Path[] } {
+  const pairs = schemaPaths(spec, schema).filter(([path]) => path.length > 0);
+  return {
+    strings: uniquePaths(pairs.filter(([, s]) => admitsString(s)).map(([p]) => p)),
+    objects: uniquePaths(pairs.filter(([, s]) => isFreeObject(s)).map(([p]) => p)),
+  };
+}
+
+/** The key the fixtures' metadata and store values hold a scalar at, and the one thread values hold a list at. */
+export const SHAPE_KEYS = ["fz", "messages"];
+
+/** Values of every shape for a filter's key: each meets rows holding a scalar, an array or an object there. */
+const FILTER_SHAPES: unknown[] = [
+  [1],
+  [],
+  { a: 1 },
+  {},
+  { a: [1] },
+  [{ a: 1 }],
+  null,
+  1.5,
+  "s",
+  true,
+  Array(2_000).fill(1), // compared element by element: past the filter's condition limit
+];
+
+/** Path and query parameters get this many characters: near the most a URL takes below the 16 KiB head. */
+const BIG_URL_TEXT = 15_000;
+const BIG_BODY_TEXT = 1_000_000;
+
 /** Paths of required fields (to delete), depth-limited. */
 function requiredPaths(
   spec: ApiSpec,
@@ -1079,6 +1133,83 @@ export class RequestArbitraries {
     return fc.oneof(HEADER_MUTATIONS, documented);
   }
 
+  /**
+   * The sweep, not drawn at random: from one schema-valid request, every string field of the body set to
+   * 1 MB, every path and query parameter to BIG_URL_TEXT characters, and on searches, counts and
+   * history every filter (a free-form object) given a 1 MB key and each of FILTER_SHAPES at each of
+   * SHAPE_KEYS.
+   */
+  sweep(op: Operation, seed: number): Recipe[] {
+    const [b] = fc.sample(
+      fc.record({ path: this.#validPath(op), query: this.#validQuery(op), body: this.#validBody(op) }),
+      { seed, numRuns: 1 },
+    );
+    const base = b!;
+    const recipe = (family: string, note: string, extra: Partial<Recipe>): Recipe => ({
+      op: op.key,
+      family,
+      note,
+      path: base.path,
+      query: base.query,
+      headers: [],
+      body: op.body ? { kind: "json", value: base.body ?? {} } : undefined,
+      ...extra,
+    });
+    const withBody = (path: Path, value: unknown, from: unknown = base.body): Partial<Recipe> => ({
+      body: { kind: "json", value: setPath(from ?? {}, path, value) },
+    });
+    // A filter alone (with the required fields only): no other condition may leave the rows out first.
+    const required = new Set<string>(this.spec.deref(op.body?.schema).required ?? []);
+    const bare =
+      base.body !== null && typeof base.body === "object"
+        ? Object.fromEntries(Object.entries(base.body).filter(([k]) => required.has(k)))
+        : {};
+    const out: Recipe[] = [];
+    if (op.body) {
+      const { strings, objects } = sweepPaths(this.spec, op.body.schema);
+      for (const path of strings)
+        out.push(
+          recipe(
+            "sweep-size",
+            `${fmtPath(path)} ← 1 MB string`,
+            withBody(path, sp("bigString", BIG_BODY_TEXT, "a")),
+          ),
+        );
+      const isFilter = /\/(search|count|history)$/.test(op.path);
+      for (const path of isFilter ? objects : []) {
+        out.push(
+          recipe(
+            "sweep-size",
+            `${fmtPath(path)} ← a 1 MB key`,
+            withBody([...path, "k".repeat(BIG_BODY_TEXT)], 1),
+          ),
+        );
+        for (const key of SHAPE_KEYS)
+          for (const shape of FILTER_SHAPES)
+            out.push(
+              recipe(
+                "sweep-shape",
+                `${fmtPath([...path, key])} ← ${JSON.stringify(shape)}`,
+                withBody([...path, key], shape, bare),
+              ),
+            );
+      }
+    }
+    for (const p of op.pathParams)
+      out.push(
+        recipe("sweep-size", `{${p.name}} ← ${BIG_URL_TEXT} characters`, {
+          path: { ...base.path, [p.name]: sp("bigString", BIG_URL_TEXT, "a") },
+        }),
+      );
+    for (const p of op.queryParams.filter((q) => admitsString(this.spec.deref(q.schema))))
+      out.push(
+        recipe("sweep-size", `?${p.name} ← ${BIG_URL_TEXT} characters`, {
+          query: [...base.query.filter(([k]) => k !== p.name), [p.name, sp("bigString", BIG_URL_TEXT, "a")]],
+        }),
+      );
+    return out;
+  }
+
   /** All requests generated for one operation. */
   operation(op: Operation): fc.Arbitrary<Recipe> {
     const base = fc.record({
@@ -1323,6 +1454,9 @@ async function call(
   return { status: res.status, json };
 }
 
+/** The fixtures' metadata (and store value) hold a scalar at the sweep's first shape key. */
+const SCALAR_METADATA = { [SHAPE_KEYS[0]!]: "scalar" };
+
 export class Fixtures {
   readonly values: FixtureValues;
   /** Problems met while (re)creating fixtures: they make requests 404 more, they are not failures. */
@@ -1368,6 +1502,7 @@ export class Fixtures {
         assistant_id: v.assistant,
         graph_id: "agent",
         name: "fuzz-assistant",
+        metadata: SCALAR_METADATA,
         if_exists: "do_nothing",
       });
       if (res.status !== 200) throw new Error(`POST /assistants → ${res.status}`);
@@ -1375,7 +1510,11 @@ export class Fixtures {
     await this.#step("thread", async () => {
       let fresh = false;
       if ((await call(u, "GET", `/threads/${v.thread}`)).status !== 200) {
-        const res = await call(u, "POST", "/threads", { thread_id: v.thread, if_exists: "do_nothing" });
+        const res = await call(u, "POST", "/threads", {
+          thread_id: v.thread,
+          metadata: SCALAR_METADATA,
+          if_exists: "do_nothing",
+        });
         if (res.status !== 200) throw new Error(`POST /threads → ${res.status}`);
         fresh = true;
       }
@@ -1389,6 +1528,7 @@ export class Fixtures {
           const res = await call(u, "POST", `/threads/${v.thread}/runs/wait`, {
             assistant_id: "agent",
             input: human("fixture"),
+            metadata: SCALAR_METADATA,
             multitask_strategy: "enqueue",
           });
           if (res.status !== 200)
@@ -1410,7 +1550,12 @@ export class Fixtures {
         v.cron = found.json[0].cron_id;
         return;
       }
-      const body = { assistant_id: "agent", schedule: "0 0 1 1 *", input: human("cron") };
+      const body = {
+        assistant_id: "agent",
+        schedule: "0 0 1 1 *",
+        input: human("cron"),
+        metadata: SCALAR_METADATA,
+      };
       let res = await call(u, "POST", `/threads/${v.thread}/runs/crons`, body);
       if (res.status !== 200) res = await call(u, "POST", "/runs/crons", body);
       if (typeof res.json?.cron_id !== "string") throw new Error(`POST /runs/crons → ${res.status}`);
@@ -1422,7 +1567,7 @@ export class Fixtures {
       const res = await call(u, "PUT", "/store/items", {
         namespace: v.storeNamespace,
         key: v.storeKey,
-        value: { fuzz: true },
+        value: { fuzz: true, ...SCALAR_METADATA },
       });
       if (res.status >= 300) throw new Error(`PUT /store/items → ${res.status}`);
     });
@@ -1659,6 +1804,11 @@ export interface RunOptions {
   diagnose?: () => Promise<string[]>;
   /** Fixtures are checked (and recreated) every this many requests; default 100. */
   fixtureEvery?: number;
+  /**
+   * Send the sweep first (`RequestArbitraries.sweep`: every string field oversized, every filter in
+   * every value shape), then the `requests` drawn at random. Sweep requests have negative indices.
+   */
+  sweep?: boolean;
 }
 
 export interface Failure {
@@ -1681,7 +1831,10 @@ export interface Failure {
 export interface BadInputReport {
   seed: number;
   requested: number;
+  /** Requests sent, the sweep's included. */
   sent: number;
+  /** Of which the sweep's. */
+  swept: number;
   durationMs: number;
   operations: number;
   byStatus: Record<string, number>;
@@ -1805,6 +1958,7 @@ export async function runBadInputs(opts: RunOptions): Promise<BadInputReport> {
     seed,
     requested: opts.requests,
     sent: 0,
+    swept: 0,
     durationMs: 0,
     operations: operations.length,
     byStatus: {},
@@ -1826,7 +1980,17 @@ export async function runBadInputs(opts: RunOptions): Promise<BadInputReport> {
   const progressEvery = opts.progressEvery ?? 1_000;
   const fixtureEvery = opts.fixtureEvery ?? 100;
 
+  const sweep = opts.sweep
+    ? operations.flatMap((op) =>
+        arbitraries.sweep(op, opSeed(seed, spec.operations.indexOf(op))).map((recipe) => ({ op, recipe })),
+      )
+    : [];
+  let nextSwept = 0;
   const take = (): { index: number; op: Operation; recipe: Recipe } | undefined => {
+    if (nextSwept < sweep.length && !replay) {
+      report.swept++;
+      return { index: -1 - nextSwept, ...sweep[nextSwept++]! };
+    }
     while (next < last) {
       const index = next++;
       const opIndex = index % operations.length;
@@ -1848,7 +2012,7 @@ export async function runBadInputs(opts: RunOptions): Promise<BadInputReport> {
       if (report.crashed) return;
       const job = take();
       if (!job) return;
-      if (job.index > 0 && job.index % fixtureEvery === 0) await fixtures.ensure();
+      if (job.index !== 0 && Math.abs(job.index) % fixtureEvery === 0) await fixtures.ensure();
       const req = materialize(job.recipe, job.op, fixtures.values);
       const logFrom = opts.logs?.().length ?? 0;
       const outcome = await send(opts.baseUrl, req, timeoutMs);
@@ -2005,7 +2169,7 @@ export function formatFailure(f: Failure): string {
 export function formatReport(r: BadInputReport, opts: { byOperation?: boolean } = {}): string {
   const out: string[] = [];
   out.push(
-    `bad-input run: seed ${r.seed} (HANGAR_FUZZ_SEED=${r.seed} to reproduce), ${r.sent}/${r.requested} requests over ${r.operations} operations in ${(r.durationMs / 1000).toFixed(1)} s`,
+    `bad-input run: seed ${r.seed} (HANGAR_FUZZ_SEED=${r.seed} to reproduce), ${r.sent - r.swept}/${r.requested} requests${r.swept ? ` after a sweep of ${r.swept}` : ""} over ${r.operations} operations in ${(r.durationMs / 1000).toFixed(1)} s`,
   );
   out.push(`by status: ${statusLine(r.byStatus)}`);
   out.push("by family:");

@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { availableParallelism, tmpdir } from "node:os";
+import { availableParallelism, tmpdir, totalmem } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 import { type Config, ConfigError, loadConfig } from "../../src/config/index.js";
+import { defaultLimits, resolveLimits } from "../../src/config/limits.js";
 
 const roots: string[] = [];
 after(() => {
@@ -86,7 +87,34 @@ describe("defaults", () => {
       leaseSeconds: 30,
       maxBodyBytes: 32 * 1024 * 1024,
       maxUploadBytes: 512 * 1024 * 1024,
+      limits: defaultLimits(),
     });
+  });
+
+  test("tenant limits: defaults from the machine, HANGAR_* settings, bad values named", () => {
+    const d = defaultLimits();
+    assert.equal(d.sandboxes.cpuMillis, availableParallelism() * 1000);
+    assert.equal(d.sandboxes.memoryBytes, totalmem());
+    assert.deepEqual(d.crons, { minIntervalSeconds: 60, perOrg: 100 });
+    const set = resolveLimits({
+      HANGAR_CRON_MIN_INTERVAL_SECONDS: "1",
+      HANGAR_CRONS_PER_ORG: "5",
+      HANGAR_SANDBOX_MAX_CPU: "500m",
+      HANGAR_SANDBOX_MAX_MEMORY: "1Gi",
+      HANGAR_SANDBOXES_PER_ORG: "0",
+    });
+    assert.deepEqual(set.crons, { minIntervalSeconds: 1, perOrg: 5 });
+    assert.equal(set.sandboxes.cpuMillis, 500);
+    assert.equal(set.sandboxes.memoryBytes, 1024 ** 3);
+    assert.equal(set.sandboxes.perOrg, 0);
+    assert.throws(
+      () => resolveLimits({ HANGAR_CRONS_PER_ORG: "-1" }),
+      /HANGAR_CRONS_PER_ORG: must be an integer/,
+    );
+    assert.throws(
+      () => resolveLimits({ HANGAR_SANDBOX_ORG_MEMORY: "lots" }),
+      /HANGAR_SANDBOX_ORG_MEMORY=lots/,
+    );
   });
 
   test("HANGAR_API_KEYS maps keys to organizations; a malformed entry is refused without echoing the key", () => {

@@ -10,12 +10,15 @@
  *
  * A sandbox's own files live in `<dataDir>/sandboxes/<id>/`; volumes in `<dataDir>/volumes/<id>/`.
  */
+
 import path from "node:path";
+import type { TenantLimits } from "../../config/limits.js";
 import { privateDir } from "../../data-dir.js";
 import type { Logger } from "../../logger.js";
 import type { Storage } from "../../storage/ports.js";
 import { BoxService } from "../boxes.js";
 import { LocalProvisioner } from "../provisioner.js";
+import { orgSandboxAdmit } from "../quota.js";
 import { BwrapDriver } from "./bwrap.js";
 import { GvisorDriver } from "./gvisor.js";
 import { onPath } from "./host-driver.js";
@@ -55,6 +58,8 @@ export function createSandboxRuntime(opts: {
   storage: Pick<Storage, "sandboxes" | "sandboxBoxes">;
   log: Logger;
   env?: NodeJS.ProcessEnv;
+  /** HANGAR_SANDBOXES_PER_ORG, HANGAR_SANDBOX_ORG_CPU / _MEMORY: checked as sandboxes are added. */
+  limits?: TenantLimits["sandboxes"];
 }): BoxService {
   const env = opts.env ?? process.env;
   const { stateDir, imagesDir } = sandboxDirs(opts.dataDir, env);
@@ -81,6 +86,7 @@ export function createSandboxRuntime(opts: {
     sandboxes: opts.storage.sandboxes,
     driver,
     log: opts.log,
+    ...(opts.limits && { admit: orgSandboxAdmit(opts.limits) }),
   });
   return service;
 }

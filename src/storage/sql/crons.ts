@@ -1,5 +1,5 @@
 /** Crons (table `crons`): deleting a cron's thread or assistant deletes it (ON DELETE CASCADE). */
-import { notFound } from "../../errors.js";
+import { HangarError, notFound } from "../../errors.js";
 import type { Cron, CronFilter, CronInput, CronPatch, CronQuery, CronsRepo, DueCron } from "../cron-ports.js";
 import type { OrgId } from "../ports.js";
 import { changed, type Executor, first, SqlRepo } from "./database.js";
@@ -13,11 +13,14 @@ const toCron = (r: CronRow): Cron => ({
   next_run_date: r.next_run_at === null ? null : new Date(r.next_run_at).toISOString(),
 });
 
+/** The advisory-lock space of the per-organization cron count (the sandbox area's is 726855). */
+const CRON_COUNT_LOCK_SPACE = 726856;
+
 const own = (ex: Executor, org: OrgId, cronId: string) =>
   ex.selectFrom("crons").selectAll().where("cron_id", "=", cronId).where("org_id", "=", org);
 
 export class SqlCrons extends SqlRepo implements CronsRepo {
-  create(org: OrgId, input: CronInput): Promise<Cron> {
+  create(org: OrgId, input: CronInput, maxPerOrg?: number): Promise<Cron> {
     const now = new Date().toISOString();
     const row: CronRow = {
       ...input,
@@ -29,6 +32,18 @@ export class SqlCrons extends SqlRepo implements CronsRepo {
       updated_at: now,
     };
     return this.transaction(function* (tx) {
+      if (maxPerOrg !== undefined) {
+        // SQLite's IMMEDIATE transaction already serialises creates; Postgres takes the organization's lock.
+        const lock = this.dialect.advisoryLock(CRON_COUNT_LOCK_SPACE, org);
+        if (lock) yield lock.compile(tx);
+        const counted = tx.selectFrom("crons").select((eb) => eb.fn.countAll<number>().as("n"));
+        const n = Number((yield* first(counted.where("org_id", "=", org)))?.n ?? 0);
+        if (n >= maxPerOrg)
+          throw new HangarError(
+            "quota",
+            `Limit of ${maxPerOrg} crons per organization reached (HANGAR_CRONS_PER_ORG): delete one first`,
+          );
+      }
       const share = { share: true };
       if (input.thread_id !== null) {
         // FOR SHARE: the thread cannot be deleted between this check and the insert.

@@ -30,13 +30,15 @@ export interface Dialect {
   nowMs(): RawBuilder<number>;
   /**
    * JSON containment (`{a: 1, b: {c: "x"}}` ⊆ column): objects match key by key, recursively; `null`
-   * matches a JSON null; arrays and other values match only when equal.
+   * matches a JSON null; arrays and other values match only when equal, as jsonb compares them. A value
+   * of another kind in the row (a scalar where the filter has an array or object) is no match, never
+   * an error: the same answers on both engines.
    */
   jsonContains(column: string, filter: Record<string, unknown>): Expression<SqlBool>;
   /**
    * A top-level key of a JSON document stored as UTF-8 bytes (`checkpoints.metadata`) equals `value`,
-   * compared as JSON: SQLite compares the key's JSON text with the value's (objects by their text, key
-   * order included), Postgres as jsonb (objects whatever their key order). Absent keys never match.
+   * compared as jsonb compares (objects whatever their key order, numbers by value, kinds never mixed).
+   * Absent keys never match.
    */
   jsonBytesKeyEquals(column: string, key: string, value: unknown): Expression<SqlBool>;
   /** An authorization filter (src/auth/filter.ts) on a metadata column: `$eq` scalars, `$contains` lists. */
@@ -88,13 +90,40 @@ const and = (clauses: Expression<SqlBool>[]): Expression<SqlBool> =>
 /** A JSON path step for SQLite's JSON functions: the key quoted, so dots and quotes in it are literal. */
 const pathKey = (key: string) => `"${key.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`;
 
-/** How SQLite's JSON functions see a scalar: its json_type and its SQL value (booleans are 1 and 0). */
-function jsonAtom(v: AuthScalar): [string, string | number] {
-  if (typeof v === "boolean") return [v ? "true" : "false", v ? 1 : 0];
-  if (typeof v === "number") return [Number.isInteger(v) ? "integer" : "real", v];
-  return ["text", v];
+/**
+ * `doc` at `path` equals the scalar `v` as JSON, as Postgres' jsonb compares: same kind (booleans are
+ * not the numbers 1 and 0, numbers not strings), numbers by value (1 equals 1.0).
+ */
+function sqliteScalarEquals(type: Expression<unknown>, atom: Expression<unknown>, v: AuthScalar) {
+  if (typeof v === "boolean") return sql<SqlBool>`${type} = ${v ? "true" : "false"}`;
+  if (typeof v === "number") return sql<SqlBool>`(${type} IN ('integer', 'real') AND ${atom} = ${v})`;
+  return sql<SqlBool>`(${type} = 'text' AND ${atom} = ${v})`;
 }
 
+/**
+ * The JSON at `path` of `col` equals `value` (jsonb equality: arrays element by element in order,
+ * objects key by key whatever their order). Every comparison checks the kind first, so a stored scalar
+ * where the filter has an array or object is simply no match (json() of a bare string was an error).
+ */
+function sqliteEquals(col: Expression<unknown>, path: string, value: unknown): Expression<SqlBool> {
+  const type = sql`json_type(${col}, ${path})`;
+  if (value === null) return sql<SqlBool>`${type} = 'null'`;
+  if (Array.isArray(value))
+    return and([
+      sql<SqlBool>`${type} = 'array'`,
+      sql<SqlBool>`json_array_length(${col}, ${path}) = ${value.length}`,
+      ...value.map((item, i) => sqliteEquals(col, `${path}[${i}]`, item)),
+    ]);
+  if (typeof value === "object")
+    return and([
+      sql<SqlBool>`${type} = 'object'`,
+      sql<SqlBool>`(SELECT count(*) FROM json_each(${col}, ${path})) = ${Object.keys(value).length}`,
+      ...Object.entries(value).map(([k, v]) => sqliteEquals(col, `${path}.${pathKey(k)}`, v)),
+    ]);
+  return sqliteScalarEquals(type, sql`json_extract(${col}, ${path})`, value as AuthScalar);
+}
+
+/** Containment as Postgres' `@>` on objects: objects key by key, recursively; anything else equal. */
 function sqliteContains(
   column: string,
   filter: Record<string, unknown>,
@@ -103,15 +132,10 @@ function sqliteContains(
   const col = sql.ref(column);
   return Object.entries(filter).map(([key, value]) => {
     const p = `${prefix}.${pathKey(key)}`;
-    if (value === null) return sql<SqlBool>`json_type(${col}, ${p}) = 'null'`;
-    if (typeof value === "boolean")
-      return sql<SqlBool>`json_type(${col}, ${p}) = ${value ? "true" : "false"}`;
-    if (typeof value === "string" || typeof value === "number")
-      return sql<SqlBool>`json_extract(${col}, ${p}) = ${value}`;
-    if (typeof value !== "object" || Array.isArray(value))
-      return sql<SqlBool>`json(json_extract(${col}, ${p})) = json(${JSON.stringify(value)})`;
+    if (value === null || typeof value !== "object" || Array.isArray(value))
+      return sqliteEquals(col, p, value);
     const nested = sqliteContains(column, value as Record<string, unknown>, p);
-    return nested.length ? and(nested) : sql<SqlBool>`json_type(${col}, ${p}) = 'object'`;
+    return and([sql<SqlBool>`json_type(${col}, ${p}) = 'object'`, ...nested]);
   });
 }
 
@@ -127,24 +151,21 @@ export const sqliteDialect: Dialect = {
   nowMs: () => sql<number>`CAST(unixepoch('subsec') * 1000 AS INTEGER)`,
   jsonContains: (column, filter) => and(sqliteContains(column, filter)),
   jsonBytesKeyEquals: (column, key, value) =>
-    sql<SqlBool>`(CAST(${sql.ref(column)} AS TEXT) -> ${`$.${JSON.stringify(key)}`}) = json(${JSON.stringify(value)})`,
+    sqliteEquals(sql`CAST(${sql.ref(column)} AS TEXT)`, `$.${pathKey(key)}`, value),
   authFilter(column, filter) {
     const col = sql.ref(column);
-    const clauses: RawBuilder<SqlBool>[] = [];
+    const clauses: Expression<SqlBool>[] = [];
     for (const [key, condition] of Object.entries(filter)) {
       const path = `$.${pathKey(key)}`;
       const c = conditionOf(condition);
       if ("eq" in c) {
-        const [type, atom] = jsonAtom(c.eq);
-        clauses.push(sql`(json_type(${col}, ${path}) = ${type} AND json_extract(${col}, ${path}) = ${atom})`);
+        clauses.push(sqliteEquals(col, path, c.eq));
         continue;
       }
       clauses.push(sql`json_type(${col}, ${path}) = 'array'`);
       for (const v of c.contains) {
-        const [type, atom] = jsonAtom(v);
-        clauses.push(
-          sql`EXISTS (SELECT 1 FROM json_each(${col}, ${path}) e WHERE e.type = ${type} AND e.atom = ${atom})`,
-        );
+        const matches = sqliteScalarEquals(sql.ref("e.type"), sql.ref("e.atom"), v);
+        clauses.push(sql`EXISTS (SELECT 1 FROM json_each(${col}, ${path}) e WHERE ${matches})`);
       }
     }
     return and(clauses);

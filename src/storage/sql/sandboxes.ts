@@ -386,14 +386,54 @@ function* nameTaken(tx: Executor, org: string, name: string, exceptId = ""): TxS
   return (yield* first(named.where("id", "<>", exceptId))) !== undefined;
 }
 
+/** What the organization's sandboxes hold (`Port.Admit`'s `held`): boxes outside pools, and pools' replicas. */
+function* heldUnits(tx: Executor, org: string): TxSteps<Port.SandboxUnit[]> {
+  const resources = ["t.cpu", "t.memory"] as const;
+  const loose = yield* all(
+    tx
+      .selectFrom("sandbox_boxes as b")
+      .innerJoin("sandbox_templates as t", "t.id", "b.template_id")
+      .select(resources)
+      .where("b.org_id", "=", org)
+      .where("b.pool_id", "is", null),
+  );
+  const pooled = yield* all(
+    tx
+      .selectFrom("sandbox_pools as p")
+      .innerJoin("sandbox_templates as t", "t.id", "p.template_id")
+      .select([...resources, "p.replicas"])
+      .where("p.org_id", "=", org),
+  );
+  return [
+    ...loose,
+    ...pooled.flatMap(({ replicas, ...unit }) => Array<Port.SandboxUnit>(replicas).fill(unit)),
+  ];
+}
+
+/** The refusal when `admit` turns down `count` more sandboxes of the template (`unit`), else undefined. */
+function* overLimit(
+  tx: Executor,
+  org: string,
+  admit: Port.Admit | undefined,
+  unit: Port.SandboxUnit,
+  count: number,
+): TxSteps<Port.OverLimit | undefined> {
+  if (!admit || count <= 0) return undefined;
+  const message = admit(yield* heldUnits(tx, org), Array<Port.SandboxUnit>(count).fill(unit));
+  return message === null ? undefined : { status: "over_limit", message };
+}
+
 export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRepo {
-  async createBox(org: string, input: Port.BoxInput): Promise<Port.CreateBoxResult> {
+  async createBox(org: string, input: Port.BoxInput, admit?: Port.Admit): Promise<Port.CreateBoxResult> {
     const now = new Date().toISOString();
     const { template_name, pool_id = null, metadata, ...fields } = input;
     return this.inOrg(org, function* (tx, dialect): TxSteps<Port.CreateBoxResult> {
-      const template_id = (yield* first(templateRow(tx, org, template_name)))?.id;
-      if (!template_id) return { status: "template_not_found" };
+      const template = yield* first(templateRow(tx, org, template_name));
+      if (!template) return { status: "template_not_found" };
+      const template_id = template.id;
       if (yield* nameTaken(tx, org, input.name)) return { status: "name_taken" };
+      const refused = yield* overLimit(tx, org, pool_id === null ? admit : undefined, template, 1);
+      if (refused) return refused;
       const box = {
         ...fields,
         metadata: storedMetadata(metadata),
@@ -411,8 +451,17 @@ export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRep
     });
   }
 
-  async claimWarmBox(org: string, templateName: string, patch: Port.BoxClaim): Promise<Port.ClaimBoxResult> {
+  async claimWarmBox(
+    org: string,
+    templateName: string,
+    patch: Port.BoxClaim,
+    admit?: Port.Admit,
+  ): Promise<Port.ClaimBoxResult> {
     return this.inOrg(org, function* (tx, dialect): TxSteps<Port.ClaimBoxResult> {
+      // The claimed box leaves its pool, which makes a new one: one sandbox more for the organization.
+      const template = yield* first(templateRow(tx, org, templateName));
+      const refused = template && (yield* overLimit(tx, org, admit, template, 1));
+      if (refused) return refused;
       // Each warm box goes to one create: a box another transaction is claiming (or deleting) is skipped.
       const warm = yield* first(
         dialect.lock(
@@ -498,13 +547,16 @@ export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRep
     });
   }
 
-  async createPool(org: string, input: Port.PoolInput): Promise<Port.CreatePoolResult> {
+  async createPool(org: string, input: Port.PoolInput, admit?: Port.Admit): Promise<Port.CreatePoolResult> {
     const now = new Date().toISOString();
     return this.inOrg(org, function* (tx, dialect): TxSteps<Port.CreatePoolResult> {
-      const template_id = (yield* first(templateRow(tx, org, input.template_name)))?.id;
-      if (!template_id) return { status: "template_not_found" };
+      const template = yield* first(templateRow(tx, org, input.template_name));
+      if (!template) return { status: "template_not_found" };
+      const template_id = template.id;
       if (yield* first(mounted(tx, "template_id", template_id))) return { status: "template_has_volumes" };
       if (yield* first(poolNamed(tx, org, input.name))) return { status: "name_taken" };
+      const refused = yield* overLimit(tx, org, admit, template, input.replicas);
+      if (refused) return refused;
       const { id, name, replicas, template_name, metadata = {} } = input;
       const pool = { id, org_id: org, name, template_id, replicas, created_at: now, updated_at: now };
       const insert = tx.insertInto("sandbox_pools").values({ ...pool, metadata: storedMetadata(metadata) });
@@ -525,13 +577,24 @@ export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRep
     return (await pools(this.database.db).orderBy("p.seq").execute()).map(toPool);
   }
 
-  async updatePool(org: string, name: string, patch: Port.PoolPatch): Promise<Port.UpdatePoolResult> {
+  async updatePool(
+    org: string,
+    name: string,
+    patch: Port.PoolPatch,
+    admit?: Port.Admit,
+  ): Promise<Port.UpdatePoolResult> {
     const updated_at = new Date().toISOString();
     return this.inOrg(org, function* (tx): TxSteps<Port.UpdatePoolResult> {
       const pool = yield* first(poolNamed(tx, org, name));
       if (!pool) return { status: "not_found" };
       const renamed = patch.name !== undefined && patch.name !== pool.name;
       if (renamed && (yield* first(poolNamed(tx, org, patch.name!)))) return { status: "name_taken" };
+      const growth = (patch.replicas ?? pool.replicas) - pool.replicas;
+      const template = yield* first(
+        tx.selectFrom("sandbox_templates").selectAll().where("id", "=", pool.template_id),
+      );
+      const refused = template && (yield* overLimit(tx, org, admit, template, growth));
+      if (refused) return refused;
       const set = { name: patch.name ?? pool.name, replicas: patch.replicas ?? pool.replicas, updated_at };
       yield* changed(tx.updateTable("sandbox_pools").set(set).where("id", "=", pool.id));
       return { status: "updated", pool: toPool({ ...pool, ...set }) };
