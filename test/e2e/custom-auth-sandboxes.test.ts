@@ -118,13 +118,14 @@ for (const target of targets)
       assert.deepEqual(await bob.listTemplates(), []);
       assert.deepEqual(await bob.listPools(), []);
       // By name: not found, exactly as a name that names nothing.
+      // (Each call made when awaited: a rejection left waiting would fail the test as unhandled.)
       for (const call of [
-        bob.getSandbox("alice-box"),
-        bob.getVolume("alice-volume"),
-        bob.getTemplate("alice-template"),
-        bob.getPool("alice-pool"),
+        () => bob.getSandbox("alice-box"),
+        () => bob.getVolume("alice-volume"),
+        () => bob.getTemplate("alice-template"),
+        () => bob.getPool("alice-pool"),
       ]) {
-        assert.ok((await thrown(call)) instanceof LangSmithResourceNotFoundError);
+        assert.ok((await thrown(call())) instanceof LangSmithResourceNotFoundError);
       }
       const absent = await req("bob", "GET", "/boxes/no-such-box");
       const hidden = await req("bob", "GET", "/boxes/alice-box");
@@ -195,6 +196,27 @@ for (const target of targets)
       assert.equal((await alice.getVolume("alice-volume")).name, "alice-volume");
       assert.equal((await alice.getPool("alice-pool")).replicas, 1);
       assert.equal((await alice.getTemplate("alice-template")).name, "alice-template");
+    });
+
+    test("a shared template mounts only volumes the box's creator may update", T, async () => {
+      // The handler lets everyone read `shared-…` templates; alice's volume stays hers.
+      await alice.createTemplate("shared-dev", {
+        image: IMAGE,
+        volumeMounts: [{ volume_name: "alice-volume", mount_path: "/data" }],
+      });
+      assert.equal((await bob.getTemplate("shared-dev")).name, "shared-dev");
+      const fromShared = await req("bob", "POST", "/boxes", {
+        template_name: "shared-dev",
+        name: "bobs-dev",
+      });
+      assert.equal(fromShared.status, 400, fromShared.text);
+      assert.equal(fromShared.body.detail.error, "VolumeNotFound");
+      assert.match(fromShared.body.detail.message, /Volume 'alice-volume' not found/);
+      assert.equal((await req("bob", "GET", "/boxes/bobs-dev")).status, 404);
+      // alice, who may update her volume, uses her shared template as before.
+      const hers = await alice.createSandbox("shared-dev", { name: "alice-dev", timeout: 60 });
+      assert.deepEqual(await hers.run("cat /data/s"), { stdout: "secret\n", stderr: "", exit_code: 0 });
+      await alice.deleteSandbox("alice-dev");
     });
 
     test(
