@@ -128,6 +128,15 @@ export function boxRoutes(service: BoxService, authz: SandboxAuthz, templates: S
     if (hidden.length > 0) throw mountedVolumesNotFound(hidden);
   };
 
+  /** The pools a create may take a warm box from: those `pools:read` lets this user see (none if refused). */
+  const warmPoolsOf = async (c: Context<AppEnv>, template_name: string) => {
+    if (!authz.enabled) return undefined;
+    return authz.ask(c, "pools", "read", { template_name }).then(
+      (a) => a.filter,
+      () => false as const,
+    );
+  };
+
   return (
     new Hono<AppEnv>()
       // ---- boxes
@@ -139,7 +148,11 @@ export function boxRoutes(service: BoxService, authz: SandboxAuthz, templates: S
           metadata: {} as Record<string, unknown>,
         });
         await assertUsableTemplate(c, b.template_name, boxTemplateNotFound);
-        return c.json(boxOut(c, await service.create(orgOf(c), { ...b, metadata: value.metadata })), 201);
+        const warm_pools = await warmPoolsOf(c, b.template_name);
+        return c.json(
+          boxOut(c, await service.create(orgOf(c), { ...b, metadata: value.metadata, warm_pools })),
+          201,
+        );
       })
       .get("/boxes", async (c) => {
         const q = listQuery(c);

@@ -220,6 +220,37 @@ for (const target of targets)
     });
 
     test(
+      "a create from a shared template takes a warm box only from the creator's own pools",
+      T,
+      async () => {
+        await alice.createTemplate("shared-plain", { image: IMAGE });
+        await alice.createPool("alice-shared-pool", {
+          templateName: "shared-plain",
+          replicas: 1,
+          timeout: 60,
+        });
+        await new Promise((r) => setTimeout(r, 5000)); // the pool's warm box boots
+        const warmBefore = new Date().toISOString();
+        // A warm box keeps the created_at of its boot: one made now was booted cold.
+        const bobs = await req("bob", "POST", "/boxes", {
+          template_name: "shared-plain",
+          name: "bobs-plain",
+        });
+        assert.equal(bobs.status, 201, bobs.text);
+        assert.ok(bobs.body.created_at >= warmBefore, "bob's box booted cold, not from alice's pool");
+        const hers = await req("alice", "POST", "/boxes", {
+          template_name: "shared-plain",
+          name: "alice-plain-box",
+        });
+        assert.equal(hers.status, 201, hers.text);
+        assert.ok(hers.body.created_at < warmBefore, "alice's box is her pool's warm one");
+        await req("bob", "DELETE", "/boxes/bobs-plain");
+        await req("alice", "DELETE", "/boxes/alice-plain-box");
+        await req("alice", "DELETE", "/pools/alice-shared-pool");
+      },
+    );
+
+    test(
       "the data plane is sandboxes:exec: bob cannot run, upload, download or open a terminal in hers",
       T,
       async () => {

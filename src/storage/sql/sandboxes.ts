@@ -411,7 +411,12 @@ export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRep
     });
   }
 
-  async claimWarmBox(org: string, templateName: string, patch: Port.BoxClaim): Promise<Port.ClaimBoxResult> {
+  async claimWarmBox(
+    org: string,
+    templateName: string,
+    patch: Port.BoxClaim,
+    pools?: Parameters<Dialect["authFilter"]>[1],
+  ): Promise<Port.ClaimBoxResult> {
     return this.inOrg(org, function* (tx, dialect): TxSteps<Port.ClaimBoxResult> {
       // Each warm box goes to one create: a box another transaction is claiming (or deleting) is skipped.
       const warm = yield* first(
@@ -422,6 +427,11 @@ export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRep
               eb.selectFrom("sandbox_templates").select("id").where("name", "=", templateName),
             )
             .where("b.pool_id", "is not", null)
+            .$if(!!pools, (b) =>
+              b.where("b.pool_id", "in", (eb) =>
+                eb.selectFrom("sandbox_pools").select("id").where(dialect.authFilter("metadata", pools!)),
+              ),
+            )
             .where("b.status", "=", "ready")
             .orderBy("b.seq")
             .limit(1),
