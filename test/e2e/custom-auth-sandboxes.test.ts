@@ -220,7 +220,7 @@ for (const target of targets)
     });
 
     test(
-      "a create from a shared template takes a warm box only from the creator's own pools",
+      "a shared template: warm boxes only from the creator's own pools, a 409 names only what one may see",
       T,
       async () => {
         await alice.createTemplate("shared-plain", { image: IMAGE });
@@ -244,6 +244,14 @@ for (const target of targets)
         });
         assert.equal(hers.status, 201, hers.text);
         assert.ok(hers.body.created_at < warmBefore, "alice's box is her pool's warm one");
+        // Deleting the template in use: the 409 names alice's own users, and only counts bob's box.
+        const inUse = await req("alice", "DELETE", "/templates/shared-plain");
+        assert.equal(inUse.status, 409, inUse.text);
+        assert.equal(
+          inUse.body.detail.message,
+          "Template 'shared-plain' is in use by sandboxes: alice-plain-box and 1 other you cannot see; " +
+            "pools: alice-shared-pool. Delete the dependent resources first.",
+        );
         await req("bob", "DELETE", "/boxes/bobs-plain");
         await req("alice", "DELETE", "/boxes/alice-plain-box");
         await req("alice", "DELETE", "/pools/alice-shared-pool");
