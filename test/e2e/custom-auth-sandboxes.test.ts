@@ -296,6 +296,25 @@ for (const target of targets)
       },
     );
 
+    test("a WebSocket from a browser page on a foreign origin is refused before it opens", T, async () => {
+      const wsUrl = `${box.dataplane_url!.replace(/^http/, "ws")}/execute/ws`;
+      const key = { "x-api-key": tokens.alice };
+      const foreign = await upgrade(wsUrl, { headers: { ...key, origin: "https://evil.example" } });
+      assert.equal(foreign.status, 403, foreign.body);
+      assert.match(JSON.parse(foreign.body!).detail, /origin 'https:\/\/evil\.example' refused/);
+      const terminal = await upgrade(wsUrl, {
+        protocols: ["hangar.console", `hangar.key.${b64(tokens.alice)}`],
+        headers: { origin: "null" },
+      });
+      assert.equal(terminal.status, 403, "the console's terminal from an opaque origin");
+      // Without http.cors: the server's own origin (the console) and loopback pages (Studio, dev).
+      for (const origin of [new URL(h.url).origin, "http://localhost:5173", "http://127.0.0.1:3000"]) {
+        const opened = await upgrade(wsUrl, { headers: { ...key, origin } });
+        assert.equal(opened.status, 101, `${origin}: ${opened.body}`);
+        opened.ws!.close();
+      }
+    });
+
     test("a WebSocket is never answered with a credential subprotocol", T, async () => {
       const wsUrl = `${box.dataplane_url!.replace(/^http/, "ws")}/execute/ws`;
       const key = `hangar.key.${b64(tokens.alice)}`;
