@@ -1,8 +1,12 @@
 /**
  * The data directory holds every organization's threads, runs and files (the SQLite file, volumes,
  * sandboxes' own layers, the image store): only the server's user may read it. It is made 0700 and
- * what it holds at its top 0700 (directories) or 0600 (files); one made looser before (an older
- * Hangar, a `mkdir` by hand) is tightened at start, saying what changed.
+ * what Hangar keeps at its top (`HANGAR_ENTRIES`) 0700 (directories) or 0600 (files); one made looser
+ * before (an older Hangar, a `mkdir` by hand) is tightened at start, saying what changed.
+ *
+ * Only Hangar's own: another file at the top keeps its mode, and a data dir others share (sticky or
+ * world-writable, as `/tmp` is) is never changed itself — a warning says its top is readable. A chmod
+ * the system refuses (EPERM: a path another user owns) is a warning, never a failed start.
  *
  * Below the top nothing is changed: a sandbox's and a volume's files keep the modes their owners gave
  * them (a sandbox's `/tmp` is 1777 inside), and a 0700 directory above them already keeps every other
@@ -17,29 +21,66 @@ export const PRIVATE_DIR_MODE = 0o700;
 /** Files of the data dir: the server's user alone may read them. */
 export const PRIVATE_FILE_MODE = 0o600;
 
-/** Creates `dir` 0700 (missing parents too) or tightens it to 0700. */
+/** What Hangar itself keeps at the top of its data dir (storage, sandbox-runtime): the paths it tightens. */
+export const HANGAR_ENTRIES = [
+  "hangar.sqlite",
+  "hangar.sqlite-wal",
+  "hangar.sqlite-shm",
+  "hangar.sqlite-journal",
+  "sandboxes",
+  "volumes",
+  "images",
+];
+
+/** A directory other users share (sticky or world-writable, as `/tmp`): never Hangar's to chmod. */
+export function isSharedDir(dir: string): boolean {
+  const st = lstatSync(dir, { throwIfNoEntry: false });
+  return !!st?.isDirectory() && (st.mode & 0o1002) !== 0;
+}
+
+/** Creates `dir` 0700 (missing parents too) or tightens it to 0700, unless it is a shared one. */
 export function privateDir(dir: string): { tightened: number | null } {
   mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+  if (isSharedDir(dir)) return { tightened: null };
   return tighten(dir);
 }
 
 /**
  * Makes the data dir private (see above); logs each path it tightened with its mode before. The image
- * store, when it lives elsewhere (`HANGAR_SANDBOX_IMAGES`) and exists, gets the same at its top.
+ * store, when it lives elsewhere (`HANGAR_SANDBOX_IMAGES`) and exists, gets the same at its top (all of
+ * it is Hangar's).
  */
 export function secureDataDir(dataDir: string, log: Logger, imagesDir?: string): void {
   const tightened: string[] = [];
-  const note = (p: string, before: number | null) => {
-    if (before !== null) tightened.push(`${p} (was ${before.toString(8).padStart(4, "0")})`);
+  const refused: string[] = [];
+  const secure = (p: string) => {
+    try {
+      const before = tighten(p).tightened;
+      if (before !== null) tightened.push(`${p} (was ${before.toString(8).padStart(4, "0")})`);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== "EPERM" && code !== "EACCES") throw err;
+      refused.push(`${p} (${code})`);
+    }
   };
   const outside = imagesDir && path.relative(dataDir, imagesDir).startsWith("..") ? [imagesDir] : [];
   for (const dir of [dataDir, ...outside.filter((d) => existsSync(d))]) {
-    note(dir, privateDir(dir).tightened);
-    for (const name of readdirSync(dir)) {
+    mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+    if (isSharedDir(dir)) {
+      log.warn(
+        "data directory is shared with other users (sticky or world-writable): its mode is left as is",
+        {
+          path: dir,
+          hint: "give Hangar a directory of its own (--data-dir) to keep other local accounts out",
+        },
+      );
+    } else secure(dir);
+    const names = dir === dataDir ? HANGAR_ENTRIES : readdirSync(dir);
+    for (const name of names) {
       const p = path.join(dir, name);
       const st = lstatSync(p, { throwIfNoEntry: false });
       if (!st || st.isSymbolicLink()) continue; // a link's own mode means nothing; its target is not ours
-      note(p, tighten(p).tightened);
+      secure(p);
     }
   }
   if (tightened.length) {
@@ -47,8 +88,12 @@ export function secureDataDir(dataDir: string, log: Logger, imagesDir?: string):
       paths: tightened.join(", "),
     });
   }
+  if (refused.length) {
+    log.warn("could not tighten paths in the data directory (not this user's)", {
+      paths: refused.join(", "),
+    });
+  }
 }
-
 /** Clears the group and other bits (the owner's stay as they are); returns the mode before when it changed. */
 function tighten(p: string): { tightened: number | null } {
   const before = lstatSync(p).mode & 0o7777;

@@ -8,6 +8,7 @@ import { secureDataDir } from "./data-dir.js";
 import { createApp } from "./http/app.js";
 import { loadCustomApp } from "./http/custom-app.js";
 import { underPrefix } from "./http/mount-prefix.js";
+import { webSocketOriginAllowed } from "./http/ws-origin.js";
 import type { Logger } from "./logger.js";
 import { CronScheduler } from "./runtime/cron-scheduler.js";
 import { CronService } from "./runtime/crons.js";
@@ -201,7 +202,7 @@ async function listen(
   // Sandbox data-plane WebSockets (`/execute/ws`): the upgrade goes through the app like any request.
   server.on(
     "upgrade",
-    upgradeHandler((request, env) => fetch(request, env)),
+    upgradeHandler((request, env) => fetch(request, env), webSocketOriginAllowed(config.http.cors)),
   );
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);

@@ -11,7 +11,8 @@
  * handler returns hides every record whose metadata does not match: lists pass it to storage, and a
  * record named by the request that does not match is answered exactly as an absent one (404, or the
  * 400 a create answers for a template or volume it cannot find). Using a template (a sandbox or pool
- * made from it) needs `templates:read`; mounting a volume in a template needs `volumes:read`.
+ * made from it) needs `templates:read`; mounting a volume in a template needs `volumes:read`, and a
+ * sandbox that mounts it (created or started) its user's `volumes:update` (box-routes.ts).
  * Without langgraph.json `auth` nothing here is asked and nothing is hidden.
  */
 import type { Context } from "hono";

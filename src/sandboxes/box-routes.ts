@@ -24,7 +24,7 @@ import {
   poolTemplateNotFound,
 } from "./boxes.js";
 import * as S from "./schemas.js";
-import type { SandboxService } from "./service.js";
+import { mountedVolumesNotFound, type SandboxService } from "./service.js";
 
 /**
  * Where a box's data plane is, from the origin the client used to reach this server (under the
@@ -107,12 +107,34 @@ export function boxRoutes(service: BoxService, authz: SandboxAuthz, templates: S
       () => poolNotFound(name),
     );
   };
-  /** Sandboxes and pools are made from a template this user may read (`templates:read`). */
+  /**
+   * Sandboxes and pools are made from a template this user may read (`templates:read`). A sandbox also
+   * mounts the template's volumes read-write, so each needs this user's `volumes:update` (checked on
+   * create and on every start, since the template's author was asked only when it wrote the template):
+   * a volume the user may not update is answered as a missing one.
+   */
   const assertUsableTemplate = async (c: Context<AppEnv>, name: string, missing: (name: string) => Error) => {
     if (!authz.enabled) return;
     const readable = await authz.allows(c, "templates", "read", { name });
     const template = await templates.getTemplate(orgOf(c), name).catch(() => null);
-    if (template && !readable(template.metadata)) throw missing(name);
+    if (!template) return;
+    if (!readable(template.metadata)) throw missing(name);
+    const hidden: string[] = [];
+    for (const volumeName of new Set(template.volume_mounts.map((m) => m.volume_name))) {
+      const writable = await authz.allows(c, "volumes", "update", { name: volumeName, mount: true });
+      const volume = await templates.getVolume(orgOf(c), volumeName).catch(() => null);
+      if (!volume || !writable(volume.metadata)) hidden.push(volumeName);
+    }
+    if (hidden.length > 0) throw mountedVolumesNotFound(hidden);
+  };
+
+  /** The pools a create may take a warm box from: those `pools:read` lets this user see (none if refused). */
+  const warmPoolsOf = async (c: Context<AppEnv>, template_name: string) => {
+    if (!authz.enabled) return undefined;
+    return authz.ask(c, "pools", "read", { template_name }).then(
+      (a) => a.filter,
+      () => false as const,
+    );
   };
 
   return (
@@ -126,7 +148,11 @@ export function boxRoutes(service: BoxService, authz: SandboxAuthz, templates: S
           metadata: {} as Record<string, unknown>,
         });
         await assertUsableTemplate(c, b.template_name, boxTemplateNotFound);
-        return c.json(boxOut(c, await service.create(orgOf(c), { ...b, metadata: value.metadata })), 201);
+        const warm_pools = await warmPoolsOf(c, b.template_name);
+        return c.json(
+          boxOut(c, await service.create(orgOf(c), { ...b, metadata: value.metadata, warm_pools })),
+          201,
+        );
       })
       .get("/boxes", async (c) => {
         const q = listQuery(c);
@@ -158,7 +184,8 @@ export function boxRoutes(service: BoxService, authz: SandboxAuthz, templates: S
         return c.body(null, 204);
       })
       .post("/boxes/:name/start", async (c) => {
-        await boxFor(c, "update", { action: "start" });
+        const box = await boxFor(c, "update", { action: "start" });
+        await assertUsableTemplate(c, box.template_name, boxTemplateNotFound);
         return c.json(boxOut(c, await service.startBox(orgOf(c), nameOf(c))), 202);
       })
       // ---- pools

@@ -13,7 +13,9 @@
  * Pools keep `replicas` warm boxes of a template without volumes; a create for that template takes
  * one (atomically, in storage) and the pool makes a new one in the background.
  */
+
 import { randomBytes, randomUUID } from "node:crypto";
+import type { AuthFilter } from "../auth/filter.js";
 import { badRequest, conflict, HangarError, notFound, timedOut, unavailable } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type {
@@ -53,6 +55,11 @@ export interface BoxCreate {
   timeout?: number | null;
   ttl_seconds?: number | null;
   idle_ttl_seconds?: number | null;
+  /**
+   * Custom auth's `pools:read` filter: a warm box is claimed only from a pool it matches (`false`: from
+   * none, the box boots cold); another user's pool is never used up.
+   */
+  warm_pools?: AuthFilter | false;
 }
 
 export const boxNotFound = (name: string) => notFound(`Sandbox '${name}' not found`, "NotFound");
@@ -151,18 +158,17 @@ export class BoxService {
     }
     const now = new Date().toISOString();
     const ttl = { ttl_seconds: input.ttl_seconds ?? 0, idle_ttl_seconds: input.idle_ttl_seconds ?? 0 };
-    const claimed = await this.#boxes.claimWarmBox(
-      org,
-      input.template_name,
-      {
-        ...(input.name ? { name: input.name } : {}),
-        metadata: input.metadata ?? {},
-        ...ttl,
-        expires_at: expiresAt({ created_at: now, last_active_at: now, ...ttl }),
-        now,
-      },
-      this.#admit,
-    );
+    const claim = {
+      ...(input.name ? { name: input.name } : {}),
+      metadata: input.metadata ?? {},
+      ...ttl,
+      expires_at: expiresAt({ created_at: now, last_active_at: now, ...ttl }),
+      now,
+    };
+    const claimed =
+      input.warm_pools === false
+        ? ({ status: "none" } as const)
+        : await this.#boxes.claimWarmBox(org, input.template_name, claim, this.#admit, input.warm_pools);
     if (claimed.status === "name_taken") throw this.#nameTaken(input.name!);
     if (claimed.status === "over_limit") throw new HangarError("quota", claimed.message);
     if (claimed.status === "claimed") {

@@ -162,8 +162,22 @@ export function dataplaneRoutes(
  * its checks run as for any request); the WebSocket route upgrades the socket itself, and any other
  * answer (401, 404, 400 NotReady) is written back as a plain HTTP response.
  */
-export function upgradeHandler(fetch: (request: Request, env: UpgradeEnv) => Response | Promise<Response>) {
+export function upgradeHandler(
+  fetch: (request: Request, env: UpgradeEnv) => Response | Promise<Response>,
+  /** Whether a browser page at this `Origin` may open it (src/http/ws-origin.ts). */
+  originAllowed: (origin: string | undefined, host: string | undefined) => boolean = () => true,
+) {
   return async (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (!originAllowed(req.headers.origin, req.headers.host)) {
+      const body = JSON.stringify({
+        detail: `WebSocket from origin '${req.headers.origin}' refused: the CORS policy (langgraph.json http.cors) does not allow it`,
+      });
+      socket.end(
+        "HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\n" +
+          `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
+      return;
+    }
     // Only a GET is upgraded (RFC 6455): any other method would reach the app as a GET of its path.
     if (req.method !== "GET") {
       const body = JSON.stringify({ detail: `Only GET requests can be upgraded, got ${req.method}` });

@@ -25,7 +25,13 @@ import { LocalProvisioner, type VolumeProvisioner } from "./provisioner.js";
 import { sandboxStorageQuotaFromEnv } from "./quota.js";
 import { createSandboxRuntime } from "./runtime/index.js";
 import * as S from "./schemas.js";
-import { mountedVolumesNotFound, SandboxService, templateNotFound, volumeNotFound } from "./service.js";
+import {
+  mountedVolumesNotFound,
+  type Readable,
+  SandboxService,
+  templateNotFound,
+  volumeNotFound,
+} from "./service.js";
 
 export interface SandboxDeps {
   config: Pick<Config, "dataDir" | "maxBodyBytes" | "maxUploadBytes" | "limits">;
@@ -148,6 +154,25 @@ export function sandboxRoutes(deps: SandboxDeps): Hono<AppEnv> {
     if (missing.length > 0) throw mountedVolumesNotFound(missing);
   };
 
+  /** Of these records, those this user may read (what a 409 "in use by …" may name). */
+  const readableOf =
+    (c: Context<AppEnv>): Readable =>
+    async (kind, names) => {
+      if (!deps.auth) return names;
+      const load = {
+        templates: (n: string) => deps.storage.sandboxes.getTemplate(orgOf(c), n),
+        sandboxes: (n: string) => deps.storage.sandboxBoxes.getBox(orgOf(c), n),
+        pools: (n: string) => deps.storage.sandboxBoxes.getPool(orgOf(c), n),
+      }[kind];
+      const shown: string[] = [];
+      for (const name of names) {
+        const readable = await authz.allows(c, kind, "read", { name }).catch(() => () => false);
+        const record = await load(name);
+        if (record && readable(record.metadata)) shown.push(name);
+      }
+      return shown;
+    };
+
   return (
     new Hono<AppEnv>()
       .route("/", boxRoutes(boxes, authz, service))
@@ -197,7 +222,7 @@ export function sandboxRoutes(deps: SandboxDeps): Hono<AppEnv> {
       .delete("/volumes/:name", async (c) => {
         const name = nameOf(c);
         await volumeFor(c, "delete", name);
-        await service.deleteVolume(orgOf(c), name);
+        await service.deleteVolume(orgOf(c), name, readableOf(c));
         return c.body(null, 204);
       })
       // ---- templates
@@ -237,7 +262,7 @@ export function sandboxRoutes(deps: SandboxDeps): Hono<AppEnv> {
       .delete("/templates/:name", async (c) => {
         const name = nameOf(c);
         await templateFor(c, "delete", name);
-        await service.deleteTemplate(orgOf(c), name);
+        await service.deleteTemplate(orgOf(c), name, readableOf(c));
         return c.body(null, 204);
       })
   );

@@ -51,6 +51,20 @@ export function mountedVolumesNotFound(names: string[]) {
   return badRequest(`${which}: a template can only mount existing volumes.`, "VolumeNotFound");
 }
 
+/**
+ * Which of these records (by name) the caller may read: a 409 names only those, and counts the others
+ * (under custom auth another user's records are not the caller's to know by name).
+ */
+export type Readable = (kind: "templates" | "sandboxes" | "pools", names: string[]) => Promise<string[]>;
+const everything: Readable = async (_kind, names) => names;
+
+async function named(readable: Readable, kind: Parameters<Readable>[0], names: string[]): Promise<string> {
+  const shown = await readable(kind, names);
+  const others = names.length - shown.length;
+  const more = others ? `${others} other${others === 1 ? "" : "s"} you cannot see` : "";
+  return [shown.join(", "), more].filter(Boolean).join(shown.length ? " and " : "");
+}
+
 export class SandboxService {
   readonly #repo: SandboxesRepo;
   readonly #provisioner: VolumeProvisioner;
@@ -168,14 +182,14 @@ export class SandboxService {
     return result.volume;
   }
 
-  async deleteVolume(org: OrgId, name: string): Promise<void> {
+  async deleteVolume(org: OrgId, name: string, readable: Readable = everything): Promise<void> {
     const result = await this.#repo.deleteVolume(org, name);
     switch (result.status) {
       case "not_found":
         throw volumeNotFound(name);
       case "in_use":
         throw conflict(
-          `Volume '${name}' is in use by templates: ${result.templates.join(", ")}. ` +
+          `Volume '${name}' is in use by templates: ${await named(readable, "templates", result.templates)}. ` +
             "Delete or update the templates first.",
           "Conflict",
         );
@@ -236,15 +250,15 @@ export class SandboxService {
     return result.template;
   }
 
-  async deleteTemplate(org: OrgId, name: string): Promise<void> {
+  async deleteTemplate(org: OrgId, name: string, readable: Readable = everything): Promise<void> {
     const result = await this.#repo.deleteTemplate(org, name);
     switch (result.status) {
       case "not_found":
         throw templateNotFound(name);
       case "in_use": {
         const users = [
-          result.sandboxes.length ? `sandboxes: ${result.sandboxes.join(", ")}` : "",
-          result.pools.length ? `pools: ${result.pools.join(", ")}` : "",
+          result.sandboxes.length ? `sandboxes: ${await named(readable, "sandboxes", result.sandboxes)}` : "",
+          result.pools.length ? `pools: ${await named(readable, "pools", result.pools)}` : "",
         ].filter(Boolean);
         throw conflict(
           `Template '${name}' is in use by ${users.join("; ")}. Delete the dependent resources first.`,

@@ -244,7 +244,17 @@ export interface SandboxBoxesRepo {
    * Atomically takes one `ready` warm box of a pool of this template out of its pool, renaming it
    * (when `name` is given) and setting its TTLs. `none` when no warm box is ready.
    */
-  claimWarmBox(org: OrgId, templateName: string, patch: BoxClaim, admit?: Admit): Promise<ClaimBoxResult>;
+  /**
+   * A warm box of the template (a sandbox more for `admit`), from a pool whose metadata matches `pools`
+   * (custom auth's `pools:read`) when given.
+   */
+  claimWarmBox(
+    org: OrgId,
+    templateName: string,
+    patch: BoxClaim,
+    admit?: Admit,
+    pools?: AuthFilter,
+  ): Promise<ClaimBoxResult>;
   getBox(org: OrgId, name: string): Promise<BoxRecord | null>;
   getBoxById(id: string): Promise<BoxRecord | null>;
   /** The organization's boxes that are not warm pool members, in creation order. */

@@ -118,13 +118,14 @@ for (const target of targets)
       assert.deepEqual(await bob.listTemplates(), []);
       assert.deepEqual(await bob.listPools(), []);
       // By name: not found, exactly as a name that names nothing.
+      // (Each call made when awaited: a rejection left waiting would fail the test as unhandled.)
       for (const call of [
-        bob.getSandbox("alice-box"),
-        bob.getVolume("alice-volume"),
-        bob.getTemplate("alice-template"),
-        bob.getPool("alice-pool"),
+        () => bob.getSandbox("alice-box"),
+        () => bob.getVolume("alice-volume"),
+        () => bob.getTemplate("alice-template"),
+        () => bob.getPool("alice-pool"),
       ]) {
-        assert.ok((await thrown(call)) instanceof LangSmithResourceNotFoundError);
+        assert.ok((await thrown(call())) instanceof LangSmithResourceNotFoundError);
       }
       const absent = await req("bob", "GET", "/boxes/no-such-box");
       const hidden = await req("bob", "GET", "/boxes/alice-box");
@@ -197,6 +198,66 @@ for (const target of targets)
       assert.equal((await alice.getTemplate("alice-template")).name, "alice-template");
     });
 
+    test("a shared template mounts only volumes the box's creator may update", T, async () => {
+      // The handler lets everyone read `shared-…` templates; alice's volume stays hers.
+      await alice.createTemplate("shared-dev", {
+        image: IMAGE,
+        volumeMounts: [{ volume_name: "alice-volume", mount_path: "/data" }],
+      });
+      assert.equal((await bob.getTemplate("shared-dev")).name, "shared-dev");
+      const fromShared = await req("bob", "POST", "/boxes", {
+        template_name: "shared-dev",
+        name: "bobs-dev",
+      });
+      assert.equal(fromShared.status, 400, fromShared.text);
+      assert.equal(fromShared.body.detail.error, "VolumeNotFound");
+      assert.match(fromShared.body.detail.message, /Volume 'alice-volume' not found/);
+      assert.equal((await req("bob", "GET", "/boxes/bobs-dev")).status, 404);
+      // alice, who may update her volume, uses her shared template as before.
+      const hers = await alice.createSandbox("shared-dev", { name: "alice-dev", timeout: 60 });
+      assert.deepEqual(await hers.run("cat /data/s"), { stdout: "secret\n", stderr: "", exit_code: 0 });
+      await alice.deleteSandbox("alice-dev");
+    });
+
+    test(
+      "a shared template: warm boxes only from the creator's own pools, a 409 names only what one may see",
+      T,
+      async () => {
+        await alice.createTemplate("shared-plain", { image: IMAGE });
+        await alice.createPool("alice-shared-pool", {
+          templateName: "shared-plain",
+          replicas: 1,
+          timeout: 60,
+        });
+        await new Promise((r) => setTimeout(r, 5000)); // the pool's warm box boots
+        const warmBefore = new Date().toISOString();
+        // A warm box keeps the created_at of its boot: one made now was booted cold.
+        const bobs = await req("bob", "POST", "/boxes", {
+          template_name: "shared-plain",
+          name: "bobs-plain",
+        });
+        assert.equal(bobs.status, 201, bobs.text);
+        assert.ok(bobs.body.created_at >= warmBefore, "bob's box booted cold, not from alice's pool");
+        const hers = await req("alice", "POST", "/boxes", {
+          template_name: "shared-plain",
+          name: "alice-plain-box",
+        });
+        assert.equal(hers.status, 201, hers.text);
+        assert.ok(hers.body.created_at < warmBefore, "alice's box is her pool's warm one");
+        // Deleting the template in use: the 409 names alice's own users, and only counts bob's box.
+        const inUse = await req("alice", "DELETE", "/templates/shared-plain");
+        assert.equal(inUse.status, 409, inUse.text);
+        assert.equal(
+          inUse.body.detail.message,
+          "Template 'shared-plain' is in use by sandboxes: alice-plain-box and 1 other you cannot see; " +
+            "pools: alice-shared-pool. Delete the dependent resources first.",
+        );
+        await req("bob", "DELETE", "/boxes/bobs-plain");
+        await req("alice", "DELETE", "/boxes/alice-plain-box");
+        await req("alice", "DELETE", "/pools/alice-shared-pool");
+      },
+    );
+
     test(
       "the data plane is sandboxes:exec: bob cannot run, upload, download or open a terminal in hers",
       T,
@@ -234,6 +295,25 @@ for (const target of targets)
         assert.equal(new TextDecoder().decode(await box.read("/data/s")), "secret\n");
       },
     );
+
+    test("a WebSocket from a browser page on a foreign origin is refused before it opens", T, async () => {
+      const wsUrl = `${box.dataplane_url!.replace(/^http/, "ws")}/execute/ws`;
+      const key = { "x-api-key": tokens.alice };
+      const foreign = await upgrade(wsUrl, { headers: { ...key, origin: "https://evil.example" } });
+      assert.equal(foreign.status, 403, foreign.body);
+      assert.match(JSON.parse(foreign.body!).detail, /origin 'https:\/\/evil\.example' refused/);
+      const terminal = await upgrade(wsUrl, {
+        protocols: ["hangar.console", `hangar.key.${b64(tokens.alice)}`],
+        headers: { origin: "null" },
+      });
+      assert.equal(terminal.status, 403, "the console's terminal from an opaque origin");
+      // Without http.cors: the server's own origin (the console) and loopback pages (Studio, dev).
+      for (const origin of [new URL(h.url).origin, "http://localhost:5173", "http://127.0.0.1:3000"]) {
+        const opened = await upgrade(wsUrl, { headers: { ...key, origin } });
+        assert.equal(opened.status, 101, `${origin}: ${opened.body}`);
+        opened.ws!.close();
+      }
+    });
 
     test("a WebSocket is never answered with a credential subprotocol", T, async () => {
       const wsUrl = `${box.dataplane_url!.replace(/^http/, "ws")}/execute/ws`;

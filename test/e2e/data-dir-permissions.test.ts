@@ -68,7 +68,7 @@ test("a data dir made readable before is tightened at start, saying what changed
   try {
     await http(h.url, "POST", "/threads", {});
     for (const [p, mode] of Object.entries(expected(dataDir))) assert.equal(modeOf(p), mode, p);
-    assert.equal(modeOf(join(dataDir, "notes.txt")), "0600");
+    assert.equal(modeOf(join(dataDir, "notes.txt")), "0644", "a file not Hangar's keeps its mode");
     const logged = /tightened.*$/m.exec(h.logs())?.[0] ?? "";
     for (const [p, was] of [
       [dataDir, "0755"],
@@ -77,11 +77,31 @@ test("a data dir made readable before is tightened at start, saying what changed
     ])
       assert.ok(logged.includes(`${p} (was ${was})`), `the log names ${p}: ${logged}`);
     if (root) {
-      for (const p of ["hangar.sqlite", "hangar.sqlite-wal", "notes.txt"]) {
+      for (const p of ["hangar.sqlite", "hangar.sqlite-wal"]) {
         assert.equal(nobodyReads(join(dataDir, p)), false, `nobody reads ${p}`);
       }
     }
   } finally {
     await h.stop();
+  }
+});
+
+test("a shared data dir (sticky, world-writable, as /tmp) is left as is, with a warning", T, async () => {
+  const dataDir = await mkdtemp(join(tmpdir(), "hangar-shared-"));
+  chmodSync(dataDir, 0o1777);
+  writeFileSync(join(dataDir, "someone-elses.txt"), "not Hangar's");
+  chmodSync(join(dataDir, "someone-elses.txt"), 0o644);
+  const h = await startHangar({ dataDir });
+  try {
+    assert.equal((await http(h.url, "POST", "/threads", {})).status, 200);
+    assert.equal(modeOf(dataDir), "1777", "the shared directory keeps its mode");
+    assert.equal(modeOf(join(dataDir, "someone-elses.txt")), "0644");
+    for (const p of ["hangar.sqlite", "volumes", "sandboxes"]) {
+      assert.equal(modeOf(join(dataDir, p)), p.includes(".") ? "0600" : "0700", `Hangar's own ${p}`);
+    }
+    assert.match(h.logs(), /data directory is shared with other users/);
+  } finally {
+    await h.stop();
+    rmSync(dataDir, { recursive: true, force: true });
   }
 });

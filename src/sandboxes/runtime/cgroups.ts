@@ -106,18 +106,27 @@ async function withSubgroups(dir: string): Promise<string[]> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Sends SIGKILL to a process (a test passes its own to watch the order of freezing and killing). */
+export type Signaller = (pid: number) => void;
+const sigkill: Signaller = (pid) => process.kill(pid, "SIGKILL");
+
 /**
  * What both versions share: a sandbox's group is `<scope>/<id>` on every hierarchy, and ending it ends
  * every process in it. A kill uses the kernel's own where it has one (cgroup v2's `cgroup.kill`, which
- * no fork outruns); otherwise it freezes the group (v1's freezer, where the group has one), sends
- * SIGKILL to each process, thaws it, and repeats until no process is left: a killed process forks no
- * more, so the rounds end (a fork bomb is bounded by the group's pids limit).
+ * no fork outruns); then, in rounds until no process is left, it freezes the group (v1's freezer, v2's
+ * `cgroup.freeze`), reads its pids, sends each SIGKILL and thaws it. Frozen, no process of the group
+ * exits or forks between the read and the kill, so a pid read is still that process's and never a
+ * recycled one of the host's (the kill runs as root). A killed process forks no more, so the rounds end
+ * (a fork bomb is bounded by the group's pids limit).
  */
 abstract class SandboxGroups implements Cgroups {
   abstract readonly version: 1 | 2;
-  readonly #hierarchies = mountedHierarchies();
 
-  constructor(readonly scope: string) {}
+  constructor(
+    readonly scope: string,
+    readonly hierarchies: { dir: string; v2: boolean }[] = mountedHierarchies(),
+    private readonly signal: Signaller = sigkill,
+  ) {}
 
   abstract create(id: string, limits: SandboxLimits): Promise<string[]>;
 
@@ -127,14 +136,14 @@ abstract class SandboxGroups implements Cgroups {
 
   /** The sandbox's group on each hierarchy that has one. */
   protected groupsOf(id: string): { dir: string; v2: boolean }[] {
-    return this.#hierarchies
+    return this.hierarchies
       .map((h) => ({ dir: path.join(h.dir, this.scope, id), v2: h.v2 }))
       .filter((g) => existsSync(g.dir));
   }
 
   /** The hierarchy mounted at `dir` (v1: named after its controller), if this machine has it. */
   protected hierarchy(dir: string): string | undefined {
-    return this.#hierarchies.find((h) => h.dir === dir)?.dir;
+    return this.hierarchies.find((h) => h.dir === dir)?.dir;
   }
 
   async kill(id: string): Promise<boolean> {
@@ -142,10 +151,11 @@ abstract class SandboxGroups implements Cgroups {
     // v2's kill file (kernel 5.14 or later).
     const killFile = groups.map((g) => path.join(g.dir, "cgroup.kill")).find((f) => existsSync(f));
     if (killFile) await writeFile(killFile, "1").catch(() => {});
-    const freezer = groups.find((g) => existsSync(path.join(g.dir, "freezer.state")))?.dir;
+    const freezers = groups.map(freezerOf).filter((f): f is Freezer => f !== undefined);
     const deadline = Date.now() + KILL_DEADLINE_MS;
     for (let round = 0; ; round++) {
-      const frozen = freezer && round === 0 && (await freeze(freezer, deadline));
+      const frozen: Freezer[] = [];
+      for (const f of freezers) if (await freeze(f, deadline)) frozen.push(f);
       const pids = new Set<number>();
       for (const dir of (await Promise.all(groups.map((g) => withSubgroups(g.dir)))).flat()) {
         const procs = await readFile(path.join(dir, "cgroup.procs"), "utf8").catch(() => "");
@@ -153,10 +163,10 @@ abstract class SandboxGroups implements Cgroups {
       }
       for (const pid of pids) {
         try {
-          process.kill(pid, "SIGKILL");
+          this.signal(pid);
         } catch {} // exited meanwhile
       }
-      if (frozen) await writeFile(path.join(freezer, "freezer.state"), "THAWED").catch(() => {});
+      for (const f of frozen) await writeFile(f.file, f.thawed).catch(() => {});
       if (pids.size === 0) return true;
       if (Date.now() > deadline) return false;
       await sleep(round < 10 ? 5 : 20);
@@ -191,7 +201,7 @@ abstract class SandboxGroups implements Cgroups {
 
   async removeStale(keep: Set<string>): Promise<void> {
     const ids = new Set<string>();
-    for (const h of this.#hierarchies) {
+    for (const h of this.hierarchies) {
       for (const id of await listGroups(path.join(h.dir, this.scope))) ids.add(id);
     }
     for (const id of ids) if (!keep.has(id)) await this.remove(id).catch(() => {});
@@ -199,15 +209,36 @@ abstract class SandboxGroups implements Cgroups {
 
   async removeScope(): Promise<void> {
     // `hangar` itself stays: another server may be making its scope there right now.
-    for (const h of this.#hierarchies) await rmdir(path.join(h.dir, this.scope)).catch(() => {});
+    for (const h of this.hierarchies) await rmdir(path.join(h.dir, this.scope)).catch(() => {});
   }
 }
 
-/** Freezes a v1 freezer group; true once it says FROZEN (false when it did not in time). */
-async function freeze(dir: string, deadline: number): Promise<boolean> {
-  const state = path.join(dir, "freezer.state");
+/** A group's freezer: v1's `freezer.state`, v2's `cgroup.freeze` (kernel 5.2 or later). */
+interface Freezer {
+  file: string;
+  frozen: string;
+  thawed: string;
+  /** The file that says when the whole group is frozen, and what it then holds. */
+  state: string;
+  isFrozen: (text: string) => boolean;
+}
+
+function freezerOf(group: { dir: string; v2: boolean }): Freezer | undefined {
+  if (group.v2) {
+    const file = path.join(group.dir, "cgroup.freeze");
+    if (!existsSync(file)) return undefined;
+    const state = path.join(group.dir, "cgroup.events");
+    return { file, frozen: "1", thawed: "0", state, isFrozen: (t) => /^frozen 1$/m.test(t) };
+  }
+  const file = path.join(group.dir, "freezer.state");
+  if (!existsSync(file)) return undefined;
+  return { file, frozen: "FROZEN", thawed: "THAWED", state: file, isFrozen: (t) => t.trim() === "FROZEN" };
+}
+
+/** Freezes a group; true once the freeze was asked (it is thawed after), whether or not it settled. */
+async function freeze(f: Freezer, deadline: number): Promise<boolean> {
   if (
-    !(await writeFile(state, "FROZEN").then(
+    !(await writeFile(f.file, f.frozen).then(
       () => true,
       () => false,
     ))
@@ -215,10 +246,22 @@ async function freeze(dir: string, deadline: number): Promise<boolean> {
     return false;
   const until = Math.min(deadline, Date.now() + 1000);
   while (Date.now() < until) {
-    if ((await readFile(state, "utf8").catch(() => "")).trim() === "FROZEN") return true;
+    if (f.isFrozen(await readFile(f.state, "utf8").catch(() => ""))) return true;
     await sleep(5);
   }
   return true; // what froze is killed once thawed; the rounds catch the rest
+}
+
+/** The groups of `scope` on these hierarchies, killing through `signal` (for tests of `kill`). */
+export function cgroupsOn(
+  version: 1 | 2,
+  scope: string,
+  hierarchies: { dir: string; v2: boolean }[],
+  signal: Signaller,
+): Cgroups {
+  return version === 1
+    ? new CgroupsV1(scope, hierarchies, signal)
+    : new CgroupsV2(scope, hierarchies, signal);
 }
 
 class CgroupsV1 extends SandboxGroups {

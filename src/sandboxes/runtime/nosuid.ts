@@ -19,9 +19,35 @@ const execFileAsync = promisify(execFile);
 /** The flags every directory sandboxes write to must be mounted with. */
 const REQUIRED = ["nosuid", "nodev"];
 
+/**
+ * Per-mount flags `mount -o remount,bind` takes: a classic mount(2) remount sets exactly the flags it is
+ * given, so those the mount has (`noexec`, `ro`, …) are passed again or it would lose them.
+ */
+const PER_MOUNT_FLAGS = new Set([
+  "ro",
+  "rw",
+  "noexec",
+  "nosymfollow",
+  "noatime",
+  "nodiratime",
+  "relatime",
+  "strictatime",
+]);
+
 /** The mount `dir` is on: its mount point and its per-mount options. */
 async function mountOf(dir: string): Promise<{ target: string; options: string[] }> {
-  const { stdout } = await execFileAsync("findmnt", ["-J", "-o", "TARGET,VFS-OPTIONS", "--target", dir]);
+  const { stdout } = await execFileAsync("findmnt", [
+    "-J",
+    "-o",
+    "TARGET,VFS-OPTIONS",
+    "--target",
+    dir,
+  ]).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== "ENOENT") throw err;
+    throw new Error(
+      "findmnt was not found: install util-linux (it finds the mount a sandbox directory is on, to make it nosuid,nodev)",
+    );
+  });
   const found = (JSON.parse(stdout) as { filesystems: { target: string; "vfs-options": string }[] })
     .filesystems;
   // The last is the mount on top when several are stacked at one point.
@@ -39,7 +65,8 @@ export async function ensureNosuid(dir: string): Promise<boolean> {
   const bound = mount.target !== dir;
   try {
     if (bound) await execFileAsync("mount", ["--bind", dir, dir]);
-    await execFileAsync("mount", ["-o", `remount,bind,${REQUIRED.join(",")}`, dir]);
+    const kept = mount.options.filter((o) => PER_MOUNT_FLAGS.has(o));
+    await execFileAsync("mount", ["-o", ["remount", "bind", ...kept, ...REQUIRED].join(","), dir]);
   } catch (err) {
     if (bound) await releaseNosuid(dir);
     const { stderr, message } = err as { stderr?: string; message: string };

@@ -456,6 +456,7 @@ export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRep
     templateName: string,
     patch: Port.BoxClaim,
     admit?: Port.Admit,
+    pools?: Parameters<Dialect["authFilter"]>[1],
   ): Promise<Port.ClaimBoxResult> {
     return this.inOrg(org, function* (tx, dialect): TxSteps<Port.ClaimBoxResult> {
       // The claimed box leaves its pool, which makes a new one: one sandbox more for the organization.
@@ -471,6 +472,11 @@ export class SqlSandboxBoxes extends SandboxRepo implements Port.SandboxBoxesRep
               eb.selectFrom("sandbox_templates").select("id").where("name", "=", templateName),
             )
             .where("b.pool_id", "is not", null)
+            .$if(!!pools, (b) =>
+              b.where("b.pool_id", "in", (eb) =>
+                eb.selectFrom("sandbox_pools").select("id").where(dialect.authFilter("metadata", pools!)),
+              ),
+            )
             .where("b.status", "=", "ready")
             .orderBy("b.seq")
             .limit(1),
