@@ -1,0 +1,142 @@
+/**
+ * The data plane against broken and odd clients, on the bubblewrap engine (issue #32's review):
+ * a multipart body cut before its closing boundary, upgrade requests reset before authentication,
+ * uploads onto a directory or over an executable, and downloads' Content-Length.
+ * Each case ends by checking the server still answers.
+ */
+import assert from "node:assert/strict";
+import { connect } from "node:net";
+import { after, before, describe, test } from "node:test";
+import { SandboxClient } from "langsmith-sbx/experimental/sandbox";
+import { type Hangar, http, startHangar } from "../helpers/server.js";
+
+const T = { timeout: 120_000 };
+const KEY = { "x-api-key": "test-key" };
+
+describe("the data plane survives broken clients (bwrap)", () => {
+  let h: Hangar;
+  let dp: string;
+  const execute = async (command: string) => {
+    const r = await fetch(`${dp}/execute`, {
+      method: "POST",
+      headers: { ...KEY, "content-type": "application/json" },
+      body: JSON.stringify({ command, shell: "/bin/sh" }),
+    });
+    return (await r.json()) as { stdout: string; stderr: string; exit_code: number };
+  };
+  const stillUp = async () => assert.equal((await http(h.url, "GET", "/ok")).status, 200);
+  const upload = (path: string, content: string) => {
+    const form = new FormData();
+    form.append("file", new Blob([content]), "f");
+    return fetch(`${dp}/upload?path=${encodeURIComponent(path)}`, {
+      method: "POST",
+      headers: KEY,
+      body: form,
+    });
+  };
+
+  before(async () => {
+    h = await startHangar({ env: { HANGAR_SANDBOX_ENGINE: "bwrap", HANGAR_API_KEYS: "test-key:org-a" } });
+    const c = new SandboxClient({ apiEndpoint: `${h.url}/v2/sandboxes`, apiKey: "test-key", maxRetries: 0 });
+    await c.createTemplate("plain", { image: "hangar/host" });
+    dp = (await c.createSandbox("plain", { name: "faults", timeout: 60 })).dataplane_url!;
+  });
+  after(async () => {
+    await h?.stop();
+  });
+
+  test("an upload whose body ends before the closing boundary: 400, the file untouched", T, async () => {
+    assert.equal((await upload("/tmp/kept", "old")).status, 200);
+    const url = new URL(`${dp}/upload?path=/tmp/kept`);
+    const body =
+      '--XX\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n\r\nabc-new-bytes-never-finished';
+    const answer = await new Promise<string>((resolve, reject) => {
+      const s = connect(Number(url.port), url.hostname, () => {
+        // Whole headers, then a body (its whole Content-Length) that stops short of `--XX--`.
+        s.write(
+          `POST ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\nx-api-key: test-key\r\n` +
+            `content-type: multipart/form-data; boundary=XX\r\ncontent-length: ${body.length}\r\n` +
+            `connection: close\r\n\r\n${body}`,
+        );
+      });
+      let text = "";
+      s.on("data", (d) => {
+        text += d;
+      });
+      s.on("end", () => resolve(text));
+      s.on("error", reject);
+    });
+    assert.match(answer, /^HTTP\/1\.1 400/);
+    assert.match(answer, /WriteError/);
+    assert.match(answer, /broken off before the multipart body's closing boundary/);
+    await stillUp();
+    const after = await execute("cat /tmp/kept; ls -a /tmp | grep -c hangar-upload");
+    assert.equal(after.stdout, "old0\n", "the old file is as it was, and no temporary file is left");
+  });
+
+  test("upgrade requests reset before authentication do not crash the server", T, async () => {
+    const url = new URL(dp);
+    // Without a key (answered 401 by the handler) and with one (upgraded): reset as soon as sent,
+    // in parallel so that the server's answers are late, many times.
+    const attempt = (i: number) =>
+      new Promise<void>((resolve) => {
+        const s = connect(Number(url.port), url.hostname, () => {
+          s.write(
+            `GET ${url.pathname}/execute/ws HTTP/1.1\r\nhost: ${url.host}\r\n` +
+              (i % 2 ? "x-api-key: test-key\r\n" : "") +
+              "connection: Upgrade\r\nupgrade: websocket\r\nsec-websocket-version: 13\r\n" +
+              "sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+            () =>
+              setTimeout(() => {
+                s.resetAndDestroy();
+                resolve();
+              }, i % 3),
+          );
+        });
+        s.on("error", () => resolve());
+      });
+    for (let batch = 0; batch < 10; batch++) {
+      await Promise.all(Array.from({ length: 30 }, (_, i) => attempt(i)));
+    }
+    await new Promise((r) => setTimeout(r, 500));
+    await stillUp();
+  });
+
+  test("an upload onto a directory is refused; a replaced file keeps its mode", T, async () => {
+    await execute("mkdir -p /tmp/dir");
+    for (const path of ["/tmp/dir", "/tmp/dir/"]) {
+      const res = await upload(path, "x");
+      assert.equal(res.status, 400, path);
+      const body = await res.json();
+      assert.equal(body.detail.error, "WriteError");
+      assert.match(body.detail.message, /is a directory/);
+    }
+    assert.equal((await execute("ls -A /tmp/dir; ls -a /tmp | grep -c hangar-upload")).stdout, "0\n");
+    // A script made executable, uploaded again: still executable.
+    assert.equal((await upload("/tmp/run.sh", "echo one\n")).status, 200);
+    await execute("chmod 750 /tmp/run.sh");
+    assert.equal((await upload("/tmp/run.sh", "echo two\n")).status, 200);
+    assert.deepEqual(await execute("stat -c %a /tmp/run.sh; /tmp/run.sh"), {
+      stdout: "750\ntwo\n",
+      stderr: "",
+      exit_code: 0,
+    });
+    await stillUp();
+  });
+
+  test("GET and HEAD /download carry the file's Content-Length", T, async () => {
+    await execute("head -c 123457 /dev/zero > /tmp/sized; : > /tmp/empty");
+    for (const [path, size] of [
+      ["/tmp/sized", 123457],
+      ["/tmp/empty", 0],
+    ] as const) {
+      const head = await fetch(`${dp}/download?path=${path}`, { method: "HEAD", headers: KEY });
+      assert.equal(head.status, 200);
+      assert.equal(head.headers.get("content-length"), String(size), `HEAD ${path}`);
+      const get = await fetch(`${dp}/download?path=${path}`, { headers: KEY });
+      assert.equal(get.headers.get("content-length"), String(size), `GET ${path}`);
+      assert.equal((await get.arrayBuffer()).byteLength, size);
+    }
+    await stillUp();
+  });
+});
