@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { SandboxClient } from "langsmith-sbx/experimental/sandbox";
+import WebSocket from "ws";
 import { type Hangar, http, startHangar } from "../helpers/server.js";
 
 const T = { timeout: 120_000 };
@@ -16,14 +17,15 @@ const KEY = { "x-api-key": "test-key" };
 describe("the data plane survives broken clients (bwrap)", () => {
   let h: Hangar;
   let dp: string;
-  const execute = async (command: string) => {
-    const r = await fetch(`${dp}/execute`, {
+  const post = (command: string, signal?: AbortSignal) =>
+    fetch(`${dp}/execute`, {
       method: "POST",
       headers: { ...KEY, "content-type": "application/json" },
-      body: JSON.stringify({ command, shell: "/bin/sh" }),
+      body: JSON.stringify({ command, shell: "/bin/sh", timeout: 60 }),
+      signal,
     });
-    return (await r.json()) as { stdout: string; stderr: string; exit_code: number };
-  };
+  const execute = async (command: string) =>
+    (await (await post(command)).json()) as { stdout: string; stderr: string; exit_code: number };
   const stillUp = async () => assert.equal((await http(h.url, "GET", "/ok")).status, 200);
   const upload = (path: string, content: string) => {
     const form = new FormData();
@@ -137,6 +139,43 @@ describe("the data plane survives broken clients (bwrap)", () => {
       assert.equal(get.headers.get("content-length"), String(size), `GET ${path}`);
       assert.equal((await get.arrayBuffer()).byteLength, size);
     }
+    await stillUp();
+  });
+
+  test("commands per sandbox are capped (429), and /execute's command ends with its client", T, async () => {
+    const clients = Array.from({ length: 32 }, () => new AbortController());
+    const pending = clients.map((c) => post("sleep 60", c.signal).catch(() => null));
+    // Once all 32 run, the next is refused, naming the limit.
+    let refused: Response | null = null;
+    for (let i = 0; i < 100 && !refused; i++) {
+      const r = await post("true");
+      if (r.status === 429) refused = r;
+      else await r.arrayBuffer();
+    }
+    assert.ok(refused, "a 33rd command was refused");
+    const body = await refused.json();
+    assert.equal(body.detail.error, "TooManyCommands");
+    assert.match(body.detail.message, /already runs 32 commands/);
+    // The WebSocket counts too.
+    const ws = new WebSocket(`${dp.replace(/^http/, "ws")}/execute/ws`, { headers: KEY });
+    const frame = await new Promise<any>((resolve, reject) => {
+      ws.on("open", () => ws.send(JSON.stringify({ type: "execute", command: "true", shell: "/bin/sh" })));
+      ws.on("message", (raw) => resolve(JSON.parse(raw.toString())));
+      ws.on("error", reject);
+    });
+    assert.equal(frame.error_type, "TooManyCommands");
+    ws.terminate();
+    // The clients go away: their commands are stopped (not left to run their 60 s), room again.
+    for (const c of clients) c.abort();
+    await Promise.all(pending);
+    let status = 0;
+    for (let i = 0; i < 50 && status !== 200; i++) {
+      const r = await post("true");
+      status = r.status;
+      await r.arrayBuffer();
+      if (status !== 200) await new Promise((res) => setTimeout(res, 100));
+    }
+    assert.equal(status, 200, "the commands of the clients that went away were stopped");
     await stillUp();
   });
 });
