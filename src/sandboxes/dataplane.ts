@@ -4,7 +4,8 @@
  *
  * - `POST /execute` `{command, timeout, shell, env, cwd}` → `{stdout, stderr, exit_code}`; a command
  *   past its timeout is killed and answered 408 `CommandTimeout`; one whose output passes
- *   MAX_EXECUTE_OUTPUT_BYTES is stopped and answered with what fit, `truncated: true`.
+ *   MAX_EXECUTE_OUTPUT_BYTES, or finds MAX_EXECUTE_HELD_BYTES spent, is stopped and answered with what
+ *   fit, `truncated: true`; a client that disconnects stops its command.
  * - `GET /execute/ws`: the WebSocket protocol of reference/sandbox.md 3.5 (`exec-socket.ts`).
  * - `POST /upload?path=` (multipart, part `file`) → `{path, written}`; `GET /download?path=` → bytes,
  *   both streamed (`files.ts`).

@@ -7,13 +7,14 @@
  *
  * - Download: the command checks the path (missing: 404 `FileNotFound`; a directory or anything that
  *   is not a regular file, such as /dev/zero or a FIFO: 400 `ReadError`), opens it, then says so with
- *   one byte before the file's; the answer is 200 from then on and the file follows at the pace the
- *   client reads it (its pipe is read only as the response is written: backpressure).
+ *   its size (Content-Length) on a line before the file's bytes; the answer is 200 from then on and
+ *   the file follows at the pace the client reads it (its pipe is read only as the response is
+ *   written: backpressure).
  * - Upload: the multipart body is parsed as it arrives (busboy) and part `file` is piped into a command
  *   writing a temporary file beside the target, at the pace the sandbox writes it. Past
  *   `maxBytes` (HANGAR_SANDBOX_MAX_UPLOAD_MB) the upload is refused with 413 as soon as that many bytes arrived. Only a whole
- *   upload is renamed over the target, by a second command: a refused or broken one leaves the old
- *   file as it was.
+ *   upload is renamed over the target (`mv -T`, keeping the old file's mode), by a second command: a
+ *   refused or broken one leaves the old file as it was. A directory target is refused.
  */
 import { randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
