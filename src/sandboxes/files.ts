@@ -176,7 +176,8 @@ export async function upload(
     const fail = (err: unknown) => {
       source.unpipe(parser);
       source.destroy();
-      parser.destroy();
+      // Not within busboy's own callback (a 'limit' is emitted mid-write; busboy then still uses its part).
+      process.nextTick(() => parser.destroy());
       state.writer?.proc.kill();
       reject(err);
     };
