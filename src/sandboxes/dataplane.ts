@@ -4,7 +4,7 @@
  *
  * - `POST /execute` `{command, timeout, shell, env, cwd}` → `{stdout, stderr, exit_code}`; a command
  *   past its timeout is killed and answered 408 `CommandTimeout`; one whose output passes
- *   MAX_EXECUTE_OUTPUT_BYTES, or finds MAX_EXECUTE_HELD_BYTES spent, is stopped and answered with what
+ *   MAX_EXECUTE_OUTPUT_BYTES, or finds the server's output budget spent, is stopped and answered with what
  *   fit, `truncated: true`; a client that disconnects stops its command.
  * - `GET /execute/ws`: the WebSocket protocol of reference/sandbox.md 3.5 (`exec-socket.ts`).
  * - `POST /upload?path=` (multipart, part `file`) → `{path, written}`; `GET /download?path=` → bytes,
@@ -37,12 +37,6 @@ const HOME = "/root";
  * leave it blocked until its timeout); the answer says so (see `truncatedNotice`).
  */
 export const MAX_EXECUTE_OUTPUT_BYTES = 8 * 2 ** 20;
-/**
- * The most output all `POST /execute` calls of this server together may hold at once (charged as it
- * arrives, given back once the answer is sent or its client has gone). A command whose output finds it
- * spent is stopped and answered like one past MAX_EXECUTE_OUTPUT_BYTES, saying why.
- */
-export const MAX_EXECUTE_HELD_BYTES = 256 * 2 ** 20;
 
 /** The sandbox area's 422s have string `loc` entries (as routes.ts does for the control plane). */
 function stringLocs(err: unknown): unknown {
@@ -85,13 +79,19 @@ class CappedText {
   }
 }
 
-/** Bytes held by all `/execute` calls at once, up to MAX_EXECUTE_HELD_BYTES. */
+/**
+ * The output all `POST /execute` calls of this server together hold at once, up to `limit`
+ * (HANGAR_SANDBOX_EXECUTE_OUTPUT_BUDGET_MB): charged as it arrives, given back once the answer is sent
+ * or its client has gone. A command whose output finds it spent is stopped and answered like one past
+ * MAX_EXECUTE_OUTPUT_BYTES, saying why.
+ */
 class HeldOutput {
   #held = 0;
+  constructor(readonly limit: number) {}
 
   /** Charges `bytes`; false (nothing charged) when that would pass the budget. */
   take(bytes: number): boolean {
-    if (this.#held + bytes > MAX_EXECUTE_HELD_BYTES) return false;
+    if (this.#held + bytes > this.limit) return false;
     this.#held += bytes;
     return true;
   }
@@ -144,9 +144,10 @@ function streamedJson(
 const truncatedNotice = (stream: StreamName) =>
   `\n[hangar] ${stream} passed the ${MAX_EXECUTE_OUTPUT_BYTES / 2 ** 20} MiB that POST /execute returns ` +
   "per stream, so the command was stopped; /execute/ws streams output of any size.\n";
-const budgetNotice = () =>
-  `\n[hangar] the server holds at most ${MAX_EXECUTE_HELD_BYTES / 2 ** 20} MiB of output for all POST /execute ` +
-  "calls at once and that was reached, so the command was stopped; /execute/ws streams output of any size.\n";
+const budgetNotice = (limit: number) =>
+  `\n[hangar] the server holds at most ${limit / 2 ** 20} MiB of output for all POST /execute calls at ` +
+  "once (HANGAR_SANDBOX_EXECUTE_OUTPUT_BUDGET_MB) and that was reached, so the command was stopped; " +
+  "/execute/ws streams output of any size.\n";
 
 function filePath(c: Parameters<typeof query>[0]): { path: string } {
   try {
@@ -158,7 +159,7 @@ function filePath(c: Parameters<typeof query>[0]): { path: string } {
 
 export function dataplaneRoutes(
   service: BoxService,
-  limits: { maxBodyBytes: number; maxUploadBytes: number },
+  limits: { maxBodyBytes: number; maxUploadBytes: number; executeOutputBudgetBytes: number },
 ): Hono<AppEnv> {
   // `ws` is imported at the first WebSocket: a server whose sandboxes nobody opens a socket to never loads it.
   let wss: Promise<WebSocketServer> | undefined;
@@ -175,7 +176,7 @@ export function dataplaneRoutes(
     return wss;
   };
   const sandboxOf = (c: Context<AppEnv>) => service.running(orgOf(c), params(c, S.SandboxIdPath).id);
-  const held = new HeldOutput();
+  const held = new HeldOutput(limits.executeOutputBudgetBytes);
 
   return new Hono<AppEnv>()
     .post("/dataplane/:id/execute", async (c) => {
@@ -212,7 +213,7 @@ export function dataplaneRoutes(
         if (event.type !== "stdout" && event.type !== "stderr") return;
         if (cut || signal.aborted) return;
         const size = Buffer.byteLength(event.data);
-        if (!held.take(size)) return stop(event.type, budgetNotice());
+        if (!held.take(size)) return stop(event.type, budgetNotice(held.limit));
         charged += size;
         if (!output[event.type].add(event.data)) stop(event.type, truncatedNotice(event.type));
       });

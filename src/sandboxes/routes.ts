@@ -28,7 +28,7 @@ import * as S from "./schemas.js";
 import { mountedVolumesNotFound, SandboxService, templateNotFound, volumeNotFound } from "./service.js";
 
 export interface SandboxDeps {
-  config: Pick<Config, "dataDir" | "maxBodyBytes" | "maxUploadBytes">;
+  config: Pick<Config, "dataDir" | "maxBodyBytes" | "maxUploadBytes" | "executeOutputBudgetBytes">;
   /** The project's auth handlers (langgraph.json `auth`): sandboxes, volumes, templates and pools are theirs too. */
   auth?: CustomAuth;
   storage: Pick<Storage, "sandboxes" | "sandboxBoxes">;

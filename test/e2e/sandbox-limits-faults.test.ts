@@ -38,7 +38,13 @@ describe("the data plane survives broken clients (bwrap)", () => {
   };
 
   before(async () => {
-    h = await startHangar({ env: { HANGAR_SANDBOX_ENGINE: "bwrap", HANGAR_API_KEYS: "test-key:org-a" } });
+    h = await startHangar({
+      env: {
+        HANGAR_SANDBOX_ENGINE: "bwrap",
+        HANGAR_API_KEYS: "test-key:org-a",
+        HANGAR_SANDBOX_EXECUTE_OUTPUT_BUDGET_MB: "12",
+      },
+    });
     const c = new SandboxClient({ apiEndpoint: `${h.url}/v2/sandboxes`, apiKey: "test-key", maxRetries: 0 });
     await c.createTemplate("plain", { image: "hangar/host" });
     dp = (await c.createSandbox("plain", { name: "faults", timeout: 60 })).dataplane_url!;
@@ -177,5 +183,23 @@ describe("the data plane survives broken clients (bwrap)", () => {
     }
     assert.equal(status, 200, "the commands of the clients that went away were stopped");
     await stillUp();
+  });
+
+  test("POST /execute calls together hold no more output than the server's budget", T, async () => {
+    // A holds 6 MiB until it ends; B, meanwhile, finds the 12 MiB budget spent after 6 MiB of its own.
+    const a = post("head -c 6291456 /dev/zero | tr '\\0' a; sleep 3");
+    await new Promise((r) => setTimeout(r, 1500));
+    const b = await (await post("head -c 8388608 /dev/zero | tr '\\0' b; echo finished >&2")).json();
+    assert.equal(b.truncated, true);
+    assert.ok(b.stdout.length <= 6 * 2 ** 20, `B kept ${b.stdout.length} bytes`);
+    assert.match(b.stderr, /at most 12 MiB of output for all POST \/execute calls at once/);
+    assert.doesNotMatch(b.stderr, /finished/, "B was stopped");
+    const whole = await (await a).json();
+    assert.equal(whole.stdout.length, 6 * 2 ** 20);
+    assert.equal(whole.truncated, undefined);
+    // Both answered: the budget is given back, and a third has all of it.
+    const c = await (await post("head -c 8388608 /dev/zero | tr '\\0' c")).json();
+    assert.equal(c.stdout.length, 8 * 2 ** 20);
+    assert.equal(c.truncated, undefined);
   });
 });
