@@ -86,6 +86,7 @@ describe("defaults", () => {
       leaseSeconds: 30,
       maxBodyBytes: 32 * 1024 * 1024,
       maxUploadBytes: 512 * 1024 * 1024,
+      executeOutputBudgetBytes: 256 * 1024 * 1024,
     });
   });
 
