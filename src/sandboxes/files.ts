@@ -51,7 +51,9 @@ function transferCommand(service: BoxService, box: BoxRecord, command: string) {
   });
   proc.stderr.on("error", () => {});
   proc.stdout.on("error", () => {});
+  let ended = false;
   const exited = proc.exited.then((code) => {
+    ended = true;
     clearTimeout(timer);
     return code;
   });
@@ -59,7 +61,10 @@ function transferCommand(service: BoxService, box: BoxRecord, command: string) {
     proc,
     exited,
     stderr: () => stderr.slice(0, MAX_STDERR_BYTES).trim(),
-    moved: () => void timer.refresh(),
+    // Never re-armed once the command ended (refresh would start a cleared timer again).
+    moved: () => {
+      if (!ended) timer.refresh();
+    },
   };
 }
 
