@@ -150,6 +150,11 @@ export interface Config {
   maxBodyBytes: number;
   /** Largest file a sandbox upload takes (`HANGAR_SANDBOX_MAX_UPLOAD_MB`); counted as it arrives, 413 past it. */
   maxUploadBytes: number;
+  /**
+   * Output all sandbox `POST /execute` calls together may hold at once
+   * (`HANGAR_SANDBOX_EXECUTE_OUTPUT_BUDGET_MB`); a command that finds it spent is stopped, `truncated`.
+   */
+  executeOutputBudgetBytes: number;
   /** langgraph.json `auth.path`, when set. */
   auth?: AuthSpec;
   /** langgraph.json `ui` (with `ui_config`), when it names at least one agent. */
@@ -200,6 +205,7 @@ export const DEFAULTS = Object.freeze({
   leaseSeconds: 30,
   maxBodyMb: 32,
   maxUploadMb: 512,
+  executeOutputBudgetMb: 256,
 });
 
 const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
@@ -259,6 +265,10 @@ export function loadConfig(opts: LoadConfigOptions): Config {
   const lease = first(["HANGAR_LEASE_SECONDS", env.HANGAR_LEASE_SECONDS]);
   const maxBody = first(["HANGAR_MAX_BODY_MB", env.HANGAR_MAX_BODY_MB]);
   const maxUpload = first(["HANGAR_SANDBOX_MAX_UPLOAD_MB", env.HANGAR_SANDBOX_MAX_UPLOAD_MB]);
+  const executeBudget = first([
+    "HANGAR_SANDBOX_EXECUTE_OUTPUT_BUDGET_MB",
+    env.HANGAR_SANDBOX_EXECUTE_OUTPUT_BUDGET_MB,
+  ]);
   const noWorkers = flags.noWorkers === true;
   if (noWorkers && opts.mode === "worker")
     throw new ConfigError("--no-workers: a worker process executes runs");
@@ -339,6 +349,8 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     leaseSeconds: lease ? integer(lease, 1, 86_400) : DEFAULTS.leaseSeconds,
     maxBodyBytes: (maxBody ? integer(maxBody, 1, 4096) : DEFAULTS.maxBodyMb) * 1024 * 1024,
     maxUploadBytes: (maxUpload ? integer(maxUpload, 1, 65_536) : DEFAULTS.maxUploadMb) * 1024 * 1024,
+    executeOutputBudgetBytes:
+      (executeBudget ? integer(executeBudget, 1, 65_536) : DEFAULTS.executeOutputBudgetMb) * 1024 * 1024,
     ...(auth && { auth }),
     ...(ui && { ui }),
     threadTtl: resolveThreadTtl(file.checkpointer),

@@ -35,6 +35,11 @@ import { ImageNotFound } from "./runtime/images.js";
 const DEFAULT_WAIT_SECONDS = 30;
 /** Activity is written to storage at most this often per box (the in-memory expiry is exact). */
 const TOUCH_PERSIST_MS = 5_000;
+/**
+ * Commands one sandbox may run at once (`POST /execute` and `/execute/ws` together; file transfers are
+ * not counted): each holds a process and, over /execute, up to 2 x MAX_EXECUTE_OUTPUT_BYTES of output.
+ */
+export const MAX_COMMANDS_PER_SANDBOX = 32;
 const SWEEP_INTERVAL_MS = 1_000;
 
 export interface BoxServiceOptions {
@@ -388,7 +393,15 @@ export class BoxService {
     return this.#driver.exec(box.id, request);
   }
 
+  /** Refused with 429 `TooManyCommands` past MAX_COMMANDS_PER_SANDBOX running in the sandbox. */
   exec(box: BoxRecord, request: ExecRequest, options: CommandOptions, commandId?: string): CommandRun {
+    if (this.commands.running(box.id) >= MAX_COMMANDS_PER_SANDBOX) {
+      throw new HangarError(
+        "quota",
+        `The sandbox already runs ${MAX_COMMANDS_PER_SANDBOX} commands (the most one sandbox may run at once, over POST /execute and /execute/ws together); wait for one to end`,
+        "TooManyCommands",
+      );
+    }
     const run = new CommandRun(this.#driver.exec(box.id, request), options, commandId);
     this.commands.add(box.id, run, options.keepSeconds);
     return run;

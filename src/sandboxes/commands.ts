@@ -172,6 +172,7 @@ export class CommandRun {
       this.#listeners.clear();
       this.#holds.clear();
     });
+    void this.done.then(this.#wakeWriters);
     this.#armIdle();
   }
 
@@ -270,18 +271,27 @@ export class CommandRun {
     return this.finished || this.#process.stdin.write(data);
   }
 
-  /** Calls `then` once the command's stdin has no backlog, or the command ended. */
+  /**
+   * Calls `then` once the command's stdin has no backlog, or the command ended. The waiters are kept
+   * only until then (one `drain` listener and one reaction to `done` for all of them), so a command
+   * paused often holds nothing per pause.
+   */
   whenWritable(then: () => void): void {
-    const once = () => {
-      this.#process.stdin.off("drain", once);
-      if (called) return;
-      called = true;
+    if (this.finished) {
       then();
-    };
-    let called = false;
-    this.#process.stdin.once("drain", once);
-    void this.done.then(once);
+      return;
+    }
+    if (this.#writableWaiters.size === 0) this.#process.stdin.once("drain", this.#wakeWriters);
+    this.#writableWaiters.add(then);
   }
+
+  readonly #writableWaiters = new Set<() => void>();
+  readonly #wakeWriters = () => {
+    this.#process.stdin.off("drain", this.#wakeWriters);
+    const waiters = [...this.#writableWaiters];
+    this.#writableWaiters.clear();
+    for (const then of waiters) then();
+  };
 
   #armIdle(): void {
     if (this.#options.idleTimeoutSeconds <= 0 || this.#listeners.size > 0) return;
@@ -308,6 +318,13 @@ export class CommandRegistry {
         run.forget();
       }, keepSeconds * 1000).unref();
     });
+  }
+
+  /** How many of a sandbox's commands have not ended. */
+  running(sandboxId: string): number {
+    let n = 0;
+    for (const run of this.#bySandbox.get(sandboxId)?.values() ?? []) if (!run.finished) n++;
+    return n;
   }
 
   get(sandboxId: string, commandId: string): CommandRun | undefined {

@@ -4,7 +4,8 @@
  *
  * - `POST /execute` `{command, timeout, shell, env, cwd}` → `{stdout, stderr, exit_code}`; a command
  *   past its timeout is killed and answered 408 `CommandTimeout`; one whose output passes
- *   MAX_EXECUTE_OUTPUT_BYTES is stopped and answered with what fit, `truncated: true`.
+ *   MAX_EXECUTE_OUTPUT_BYTES, or finds the server's output budget spent, is stopped and answered with what
+ *   fit, `truncated: true`; a client that disconnects stops its command.
  * - `GET /execute/ws`: the WebSocket protocol of reference/sandbox.md 3.5 (`exec-socket.ts`).
  * - `POST /upload?path=` (multipart, part `file`) → `{path, written}`; `GET /download?path=` → bytes,
  *   both streamed (`files.ts`).
@@ -67,14 +68,86 @@ class CappedText {
     return false;
   }
 
-  text(): string {
-    return this.#parts.join("");
+  /** The text as JSON string content (without the quotes), a part at a time: never all escaped at once. */
+  *escaped(): Generator<string> {
+    for (const part of this.#parts) yield JSON.stringify(part).slice(1, -1);
   }
+
+  /** Drops the text (its command's client has gone). */
+  clear(): void {
+    this.#parts.length = 0;
+  }
+}
+
+/**
+ * The output all `POST /execute` calls of this server together hold at once, up to `limit`
+ * (HANGAR_SANDBOX_EXECUTE_OUTPUT_BUDGET_MB): charged as it arrives, given back once the answer is sent
+ * or its client has gone. A command whose output finds it spent is stopped and answered like one past
+ * MAX_EXECUTE_OUTPUT_BYTES, saying why.
+ */
+class HeldOutput {
+  #held = 0;
+  constructor(readonly limit: number) {}
+
+  /** Charges `bytes`; false (nothing charged) when that would pass the budget. */
+  take(bytes: number): boolean {
+    if (this.#held + bytes > this.limit) return false;
+    this.#held += bytes;
+    return true;
+  }
+
+  give(bytes: number): void {
+    this.#held -= bytes;
+  }
+}
+
+/**
+ * `/execute`'s JSON answer, streamed: each part of the output is escaped only as it is written out, so
+ * the answer holds the raw output and one escaped part (escaping can make control bytes 6 times larger).
+ * `done` runs once it was sent or its client went away.
+ */
+function streamedJson(
+  output: { stdout: CappedText; stderr: CappedText },
+  rest: { stderrNotice: string; exit_code: number | null; truncated: boolean },
+  done: () => void,
+): Response {
+  function* pieces(): Generator<string> {
+    yield '{"stdout":"';
+    yield* output.stdout.escaped();
+    yield '","stderr":"';
+    yield* output.stderr.escaped();
+    yield `${JSON.stringify(rest.stderrNotice).slice(1, -1)}","exit_code":${JSON.stringify(rest.exit_code)}`;
+    yield rest.truncated ? ',"truncated":true}' : "}";
+  }
+  const it = pieces();
+  const encoder = new TextEncoder();
+  let finished = false;
+  const finish = () => {
+    if (finished) return;
+    finished = true;
+    done();
+  };
+  const body = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      const next = it.next();
+      if (next.done) {
+        controller.close();
+        return finish();
+      }
+      controller.enqueue(encoder.encode(next.value));
+    },
+    cancel: finish,
+  });
+  return new Response(body, { status: 200, headers: { "content-type": "application/json" } });
 }
 
 const truncatedNotice = (stream: StreamName) =>
   `\n[hangar] ${stream} passed the ${MAX_EXECUTE_OUTPUT_BYTES / 2 ** 20} MiB that POST /execute returns ` +
   "per stream, so the command was stopped; /execute/ws streams output of any size.\n";
+const budgetNotice = (limit: number) =>
+  `\n[hangar] the server holds at most ${limit / 2 ** 20} MiB of output for all POST /execute calls at ` +
+  "once (HANGAR_SANDBOX_EXECUTE_OUTPUT_BUDGET_MB) and that was reached, so the command was stopped; " +
+  "/execute/ws streams output of any size.\n";
 
 function filePath(c: Parameters<typeof query>[0]): { path: string } {
   try {
@@ -86,7 +159,7 @@ function filePath(c: Parameters<typeof query>[0]): { path: string } {
 
 export function dataplaneRoutes(
   service: BoxService,
-  limits: { maxBodyBytes: number; maxUploadBytes: number },
+  limits: { maxBodyBytes: number; maxUploadBytes: number; executeOutputBudgetBytes: number },
 ): Hono<AppEnv> {
   // `ws` is imported at the first WebSocket: a server whose sandboxes nobody opens a socket to never loads it.
   let wss: Promise<WebSocketServer> | undefined;
@@ -103,6 +176,7 @@ export function dataplaneRoutes(
     return wss;
   };
   const sandboxOf = (c: Context<AppEnv>) => service.running(orgOf(c), params(c, S.SandboxIdPath).id);
+  const held = new HeldOutput(limits.executeOutputBudgetBytes);
 
   return new Hono<AppEnv>()
     .post("/dataplane/:id/execute", async (c) => {
@@ -116,21 +190,51 @@ export function dataplaneRoutes(
         { timeoutSeconds: req.timeout, idleTimeoutSeconds: 0, killOnDisconnect: false, keepSeconds: 0 },
       );
       const output = { stdout: new CappedText(), stderr: new CappedText() };
-      let cut: StreamName | null = null;
+      let charged = 0;
+      const giveBack = () => {
+        held.give(charged);
+        charged = 0;
+      };
+      let cut: { stream: StreamName; notice: string } | null = null;
+      const stop = (stream: StreamName, notice: string) => {
+        cut = { stream, notice };
+        run.kill();
+      };
+      // A client that went away: the command is stopped and its output dropped (no one will read it).
+      const signal = c.req.raw.signal;
+      const gone = () => {
+        run.kill();
+        output.stdout.clear();
+        output.stderr.clear();
+        giveBack();
+      };
+      signal.addEventListener("abort", gone, { once: true });
       run.attach((event: CommandEvent) => {
         if (event.type !== "stdout" && event.type !== "stderr") return;
-        if (output[event.type].add(event.data) || cut) return;
-        cut = event.type;
-        run.kill();
+        if (cut || signal.aborted) return;
+        const size = Buffer.byteLength(event.data);
+        if (!held.take(size)) return stop(event.type, budgetNotice(held.limit));
+        charged += size;
+        if (!output[event.type].add(event.data)) stop(event.type, truncatedNotice(event.type));
       });
-      await run.done;
-      if (run.timedOut && !cut) {
-        throw timedOut(`Command timed out after ${req.timeout} seconds and was killed`, "CommandTimeout");
+      try {
+        await run.done;
+        if (signal.aborted) return new Response(null, { status: 499 }); // nobody reads it
+        if (run.timedOut && !cut) {
+          throw timedOut(`Command timed out after ${req.timeout} seconds and was killed`, "CommandTimeout");
+        }
+      } catch (err) {
+        giveBack();
+        throw err;
+      } finally {
+        signal.removeEventListener("abort", gone);
       }
-      const stdout = output.stdout.text();
-      const stderr = output.stderr.text() + (cut ? truncatedNotice(cut) : "");
-      if (cut) return c.json({ stdout, stderr, exit_code: run.exitCode, truncated: true });
-      return c.json({ stdout, stderr, exit_code: run.exitCode });
+      const notice = (cut as { notice: string } | null)?.notice ?? "";
+      return streamedJson(
+        output,
+        { stderrNotice: notice, exit_code: run.exitCode, truncated: cut !== null },
+        giveBack,
+      );
     })
     .get("/dataplane/:id/execute/ws", async (c) => {
       const box = await sandboxOf(c);
@@ -168,6 +272,9 @@ export function upgradeHandler(
   originAllowed: (origin: string | undefined, host: string | undefined) => boolean = () => true,
 ) {
   return async (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // Node leaves an upgraded socket with no 'error' listener, and auth below awaits: a client that
+    // resets meanwhile would otherwise crash the process (ECONNRESET/EPIPE as an unhandled 'error').
+    socket.on("error", () => socket.destroy());
     if (!originAllowed(req.headers.origin, req.headers.host)) {
       const body = JSON.stringify({
         detail: `WebSocket from origin '${req.headers.origin}' refused: the CORS policy (langgraph.json http.cors) does not allow it`,

@@ -88,7 +88,7 @@ export function handleExecSocket(ws: WebSocket, service: BoxService, box: BoxRec
           req.command_id ?? undefined,
         );
       } catch (err) {
-        return fail("CommandError", (err as Error).message);
+        return fail((err as { type?: string }).type ?? "CommandError", (err as Error).message);
       }
       send({ type: "started", command_id: run.id, pid: null });
       detach = run.attach(forward);

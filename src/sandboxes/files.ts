@@ -7,13 +7,14 @@
  *
  * - Download: the command checks the path (missing: 404 `FileNotFound`; a directory or anything that
  *   is not a regular file, such as /dev/zero or a FIFO: 400 `ReadError`), opens it, then says so with
- *   one byte before the file's; the answer is 200 from then on and the file follows at the pace the
- *   client reads it (its pipe is read only as the response is written: backpressure).
+ *   its size (Content-Length) on a line before the file's bytes; the answer is 200 from then on and
+ *   the file follows at the pace the client reads it (its pipe is read only as the response is
+ *   written: backpressure).
  * - Upload: the multipart body is parsed as it arrives (busboy) and part `file` is piped into a command
  *   writing a temporary file beside the target, at the pace the sandbox writes it. Past
  *   `maxBytes` (HANGAR_SANDBOX_MAX_UPLOAD_MB) the upload is refused with 413 as soon as that many bytes arrived. Only a whole
- *   upload is renamed over the target, by a second command: a refused or broken one leaves the old
- *   file as it was.
+ *   upload is renamed over the target (`mv -T`, keeping the old file's mode), by a second command: a
+ *   refused or broken one leaves the old file as it was. A directory target is refused.
  */
 import { randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
@@ -22,8 +23,11 @@ import { badRequest, notFound, tooLarge } from "../errors.js";
 import type { BoxRecord } from "../storage/ports.js";
 import type { BoxService } from "./boxes.js";
 
-/** How long one transfer's command may take (a client that stops reading holds it no longer). */
-const FILE_TIMEOUT_SECONDS = 300;
+/**
+ * How long a transfer may sit with no byte moving before its command is killed (a client that stops
+ * reading or sending holds it no longer); reset as bytes move, so a slow but steady transfer goes on.
+ */
+const FILE_IDLE_TIMEOUT_SECONDS = 300;
 /** What a transfer's command may say on stderr that the error message quotes. */
 const MAX_STDERR_BYTES = 4096;
 /** What a multipart body may hold besides the file: a few small fields, nothing the server keeps. */
@@ -34,21 +38,34 @@ export const shellQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 
 type Transfer = ReturnType<typeof transferCommand>;
 
-/** A command for a transfer: killed after FILE_TIMEOUT_SECONDS; its stderr kept (bounded) for errors. */
+/**
+ * A command for a transfer: killed once no byte moved for FILE_IDLE_TIMEOUT_SECONDS (`moved` resets the
+ * clock); its stderr kept (bounded) for errors.
+ */
 function transferCommand(service: BoxService, box: BoxRecord, command: string) {
   const proc = service.spawn(box, { shell: "/bin/sh", command, env: {}, cwd: "/" });
-  const timer = setTimeout(() => proc.kill(), FILE_TIMEOUT_SECONDS * 1000);
+  const timer = setTimeout(() => proc.kill(), FILE_IDLE_TIMEOUT_SECONDS * 1000);
   let stderr = "";
   proc.stderr.on("data", (chunk: Buffer) => {
     if (stderr.length < MAX_STDERR_BYTES) stderr += chunk.toString("utf8");
   });
   proc.stderr.on("error", () => {});
   proc.stdout.on("error", () => {});
+  let ended = false;
   const exited = proc.exited.then((code) => {
+    ended = true;
     clearTimeout(timer);
     return code;
   });
-  return { proc, exited, stderr: () => stderr.slice(0, MAX_STDERR_BYTES).trim() };
+  return {
+    proc,
+    exited,
+    stderr: () => stderr.slice(0, MAX_STDERR_BYTES).trim(),
+    // Never re-armed once the command ended (refresh would start a cleared timer again).
+    moved: () => {
+      if (!ended) timer.refresh();
+    },
+  };
 }
 
 /** Runs a short command to its end (nothing on stdin); its exit code and stderr. */
@@ -61,40 +78,71 @@ async function run(service: BoxService, box: BoxRecord, command: string) {
 
 export async function download(service: BoxService, box: BoxRecord, path: string): Promise<Response> {
   const p = shellQuote(path);
-  const { proc, exited, stderr } = transferCommand(
+  // Once the file is open, its size (for Content-Length) on a line of its own, then its bytes.
+  const { proc, exited, stderr, moved } = transferCommand(
     service,
     box,
-    `[ -e ${p} ] || exit 44; [ -d ${p} ] && exit 45; [ -f ${p} ] || exit 46; exec < ${p}; printf .; exec cat`,
+    `[ -e ${p} ] || exit 44; [ -d ${p} ] && exit 45; [ -f ${p} ] || exit 46; exec < ${p}; ` +
+      `n=$(stat -L -c %s -- ${p}) || exit 1; printf '%s\\n' "$n"; exec cat`,
   );
   proc.stdin.end();
   const chunks = proc.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-  const first = await chunks.next().catch(() => ({ done: true as const, value: undefined }));
-  if (first.done) {
-    const code = await exited;
-    if (code === 44) throw notFound(`File '${path}' not found`, "FileNotFound");
-    if (code === 45) throw badRequest(`'${path}' is a directory`, "ReadError");
-    if (code === 46) throw badRequest(`'${path}' is not a regular file`, "ReadError");
-    throw badRequest(`Could not read ${path}: ${stderr() || `exit ${code}`}`, "ReadError");
+  const nextChunk = () => chunks.next().catch(() => ({ done: true as const, value: undefined }));
+  let head = Buffer.alloc(0);
+  let newline = -1;
+  while (newline < 0 && head.length <= 32) {
+    const next = await nextChunk();
+    if (next.done) {
+      const code = await exited;
+      if (code === 44) throw notFound(`File '${path}' not found`, "FileNotFound");
+      if (code === 45) throw badRequest(`'${path}' is a directory`, "ReadError");
+      if (code === 46) throw badRequest(`'${path}' is not a regular file`, "ReadError");
+      throw badRequest(`Could not read ${path}: ${stderr() || `exit ${code}`}`, "ReadError");
+    }
+    head = Buffer.concat([head, next.value]);
+    newline = head.indexOf(0x0a);
   }
-  const rest = first.value.subarray(1); // the command's "opened" byte
+  const size = Number(head.subarray(0, newline).toString());
+  if (newline < 0 || !Number.isSafeInteger(size)) {
+    proc.kill();
+    throw badRequest(`Could not read ${path}: its size could not be read`, "ReadError");
+  }
+  let left = size;
+  // Exactly `size` bytes go out: a file that grew meanwhile is cut there, one that shrank breaks the
+  // response off (a short body must not look like a whole file).
+  const send = (controller: ReadableStreamDefaultController<Uint8Array>, chunk: Buffer) => {
+    const part = chunk.subarray(0, left);
+    left -= part.length;
+    if (part.length > 0) controller.enqueue(part);
+    if (left === 0) {
+      controller.close();
+      proc.kill();
+    }
+  };
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
-      if (rest.length > 0) controller.enqueue(rest);
+      send(controller, head.subarray(newline + 1));
     },
     // Called only as the response is written out: the pipe is read at the client's pace.
     async pull(controller) {
-      const next = await chunks.next().catch(() => ({ done: true as const, value: undefined }));
-      if (!next.done) return controller.enqueue(next.value);
-      // A read that failed part-way must not look like a whole file: the response is broken off.
+      const next = await nextChunk();
+      moved();
+      if (!next.done) return send(controller, next.value);
       const code = await exited;
-      if (code === 0) controller.close();
-      else controller.error(new Error(`reading ${path} failed: ${stderr() || `exit ${code}`}`));
+      controller.error(
+        new Error(
+          `reading ${path} failed after ${size - left} of ${size} bytes: ${stderr() || `exit ${code}`}`,
+        ),
+      );
     },
     cancel() {
       proc.kill(); // the client went away
     },
   });
-  return new Response(body, { status: 200, headers: { "content-type": "application/octet-stream" } });
+  return new Response(body, {
+    status: 200,
+    headers: { "content-type": "application/octet-stream", "content-length": String(size) },
+  });
 }
 
 export async function upload(
@@ -106,8 +154,12 @@ export async function upload(
 ): Promise<{ path: string; written: number }> {
   const notMultipart = () =>
     badRequest("The body must be multipart/form-data with a part named 'file'", "WriteError");
+  const brokenOff = () =>
+    badRequest("The upload was broken off before the multipart body's closing boundary", "WriteError");
+  const isDirectory = (p: string) => badRequest(`'${p}' is a directory: upload to a file path`, "WriteError");
   const contentType = request.headers.get("content-type") ?? "";
   if (!request.body || !/^multipart\/form-data\b/i.test(contentType)) throw notMultipart();
+  if (path.endsWith("/")) throw isDirectory(path);
   let parser: busboy.Busboy;
   try {
     parser = busboy({
@@ -129,11 +181,15 @@ export async function upload(
     const fail = (err: unknown) => {
       source.unpipe(parser);
       source.destroy();
+      // Not within busboy's own callback (a 'limit' is emitted mid-write; busboy then still uses its part).
+      process.nextTick(() => parser.destroy());
       state.writer?.proc.kill();
       reject(err);
     };
-    source.on("error", () => fail(badRequest("The upload was broken off", "WriteError")));
-    parser.on("error", () => fail(notMultipart()));
+    source.on("error", () => fail(brokenOff()));
+    parser.on("error", (err: Error) =>
+      fail(/unexpected end/i.test(err.message) ? brokenOff() : notMultipart()),
+    );
     parser.on("file", (name: string, file: Readable) => {
       if (name !== "file" || state.writer) return void file.resume();
       let writer: Transfer;
@@ -141,15 +197,19 @@ export async function upload(
         writer = transferCommand(
           service,
           box,
-          `${target}; if [ -n "$d" ]; then mkdir -p -- "$d" || exit 1; fi; cat > "$t" || { rm -f -- "$t"; exit 1; }`,
+          `${target}; [ -d "$p" ] && exit 45; if [ -n "$d" ]; then mkdir -p -- "$d" || exit 1; fi; ` +
+            `cat > "$t" || { rm -f -- "$t"; exit 1; }`,
         );
       } catch (err) {
         return fail(err);
       }
       state.writer = writer;
       writer.proc.stdin.on("error", () => {}); // a command that died: its exit says why
+      // Busboy destroys the part with an error when the body ends before its closing boundary.
+      file.on("error", () => fail(brokenOff()));
       file.on("data", (chunk: Buffer) => {
         state.written += chunk.length;
+        writer.moved();
       });
       file.on("limit", () =>
         fail(
@@ -185,10 +245,16 @@ export async function upload(
   source.unpipe(parser);
   source.destroy();
   const code = await writer.exited;
+  if (code === 45) throw isDirectory(path);
   if (code !== 0) {
     throw badRequest(`Could not write ${path}: ${writer.stderr() || `exit ${code}`}`, "WriteError");
   }
-  const moved = await run(service, box, `${target}; mv -f -- "$t" "$p"`);
+  // The replaced file's mode is kept (a re-uploaded script stays executable); -T: never into a directory.
+  const moved = await run(
+    service,
+    box,
+    `${target}; if [ -f "$p" ]; then chmod "$(stat -c %a -- "$p")" "$t" || exit 1; fi; mv -fT -- "$t" "$p"`,
+  );
   if (moved.code !== 0) {
     await run(service, box, `${target}; rm -f -- "$t"`);
     throw badRequest(`Could not write ${path}: ${moved.stderr || `exit ${moved.code}`}`, "WriteError");

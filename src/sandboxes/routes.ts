@@ -34,7 +34,7 @@ import {
 } from "./service.js";
 
 export interface SandboxDeps {
-  config: Pick<Config, "dataDir" | "maxBodyBytes" | "maxUploadBytes" | "limits">;
+  config: Pick<Config, "dataDir" | "maxBodyBytes" | "maxUploadBytes" | "executeOutputBudgetBytes" | "limits">;
   /** The project's auth handlers (langgraph.json `auth`): sandboxes, volumes, templates and pools are theirs too. */
   auth?: CustomAuth;
   storage: Pick<Storage, "sandboxes" | "sandboxBoxes">;

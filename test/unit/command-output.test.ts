@@ -84,3 +84,27 @@ test("output held by a listener past the exit's grace period still arrives whole
   assert.equal(stdout, `${"h".repeat(100_000)}late\n`);
   assert.equal(exit, 0);
 });
+
+test("waiting for stdin to drain holds nothing once it drained, while the command runs on", async () => {
+  // Each input backpressure pause of /execute/ws waits once; what it waited with must not stay
+  // reachable until the command ends (a long command paused often would keep every one).
+  const { setFlagsFromString } = await import("node:v8");
+  const { runInNewContext } = await import("node:vm");
+  setFlagsFromString("--expose-gc");
+  const gc = runInNewContext("gc") as () => void;
+  const proc = shell("sleep 30");
+  const run = new CommandRun(proc, options);
+  const refs: WeakRef<object>[] = [];
+  for (let i = 0; i < 20; i++) {
+    const held = { payload: Buffer.alloc(1024) };
+    refs.push(new WeakRef(held));
+    run.whenWritable(() => void held.payload.length);
+    proc.stdin.emit("drain");
+  }
+  await new Promise((resolve) => setImmediate(resolve));
+  gc();
+  const kept = refs.filter((r) => r.deref() !== undefined).length;
+  run.kill();
+  await run.done;
+  assert.equal(kept, 0, `${kept} of 20 drained waits are still held`);
+});

@@ -88,6 +88,7 @@ describe("defaults", () => {
       maxBodyBytes: 32 * 1024 * 1024,
       maxUploadBytes: 512 * 1024 * 1024,
       limits: defaultLimits(),
+      executeOutputBudgetBytes: 256 * 1024 * 1024,
     });
   });
 
