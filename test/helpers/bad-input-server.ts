@@ -22,17 +22,21 @@ async function warmSchemas(h: Hangar): Promise<void> {
   }
 }
 
-export async function fuzz(h: Hangar, t: { diagnostic(message: string): void }): Promise<void> {
-  await warmSchemas(h);
-  const report = await runBadInputs({
+/** What both runs share: the server, the seed, 8 at a time, the 15 s hang limit, its logs and liveness. */
+function against(h: Hangar) {
+  return {
     baseUrl: h.url,
-    requests: REQUESTS,
     seed: seedFromEnv(),
     concurrency: 8,
     timeoutMs: 15_000,
     logs: () => h.logs(),
     alive: () => h.process.exitCode === null && h.process.signalCode === null,
-  });
+  };
+}
+
+export async function fuzz(h: Hangar, t: { diagnostic(message: string): void }): Promise<void> {
+  await warmSchemas(h);
+  const report = await runBadInputs({ ...against(h), requests: REQUESTS });
   const text = formatReport(report);
   t.diagnostic(text.split("\n").slice(0, 2).join(" | "));
   assert.equal(report.crashed, undefined, text);
@@ -51,16 +55,7 @@ export async function fuzz(h: Hangar, t: { diagnostic(message: string): void }):
  */
 export async function sweep(h: Hangar, t: { diagnostic(message: string): void }): Promise<void> {
   await warmSchemas(h);
-  const report = await runBadInputs({
-    baseUrl: h.url,
-    requests: 0,
-    sweep: true,
-    seed: seedFromEnv(),
-    concurrency: 8,
-    timeoutMs: 15_000,
-    logs: () => h.logs(),
-    alive: () => h.process.exitCode === null && h.process.signalCode === null,
-  });
+  const report = await runBadInputs({ ...against(h), requests: 0, sweep: true });
   const text = formatReport(report);
   t.diagnostic(text.split("\n").slice(0, 4).join(" | "));
   assert.equal(report.crashed, undefined, text);
