@@ -16,7 +16,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { SandboxClient } from "langsmith-sbx/experimental/sandbox";
-import { onPath } from "../src/sandboxes/runtime/host-driver.js";
+import { onPath } from "../src/sandboxes/engines/host-driver.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const quick = process.argv.includes("--quick");

@@ -1,4 +1,4 @@
-// The entry of an executor thread (src/runtime/executor-threads.ts). Worker threads do not inherit the
+// The entry of an executor thread (src/runtime/runs/executor-pool.ts). Worker threads do not inherit the
 // TypeScript loader the main thread registered: import the packages it loads anyway (preload.js),
 // register the loader here, then load the thread's module.
 import { register } from "tsx/esm/api";
@@ -6,4 +6,4 @@ import { preload, RUN_PACKAGES } from "./preload.js";
 
 await preload(RUN_PACKAGES);
 register();
-await import("../src/runtime/executor-thread.ts");
+await import("../src/runtime/runs/executor-worker.ts");

@@ -7,10 +7,10 @@
  */
 import type { Context } from "hono";
 import type { AuthAction, AuthContext, Authorization, AuthResource } from "../auth/custom.js";
-import { matchesFilter } from "../auth/filter.js";
 import { notFound } from "../errors.js";
 import { type AppEnv, orgOf } from "../http/context.js";
-import { defaultAssistantId } from "../runtime/graphs.js";
+import { defaultAssistantId } from "../runtime/graphs/graphs.js";
+import { matchesFilter } from "../storage/filter.js";
 import type { Assistant, Thread } from "../storage/ports.js";
 import type { AgentDeps } from "./context.js";
 

@@ -1,10 +1,10 @@
 import type { CustomAuth } from "../auth/custom.js";
 import type { Config } from "../config/index.js";
-import type { CronService } from "../runtime/crons.js";
-import type { GraphRegistry } from "../runtime/graphs.js";
-import type { RunService } from "../runtime/runs.js";
-import type { HangarStore } from "../runtime/store.js";
-import type { WorkerStatsTable } from "../runtime/worker-stats.js";
+import type { CronService } from "../runtime/crons/service.js";
+import type { GraphRegistry } from "../runtime/graphs/graphs.js";
+import type { RunService } from "../runtime/runs/service.js";
+import type { WorkerStatsTable } from "../runtime/runs/worker-stats.js";
+import type { HangarStore } from "../runtime/store/store.js";
 import type { BoxService } from "../sandboxes/boxes.js";
 import type { Storage } from "../storage/ports.js";
 import type { UiBundles } from "../ui/bundle.js";

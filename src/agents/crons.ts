@@ -4,15 +4,15 @@ import type { AuthAction } from "../auth/custom.js";
 import { validationFailed } from "../errors.js";
 import { type AppEnv, orgOf } from "../http/context.js";
 import { body, params } from "../http/validation.js";
-import { isTimeZone, scheduleError, shortestInterval } from "../runtime/cron-schedule.js";
+import { isTimeZone, scheduleError, shortestInterval } from "../runtime/crons/expression.js";
 import {
   CRON_PAYLOAD_FIELDS,
   type CronCreateRequest,
   CronService,
   type CronUpdateRequest,
-} from "../runtime/crons.js";
-import { defaultAssistantId } from "../runtime/graphs.js";
-import { authConfigurable } from "../runtime/runs.js";
+} from "../runtime/crons/service.js";
+import { defaultAssistantId } from "../runtime/graphs/graphs.js";
+import { authConfigurable } from "../runtime/runs/service.js";
 import type { JsonObject } from "../storage/ports.js";
 import { accessOf, assertUsableAssistant, authorize, visible, visibleThread } from "./authz.js";
 import { type AgentDeps, pick } from "./context.js";

@@ -12,7 +12,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { AppEnv } from "../http/context.js";
 import { query } from "../http/validation.js";
-import { RUN_ENDS, type RunEnd } from "../runtime/worker-stats.js";
+import { RUN_ENDS, type RunEnd } from "../runtime/runs/worker-stats.js";
 import type { QueueStats } from "../storage/ports.js";
 import type { AgentDeps } from "./context.js";
 

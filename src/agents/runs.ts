@@ -1,11 +1,11 @@
 import { type Context, Hono } from "hono";
 import type { AuthAction } from "../auth/custom.js";
-import { matchesFilter } from "../auth/filter.js";
 import { notFound } from "../errors.js";
 import { type AppEnv, orgOf } from "../http/context.js";
 import { lastEventId, sseResponse } from "../http/sse.js";
 import { body, params, query } from "../http/validation.js";
-import type { RunRequest } from "../runtime/runs.js";
+import type { RunRequest } from "../runtime/runs/service.js";
+import { matchesFilter } from "../storage/filter.js";
 import type { Run, RunWithError } from "../storage/ports.js";
 import type { RunStatus } from "../storage/statuses.js";
 import { accessOf, assertUsableAssistant, authorize, visibleThread } from "./authz.js";

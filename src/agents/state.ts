@@ -1,7 +1,7 @@
 import { badRequest, conflict, notFound } from "../errors.js";
-import { checkpointRef, interruptsByTask } from "../runtime/checkpoint-ref.js";
-import type { CompiledGraph, GraphRegistry } from "../runtime/graphs.js";
-import { toPlain } from "../runtime/serialize.js";
+import type { CompiledGraph, GraphRegistry } from "../runtime/graphs/graphs.js";
+import { toPlain } from "../runtime/graphs/serialize.js";
+import { checkpointRef, interruptsByTask } from "../runtime/runs/checkpoint-ref.js";
 import type { OrgId, Storage, Thread } from "../storage/ports.js";
 
 /** A LangGraph StateSnapshot in the wire shape of the official servers (ThreadState). */

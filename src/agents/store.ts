@@ -4,7 +4,7 @@ import type { AuthAction } from "../auth/custom.js";
 import { badRequest, forbidden } from "../errors.js";
 import { type AppEnv, orgOf } from "../http/context.js";
 import { body, query } from "../http/validation.js";
-import { HangarStore, MAX_TTL_MINUTES, namespaceProblem, parseStoreFilter } from "../runtime/store.js";
+import { HangarStore, MAX_TTL_MINUTES, namespaceProblem, parseStoreFilter } from "../runtime/store/store.js";
 import { DEFAULT_ORG } from "../storage/ports.js";
 import { authorize } from "./authz.js";
 import type { AgentDeps } from "./context.js";

@@ -1,6 +1,6 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../http/context.js";
-import { sandboxEngine } from "../sandboxes/runtime/index.js";
+import { sandboxEngine } from "../sandboxes/engines/index.js";
 
 const VERSION = "0.1.0";
 

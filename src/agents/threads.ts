@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { Hono } from "hono";
 import type { AuthAction } from "../auth/custom.js";
-import { matchesFilter } from "../auth/filter.js";
 import { conflict, notFound } from "../errors.js";
 import { type AppEnv, orgOf } from "../http/context.js";
 import { body, params, query } from "../http/validation.js";
+import { matchesFilter } from "../storage/filter.js";
 import type { JsonObject, Thread } from "../storage/ports.js";
 import { authorize, visible, visibleThread } from "./authz.js";
 import { type AgentDeps, pick } from "./context.js";

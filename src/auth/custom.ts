@@ -10,10 +10,10 @@
  */
 import type { AuthSpec } from "../config/index.js";
 import { forbidden, HangarError } from "../errors.js";
-import { importProjectExport } from "../runtime/project-module.js";
-import { type AuthFilter, filterProblem } from "./filter.js";
+import { importProjectExport } from "../runtime/graphs/project-module.js";
+import { type AuthFilter, filterProblem } from "../storage/filter.js";
 
-export type { AuthFilter } from "./filter.js";
+export type { AuthFilter } from "../storage/filter.js";
 
 /** The user a request acts as: what the handler returned, normalised as the LangGraph servers do. */
 export interface AuthUser {

@@ -22,10 +22,10 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig } from "../config/index.js";
 import { generateApiKey, hashApiKey } from "../http/auth.js";
+import { sandboxesByImage } from "../sandboxes/engines/host-driver.js";
+import { ImageStore } from "../sandboxes/engines/images.js";
+import { sandboxDirs } from "../sandboxes/engines/index.js";
 import { formatGi, QuantityError, toBytes } from "../sandboxes/quantity.js";
-import { sandboxesByImage } from "../sandboxes/runtime/host-driver.js";
-import { ImageStore } from "../sandboxes/runtime/images.js";
-import { sandboxDirs } from "../sandboxes/runtime/index.js";
 import type { Storage } from "../storage/ports.js";
 
 export const ADMIN_COMMANDS = {

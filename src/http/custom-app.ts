@@ -11,7 +11,7 @@
  */
 import { type Context, type ErrorHandler, Hono, type MiddlewareHandler } from "hono";
 import type { CustomAppSpec } from "../config/index.js";
-import { importProjectExport } from "../runtime/project-module.js";
+import { importProjectExport } from "../runtime/graphs/project-module.js";
 import type { AppEnv } from "./context.js";
 
 export class CustomAppLoadError extends Error {

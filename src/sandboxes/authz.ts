@@ -17,8 +17,8 @@
  */
 import type { Context } from "hono";
 import type { AuthAction, Authorization, CustomAuth } from "../auth/custom.js";
-import { type AuthFilter, matchesFilter } from "../auth/filter.js";
 import type { AppEnv } from "../http/context.js";
+import { type AuthFilter, matchesFilter } from "../storage/filter.js";
 
 export type SandboxResource = "sandboxes" | "volumes" | "templates" | "pools";
 type C = Context<AppEnv>;

@@ -24,7 +24,7 @@ import {
   poolTemplateNotFound,
 } from "./boxes.js";
 import * as S from "./schemas.js";
-import { mountedVolumesNotFound, type SandboxService } from "./service.js";
+import { mountedVolumesNotFound, type VolumeTemplateService } from "./volumes-templates.js";
 
 /**
  * Where a box's data plane is, from the origin the client used to reach this server (under the
@@ -83,7 +83,11 @@ const nextOffset = (hasMore: boolean, offset: number, count: number) => (hasMore
  * `authz`: custom auth (authz.ts): each route asks the handlers for its resource and action, and a box
  * or pool they hide is not found. `templates`: where a create finds the template it must be able to read.
  */
-export function boxRoutes(service: BoxService, authz: SandboxAuthz, templates: SandboxService): Hono<AppEnv> {
+export function boxRoutes(
+  service: BoxService,
+  authz: SandboxAuthz,
+  templates: VolumeTemplateService,
+): Hono<AppEnv> {
   /** The box named in the path, if this user may `action` it (404 as if absent otherwise). */
   const boxFor = (c: Context<AppEnv>, action: AuthAction, value: object = {}) => {
     const name = nameOf(c);

@@ -15,9 +15,9 @@
  */
 
 import { randomBytes, randomUUID } from "node:crypto";
-import type { AuthFilter } from "../auth/filter.js";
 import { badRequest, conflict, HangarError, notFound, timedOut, unavailable } from "../errors.js";
 import type { Logger } from "../logger.js";
+import type { AuthFilter } from "../storage/filter.js";
 import type {
   BoxRecord,
   OrgId,
@@ -28,9 +28,9 @@ import type {
 } from "../storage/ports.js";
 import type { Admit } from "../storage/sandbox-ports.js";
 import { type CommandOptions, CommandRegistry, CommandRun } from "./commands.js";
+import { ImageNotFound } from "./engines/images.js";
 import type { ExecProcess, ExecRequest, SandboxDriver, SandboxSpec } from "./provisioner.js";
 import { toBytes, toMillicores } from "./quantity.js";
-import { ImageNotFound } from "./runtime/images.js";
 
 const DEFAULT_WAIT_SECONDS = 30;
 /** Activity is written to storage at most this often per box (the in-memory expiry is exact). */

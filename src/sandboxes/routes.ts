@@ -10,28 +10,28 @@ import path from "node:path";
 import { type Context, Hono } from "hono";
 import type { z } from "zod";
 import type { AuthAction, CustomAuth } from "../auth/custom.js";
-import { matchesFilter } from "../auth/filter.js";
 import type { Config } from "../config/index.js";
 import { HangarError, validationFailed } from "../errors.js";
 import { type AppEnv, orgOf } from "../http/context.js";
 import { body, params, query } from "../http/validation.js";
 import { silentLogger } from "../logger.js";
+import { matchesFilter } from "../storage/filter.js";
 import type { SandboxPage, Storage, TemplateRecord, VolumeRecord } from "../storage/ports.js";
 import { SandboxAuthz } from "./authz.js";
 import { boxRoutes } from "./box-routes.js";
 import { type BoxService, boxIdNotFound } from "./boxes.js";
 import { dataplaneRoutes } from "./dataplane.js";
+import { createSandboxRuntime } from "./engines/index.js";
 import { LocalProvisioner, type VolumeProvisioner } from "./provisioner.js";
 import { sandboxStorageQuotaFromEnv } from "./quota.js";
-import { createSandboxRuntime } from "./runtime/index.js";
 import * as S from "./schemas.js";
 import {
   mountedVolumesNotFound,
   type Readable,
-  SandboxService,
   templateNotFound,
+  VolumeTemplateService,
   volumeNotFound,
-} from "./service.js";
+} from "./volumes-templates.js";
 
 export interface SandboxDeps {
   config: Pick<Config, "dataDir" | "maxBodyBytes" | "maxUploadBytes" | "executeOutputBudgetBytes" | "limits">;
@@ -111,7 +111,7 @@ export function sandboxRoutes(deps: SandboxDeps): Hono<AppEnv> {
       limits: deps.config.limits.sandboxes,
     });
   const authz = new SandboxAuthz(deps.auth);
-  const service = new SandboxService({
+  const service = new VolumeTemplateService({
     repo: deps.storage.sandboxes,
     provisioner,
     defaultQuotaBytes: deps.defaultQuotaBytes ?? sandboxStorageQuotaFromEnv(),

@@ -6,8 +6,8 @@
  * `runs.claimNext` the whole dequeue, so each is one transaction.
  */
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
-import type { AuthFilter } from "../auth/filter.js";
 import type { CronsRepo } from "./cron-ports.js";
+import type { AuthFilter } from "./filter.js";
 import type { SandboxBoxesRepo, SandboxesRepo } from "./sandbox-ports.js";
 import type { MultitaskStrategy, RunStatus, ThreadStatus } from "./statuses.js";
 import type { StoreRepo } from "./store-ports.js";
@@ -19,7 +19,7 @@ export type * from "./store-ports.js";
 export type JsonObject = Record<string, unknown>;
 export type SortOrder = "asc" | "desc";
 
-/** A search's page and order, and the auth handler's filter (src/auth/filter.ts): other rows do not exist. */
+/** A search's page and order, and the auth handler's filter (src/storage/filter.ts): other rows do not exist. */
 export type SearchQuery = { auth?: AuthFilter; limit: number; offset: number; sort_order: SortOrder };
 
 /** Every row belongs to an organization (DESIGN.md decision 6); system assistants belong to all. */

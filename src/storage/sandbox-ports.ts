@@ -10,8 +10,8 @@
 type OrgId = string;
 /** What authorization handlers (custom auth) stamped on a record, e.g. its owner; `{}` without them. */
 type Metadata = Record<string, unknown>;
-/** An authorization handler's filter on `metadata` (src/auth/filter.ts). */
-type AuthFilter = import("../auth/filter.js").AuthFilter;
+/** An authorization handler's filter on `metadata` (src/storage/filter.ts). */
+type AuthFilter = import("./filter.js").AuthFilter;
 
 /** One `{ status }` member per refusal, so that callers narrow on each. */
 export type Refusal<S extends string> = S extends string ? { status: S } : never;

@@ -7,9 +7,9 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { describe, test } from "node:test";
 import { silentLogger } from "../../src/logger.js";
-import { type CronRunner, CronScheduler } from "../../src/runtime/cron-scheduler.js";
-import { type CronCreateRequest, CronService } from "../../src/runtime/crons.js";
-import type { RunRequest } from "../../src/runtime/runs.js";
+import { type CronRunner, CronScheduler } from "../../src/runtime/crons/scheduler.js";
+import { type CronCreateRequest, CronService } from "../../src/runtime/crons/service.js";
+import type { RunRequest } from "../../src/runtime/runs/service.js";
 import type { Assistant, Run, Storage } from "../../src/storage/ports.js";
 import { ADAPTERS, type Fixture, useFixtures } from "../helpers/adapters.js";
 

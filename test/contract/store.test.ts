@@ -15,8 +15,8 @@ import {
 } from "@langchain/langgraph";
 import { HangarError } from "../../src/errors.js";
 import { silentLogger } from "../../src/logger.js";
-import { type Embedder, HangarStore, parseStoreFilter, textsAt } from "../../src/runtime/store.js";
-import { StoreSweeper } from "../../src/runtime/store-sweeper.js";
+import { type Embedder, HangarStore, parseStoreFilter, textsAt } from "../../src/runtime/store/store.js";
+import { StoreSweeper } from "../../src/runtime/store/sweeper.js";
 import { DIMS, embed, vectorOf } from "../e2e/fixtures/memory/embed.js";
 import { ADAPTERS, type Fixture, useFixtures } from "../helpers/adapters.js";
 

@@ -1,5 +1,5 @@
 /**
- * What graph code gets from its host (src/runtime/graph-host.ts), as under `langgraph dev`: the SDK logger
+ * What graph code gets from its host (src/runtime/graphs/host.ts), as under `langgraph dev`: the SDK logger
  * (usable at import time, wired to Hangar's log), a `new Client()` that reaches this server, and
  * LANGGRAPH_API_URL. On executor threads (the default) and on the API thread (`--executor-threads 0`).
  * And graph factories: a thread's state is read and updated with the graph its runs' config built.

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { extractAllStaticSchemas, type FileOutcome } from "../../src/runtime/ts-schemas.js";
+import { extractAllStaticSchemas, type FileOutcome } from "../../src/runtime/graphs/ts-schemas.js";
 import { type Hangar, http, REPO_ROOT, startHangar } from "../helpers/server.js";
 
 const T = { timeout: 120_000 };

@@ -75,7 +75,7 @@ function installExitHook(): void {
 
 /**
  * Lazily unmounts every mount under `dir`: a sandbox server makes its data dir's `sandboxes/` and
- * `volumes/` mounts of their own (src/sandboxes/runtime/nosuid.ts), and one killed with SIGKILL leaves them.
+ * `volumes/` mounts of their own (src/sandboxes/engines/nosuid.ts), and one killed with SIGKILL leaves them.
  */
 export function unmountUnder(dir: string): void {
   let info: string;

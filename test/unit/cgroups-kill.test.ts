@@ -1,5 +1,5 @@
 /**
- * A sandbox group's kill (src/sandboxes/runtime/cgroups.ts) sends SIGKILL, as root, to pids it reads
+ * A sandbox group's kill (src/sandboxes/engines/cgroups.ts) sends SIGKILL, as root, to pids it reads
  * from `cgroup.procs`: it must hold the group frozen from the read to the kill on every round, or a pid
  * that exited and was recycled meanwhile could be an unrelated host process. A real freeze needs root
  * and a kernel of each kind (v2 without `cgroup.kill`: 5.2 to 5.13), so the groups here are plain
@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
-import { cgroupsOn } from "../../src/sandboxes/runtime/cgroups.js";
+import { cgroupsOn } from "../../src/sandboxes/engines/cgroups.js";
 
 const root = mkdtempSync(path.join(tmpdir(), "hangar-cgroups-"));
 after(() => rmSync(root, { recursive: true, force: true }));

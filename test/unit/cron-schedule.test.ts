@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { isTimeZone, nextRunAt, scheduleError } from "../../src/runtime/cron-schedule.js";
+import { isTimeZone, nextRunAt, scheduleError } from "../../src/runtime/crons/expression.js";
 
 const at = (iso: string) => Date.parse(iso);
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());

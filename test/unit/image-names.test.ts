@@ -1,7 +1,7 @@
 /** Image names as Docker reads them: what `hangar images` stores a name under, and what it refuses. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { normalizeImageName } from "../../src/sandboxes/runtime/images.js";
+import { normalizeImageName } from "../../src/sandboxes/engines/images.js";
 
 const DIGEST = `sha256:${"a".repeat(64)}`;
 

@@ -1,6 +1,6 @@
 /**
  * langgraph.json `checkpointer` and `webhooks` as loadConfig resolves them, and the webhook URL policy
- * (src/runtime/webhook-policy.ts) rule by rule.
+ * (src/runtime/runs/webhook-policy.ts) rule by rule.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -9,7 +9,7 @@ import path from "node:path";
 import { after, describe, test } from "node:test";
 import { type Config, ConfigError, loadConfig, type WebhookUrlPolicy } from "../../src/config/index.js";
 import { HangarError } from "../../src/errors.js";
-import { checkWebhookUrl } from "../../src/runtime/webhook-policy.js";
+import { checkWebhookUrl } from "../../src/runtime/runs/webhook-policy.js";
 
 /** A langgraph.json header template: `${{ <expr> }}`. */
 const ref = (expr: string) => `\${{ ${expr} }}`;

@@ -1,5 +1,5 @@
 /**
- * `ensureNosuid` (src/sandboxes/runtime/nosuid.ts) on real mounts (root: it mounts): a directory on a
+ * `ensureNosuid` (src/sandboxes/engines/nosuid.ts) on real mounts (root: it mounts): a directory on a
  * `noexec` tmpfs becomes a `nosuid,nodev` mount that is still `noexec` (the remount passes the mount's
  * flags again: a plain mount(2) remount sets exactly those it is given); and without `findmnt` the error names util-linux.
  */
@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { test } from "node:test";
-import { ensureNosuid, releaseNosuid } from "../../src/sandboxes/runtime/nosuid.js";
+import { ensureNosuid, releaseNosuid } from "../../src/sandboxes/engines/nosuid.js";
 
 const skip = process.getuid?.() !== 0 ? "mounting needs root" : undefined;
 const optionsOf = (dir: string) =>

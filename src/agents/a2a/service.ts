@@ -3,10 +3,10 @@
  * (created if missing); the task is that run (task id = run id, `contextId` = thread id).
  */
 import { randomUUID } from "node:crypto";
-import { matchesFilter } from "../../auth/filter.js";
 import { HangarError } from "../../errors.js";
-import type { RunRequest } from "../../runtime/runs.js";
-import { toPlain } from "../../runtime/serialize.js";
+import { toPlain } from "../../runtime/graphs/serialize.js";
+import type { RunRequest } from "../../runtime/runs/service.js";
+import { matchesFilter } from "../../storage/filter.js";
 import type { Assistant, OrgId, Run } from "../../storage/ports.js";
 import { isFinal } from "../../storage/statuses.js";
 import { type Access, OPEN_ACCESS, usableAssistant } from "../authz.js";

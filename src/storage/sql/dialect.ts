@@ -5,7 +5,7 @@
  * `FOR UPDATE` gives per row on Postgres, so on SQLite the lock helpers add nothing.
  */
 import type { Expression, Kysely, RawBuilder, SqlBool } from "kysely";
-import { type AuthFilter, type AuthScalar, conditionOf } from "../../auth/filter.js";
+import { type AuthFilter, type AuthScalar, conditionOf } from "../filter.js";
 import { sql } from "./kysely.js";
 
 type Comparison = ">" | ">=" | "<" | "<=";
@@ -41,7 +41,7 @@ export interface Dialect {
    * Absent keys never match.
    */
   jsonBytesKeyEquals(column: string, key: string, value: unknown): Expression<SqlBool>;
-  /** An authorization filter (src/auth/filter.ts) on a metadata column: `$eq` scalars, `$contains` lists. */
+  /** An authorization filter (src/storage/filter.ts) on a metadata column: `$eq` scalars, `$contains` lists. */
   authFilter(column: string, filter: AuthFilter): Expression<SqlBool>;
   /** A boolean as the column stores it. */
   bool(value: boolean): number | boolean;

@@ -1,7 +1,7 @@
-import type { WebhooksConfig } from "../config/sections.js";
-import type { Logger } from "../logger.js";
-import type { Interrupt, Run } from "../storage/ports.js";
-import { toJson } from "./serialize.js";
+import type { WebhooksConfig } from "../../config/sections.js";
+import type { Logger } from "../../logger.js";
+import type { Interrupt, Run } from "../../storage/ports.js";
+import { toJson } from "../graphs/serialize.js";
 import { checkWebhookUrl } from "./webhook-policy.js";
 
 /** How an executed run ended, before it is recorded. */

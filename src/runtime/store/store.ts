@@ -15,7 +15,7 @@ import {
   type OperationResults,
   type SearchItem,
 } from "@langchain/langgraph-checkpoint";
-import { validationFailed } from "../errors.js";
+import { validationFailed } from "../../errors.js";
 import type {
   NamespaceQuery,
   OrgId,
@@ -26,7 +26,7 @@ import type {
   StoreSearchHit,
   StoreVector,
   StoreWrite,
-} from "../storage/ports.js";
+} from "../../storage/ports.js";
 
 /** An embedding function with the settings of `store.index`. */
 export interface Embedder {

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { notFound } from "../errors.js";
-import type { Cron, CronQuery, JsonObject, OrgId, Storage } from "../storage/ports.js";
-import { nextRunAt } from "./cron-schedule.js";
-import type { RunRequest, RunService } from "./runs.js";
+import { notFound } from "../../errors.js";
+import type { Cron, CronQuery, JsonObject, OrgId, Storage } from "../../storage/ports.js";
+import type { RunRequest, RunService } from "../runs/service.js";
+import { nextRunAt } from "./expression.js";
 
 /** Fields of a cron request that make up the run each firing creates (the cron's `payload`). */
 export const CRON_PAYLOAD_FIELDS = [

@@ -43,7 +43,7 @@ type SchemaLib = {
 };
 
 const PARTIAL_STATE = Symbol.for("langgraph.state.partial");
-const THREAD_ENTRY = fileURLToPath(new URL("../../bin/schema-thread.js", import.meta.url));
+const THREAD_ENTRY = fileURLToPath(new URL("../../../bin/schema-thread.js", import.meta.url));
 
 /**
  * The ESM module `specifier` (`pkg` or `pkg/sub`) as `from` would import it: the package is located by

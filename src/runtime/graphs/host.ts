@@ -8,7 +8,7 @@
  *   server, so they stream and pass through authentication like any other;
  * - `LANGGRAPH_API_URL`, once the server listens (unless the environment sets it).
  */
-import type { Logger } from "../logger.js";
+import type { Logger } from "../../logger.js";
 
 const SDK_LOGGER = Symbol.for("langgraph.api.sdk-logger");
 const LOOPBACK_FETCH = Symbol.for("langgraph_api:fetch");

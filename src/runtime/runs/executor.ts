@@ -1,13 +1,13 @@
 import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import { Command, INTERRUPT, Send } from "@langchain/langgraph";
-import type { WebhooksConfig } from "../config/index.js";
-import type { Logger } from "../logger.js";
-import type { JsonObject, OrgId, Run, Storage } from "../storage/ports.js";
-import type { RunLogs } from "../streams/run-log.js";
+import type { WebhooksConfig } from "../../config/index.js";
+import type { Logger } from "../../logger.js";
+import type { JsonObject, OrgId, Run, Storage } from "../../storage/ports.js";
+import type { RunLogs } from "../../streams/run-log.js";
+import type { CompiledGraph, GraphRegistry } from "../graphs/graphs.js";
+import { toJson, toPlain } from "../graphs/serialize.js";
+import type { HangarStore } from "../store/store.js";
 import { interruptsByTask, withCheckpointRefs, withTaskCheckpoint } from "./checkpoint-ref.js";
-import type { CompiledGraph, GraphRegistry } from "./graphs.js";
-import { toJson, toPlain } from "./serialize.js";
-import type { HangarStore } from "./store.js";
 import { type RunOutcome, sendWebhook } from "./webhooks.js";
 import type { RunEnd } from "./worker-stats.js";
 

@@ -16,8 +16,8 @@ import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { z } from "zod";
-import type { Config } from "../config/index.js";
-import { ConfigError } from "../config/index.js";
+import type { Config } from "../../config/index.js";
+import { ConfigError } from "../../config/index.js";
 import { DEFAULT_STORE_SETTINGS, type Embedder, type StoreSettings } from "./store.js";
 
 const positive = (what: string) =>

@@ -6,8 +6,8 @@
  */
 import { lookup } from "node:dns/promises";
 import { BlockList, isIP } from "node:net";
-import type { WebhookUrlPolicy } from "../config/index.js";
-import { HangarError } from "../errors.js";
+import type { WebhookUrlPolicy } from "../../config/index.js";
+import { HangarError } from "../../errors.js";
 
 const refused = (message: string) => new HangarError("validation", message);
 

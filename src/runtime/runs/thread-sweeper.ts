@@ -1,5 +1,5 @@
-import type { Logger } from "../logger.js";
-import type { ThreadSweep, ThreadsRepo } from "../storage/ports.js";
+import type { Logger } from "../../logger.js";
+import type { ThreadSweep, ThreadsRepo } from "../../storage/ports.js";
 
 export interface ThreadSweeperOptions {
   repo: Pick<ThreadsRepo, "sweepExpired">;

@@ -25,7 +25,7 @@ import type { VolumeProvisioner } from "./provisioner.js";
 import { formatGi } from "./quantity.js";
 import { quotaExceededMessage, resourceProblems } from "./quota.js";
 
-export interface SandboxServiceOptions {
+export interface VolumeTemplateServiceOptions {
   repo: SandboxesRepo;
   provisioner: VolumeProvisioner;
   /**
@@ -65,16 +65,16 @@ async function named(readable: Readable, kind: Parameters<Readable>[0], names: s
   return [shown.join(", "), more].filter(Boolean).join(shown.length ? " and " : "");
 }
 
-export class SandboxService {
+export class VolumeTemplateService {
   readonly #repo: SandboxesRepo;
   readonly #provisioner: VolumeProvisioner;
   readonly #defaultQuotaBytes: number;
-  readonly #imageProblem: SandboxServiceOptions["imageProblem"];
+  readonly #imageProblem: VolumeTemplateServiceOptions["imageProblem"];
   readonly #limits: TenantLimits["sandboxes"] | undefined;
   readonly #orgsReady = new Map<OrgId, Promise<void>>();
   readonly #provisioning = new Map<string, Promise<void>>();
 
-  constructor(opts: SandboxServiceOptions) {
+  constructor(opts: VolumeTemplateServiceOptions) {
     this.#repo = opts.repo;
     this.#provisioner = opts.provisioner;
     this.#defaultQuotaBytes = opts.defaultQuotaBytes;

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../../logger.js";
 import {
   DEFAULT_ORG,
   type JsonObject,
@@ -9,7 +9,7 @@ import {
   type Run,
   type StopAction,
   type Storage,
-} from "../storage/ports.js";
+} from "../../storage/ports.js";
 import { type ExecutorDeps, executeRun, type StopReason } from "./executor.js";
 import type { RunEnd, WorkerStats } from "./worker-stats.js";
 

@@ -1,5 +1,5 @@
-import type { Interrupt } from "../storage/ports.js";
-import { toPlain } from "./serialize.js";
+import type { Interrupt } from "../../storage/ports.js";
+import { toPlain } from "../graphs/serialize.js";
 
 /** The wire form of a LangGraph checkpoint config: `{thread_id, checkpoint_ns, checkpoint_id, checkpoint_map}`. */
 export function checkpointRef(config: any): Record<string, unknown> | null {

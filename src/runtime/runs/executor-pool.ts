@@ -13,12 +13,12 @@
  * would without threads; the next start recovers its runs.
  */
 import { Worker } from "node:worker_threads";
-import type { Config } from "../config/index.js";
-import type { Logger } from "../logger.js";
-import type { StopAction } from "../storage/ports.js";
-import type { RunLogs } from "../streams/run-log.js";
+import type { Config } from "../../config/index.js";
+import type { Logger } from "../../logger.js";
+import type { StopAction } from "../../storage/ports.js";
+import type { RunLogs } from "../../streams/run-log.js";
+import { GraphLoadError } from "../graphs/graphs.js";
 import type { WorkerBus } from "./dispatcher.js";
-import { GraphLoadError } from "./graphs.js";
 import type { WorkerStatsTable } from "./worker-stats.js";
 
 /** A run-log operation of a thread, applied to the API thread's logs in order. */
@@ -72,7 +72,7 @@ export interface ThreadServices {
 }
 
 /** The thread's entry: registers the TypeScript loader (threads do not inherit it), then loads the thread. */
-const ENTRY = new URL("../../bin/executor-thread.js", import.meta.url);
+const ENTRY = new URL("../../../bin/executor-thread.js", import.meta.url);
 
 interface Thread {
   worker: Worker;

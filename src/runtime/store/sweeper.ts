@@ -1,5 +1,5 @@
-import type { Logger } from "../logger.js";
-import type { StoreRepo } from "../storage/ports.js";
+import type { Logger } from "../../logger.js";
+import type { StoreRepo } from "../../storage/ports.js";
 
 export interface StoreSweeperOptions {
   repo: StoreRepo;

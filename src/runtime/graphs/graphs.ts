@@ -10,10 +10,10 @@ import {
   MemorySaver,
   type PendingWrite,
 } from "@langchain/langgraph-checkpoint";
-import type { GraphSpec } from "../config/index.js";
-import { type GraphSchema, GraphSchemas } from "./graph-schemas.js";
+import type { GraphSpec } from "../../config/index.js";
 import { adaptSaver, asRunnable, attach, type LangGraphRelease, releaseOf } from "./langgraph-compat.js";
 import { importProjectExport } from "./project-module.js";
+import { type GraphSchema, GraphSchemas } from "./schemas.js";
 
 /** The compiled-graph surface the server uses (a LangGraph `Pregel`). */
 export type CompiledGraph = {

@@ -1,8 +1,8 @@
-import type { Logger } from "../logger.js";
-import type { CronsRepo, DueCron, OrgId, Run } from "../storage/ports.js";
-import { nextRunAt } from "./cron-schedule.js";
-import { runRequestOf } from "./crons.js";
-import type { RunRequest } from "./runs.js";
+import type { Logger } from "../../logger.js";
+import type { CronsRepo, DueCron, OrgId, Run } from "../../storage/ports.js";
+import type { RunRequest } from "../runs/service.js";
+import { nextRunAt } from "./expression.js";
+import { runRequestOf } from "./service.js";
 
 /** What the scheduler needs of RunService: creating a run (stateful on a thread, or stateless). */
 export interface CronRunner {

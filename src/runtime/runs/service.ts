@@ -1,12 +1,20 @@
 import { randomUUID } from "node:crypto";
-import type { AuthContext } from "../auth/custom.js";
-import { DEFAULT_HEADER_RULES, type HeaderRules, type WebhookUrlPolicy } from "../config/index.js";
-import { conflict, notFound } from "../errors.js";
-import type { Assistant, JsonObject, OrgId, Run, RunKwargs, Storage, ThreadTtl } from "../storage/ports.js";
-import type { MultitaskStrategy } from "../storage/statuses.js";
-import type { RunEvent, RunLogs } from "../streams/run-log.js";
+import type { AuthContext } from "../../auth/custom.js";
+import { DEFAULT_HEADER_RULES, type HeaderRules, type WebhookUrlPolicy } from "../../config/index.js";
+import { conflict, notFound } from "../../errors.js";
+import type {
+  Assistant,
+  JsonObject,
+  OrgId,
+  Run,
+  RunKwargs,
+  Storage,
+  ThreadTtl,
+} from "../../storage/ports.js";
+import type { MultitaskStrategy } from "../../storage/statuses.js";
+import type { RunEvent, RunLogs } from "../../streams/run-log.js";
+import { defaultAssistantId, type GraphRegistry } from "../graphs/graphs.js";
 import type { Dispatcher } from "./dispatcher.js";
-import { defaultAssistantId, type GraphRegistry } from "./graphs.js";
 import { checkWebhookUrl } from "./webhook-policy.js";
 
 /** A run-creation request after validation (snake_case, as on the wire). */

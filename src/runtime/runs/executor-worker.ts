@@ -5,16 +5,16 @@
  */
 
 import { type MessagePort, parentPort, workerData } from "node:worker_threads";
-import { createLogger } from "../logger.js";
-import { DEFAULT_ORG, type StopAction, type Storage } from "../storage/ports.js";
-import { openStorage } from "../storage/sql/index.js";
-import type { RunEvent, RunLogs } from "../streams/run-log.js";
+import { createLogger } from "../../logger.js";
+import { DEFAULT_ORG, type StopAction, type Storage } from "../../storage/ports.js";
+import { openStorage } from "../../storage/sql/index.js";
+import type { RunEvent, RunLogs } from "../../streams/run-log.js";
+import { GraphRegistry } from "../graphs/graphs.js";
+import { provideGraphHost } from "../graphs/host.js";
+import { loadStoreSettings } from "../store/config.js";
+import { HangarStore } from "../store/store.js";
 import { Dispatcher, type WorkerBus } from "./dispatcher.js";
-import type { LogOp, ParentMessage, ThreadData, ThreadMessage } from "./executor-threads.js";
-import { provideGraphHost } from "./graph-host.js";
-import { GraphRegistry } from "./graphs.js";
-import { HangarStore } from "./store.js";
-import { loadStoreSettings } from "./store-config.js";
+import type { LogOp, ParentMessage, ThreadData, ThreadMessage } from "./executor-pool.js";
 import { WorkerStats } from "./worker-stats.js";
 
 const port = parentPort as MessagePort;
