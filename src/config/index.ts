@@ -21,9 +21,16 @@ import {
   resolveUi,
 } from "./project-file.js";
 import { resolveThreadTtl, resolveWebhooks, type ThreadTtlConfig, type WebhooksConfig } from "./sections.js";
+import {
+  publicBaseUrl,
+  resolveSandboxSettings,
+  type SandboxSettings,
+  schemaResolveTimeoutMs,
+} from "./settings.js";
 
 export { ConfigError } from "./errors.js";
 export type { ThreadTtlConfig, WebhooksConfig, WebhookUrlPolicy } from "./sections.js";
+export type { SandboxEngineName, SandboxSettings } from "./settings.js";
 
 export interface GraphSpec {
   id: string;
@@ -165,6 +172,14 @@ export interface Config {
   webhooks?: WebhooksConfig;
   /** What one organization may hold (crons, sandboxes): `HANGAR_*` variables, defaults from the machine. */
   limits: TenantLimits;
+  /** The sandbox engine, its image store and process limit, the default organization's storage quota. */
+  sandboxes: SandboxSettings;
+  /** `HANGAR_PUBLIC_URL`: this server's public base URL, no trailing slash (A2A agent cards' `url`). */
+  publicUrl?: string;
+  /** `LANGGRAPH_API_URL`: the API graph code is told to call; absent: this server's own, once it listens. */
+  apiUrl?: string;
+  /** `LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS`: how long one reading of graph schemas from source may take. */
+  schemaResolveTimeoutMs: number;
 }
 
 export interface ConfigFlags {
@@ -314,6 +329,10 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     uiAgents.length > 0 ? { agents: uiAgents, shared: file.ui_config?.shared ?? [] } : undefined;
   if (file.ui_config && !ui)
     warnings.push(`${configPath}: ui_config: no \`ui\` components to apply it to; ignored`);
+  // Features' settings may be given in langgraph.json `env` too; the real environment wins, as the server
+  // applies `env` to process.env without overriding it.
+  const settingsEnv = { ...fileEnv, ...env };
+  const publicUrl = publicBaseUrl(settingsEnv);
   const defaultAssistantConfigs = parseAssistantConfigs(
     env.LANGGRAPH_CONFIG ?? fileEnv.LANGGRAPH_CONFIG,
     graphs.map((g) => g.id),
@@ -354,10 +373,14 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     ...(auth && { auth }),
     ...(ui && { ui }),
     threadTtl: resolveThreadTtl(file.checkpointer),
-    limits: resolveLimits({ ...fileEnv, ...env }),
+    limits: resolveLimits(settingsEnv),
+    sandboxes: resolveSandboxSettings(settingsEnv, cwd),
+    ...(publicUrl && { publicUrl }),
+    ...(settingsEnv.LANGGRAPH_API_URL && { apiUrl: settingsEnv.LANGGRAPH_API_URL }),
+    schemaResolveTimeoutMs: schemaResolveTimeoutMs(settingsEnv),
   };
   // Header templates read the real environment first, then langgraph.json `env` (which the server applies).
-  const webhooks = resolveWebhooks(configPath, file.webhooks, { ...fileEnv, ...env });
+  const webhooks = resolveWebhooks(configPath, file.webhooks, settingsEnv);
   if (webhooks) config.webhooks = webhooks;
   if (webhooks && Object.keys(webhooks.headers).length && !webhooks.url?.allowedDomains.length)
     warnings.push(

@@ -89,6 +89,9 @@ describe("defaults", () => {
       maxUploadBytes: 512 * 1024 * 1024,
       limits: defaultLimits(),
       executeOutputBudgetBytes: 256 * 1024 * 1024,
+      // The engine is the best one on PATH, chosen when the server starts; images under the data dir.
+      sandboxes: { pidsMax: 1024, storageQuotaBytes: 500 * 1024 ** 3 },
+      schemaResolveTimeoutMs: 30_000,
     });
   });
 
@@ -514,6 +517,63 @@ describe("LANGGRAPH_CONFIG", () => {
       () => load(dir, { env: { LANGGRAPH_CONFIG: '{"agent": 1}' } }),
       'LANGGRAPH_CONFIG: "agent": must be an object',
     );
+  });
+});
+
+describe("features' settings (environment, or langgraph.json env under it)", () => {
+  test("HANGAR_PUBLIC_URL, LANGGRAPH_API_URL, LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS", () => {
+    const dir = project(minimal());
+    const config = load(dir, {
+      env: {
+        HANGAR_PUBLIC_URL: "https://agents.example.com/base/",
+        LANGGRAPH_API_URL: "http://api.internal:2024",
+        LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS: "5000",
+      },
+    });
+    assert.equal(config.publicUrl, "https://agents.example.com/base");
+    assert.equal(config.apiUrl, "http://api.internal:2024");
+    assert.equal(config.schemaResolveTimeoutMs, 5000);
+    // Not a positive integer: the default, as before the setting was read through Config.
+    assert.equal(
+      load(dir, { env: { LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS: "0" } }).schemaResolveTimeoutMs,
+      30_000,
+    );
+    rejects(() => load(dir, { env: { HANGAR_PUBLIC_URL: "agents.example.com" } }), "HANGAR_PUBLIC_URL");
+  });
+
+  test("the sandbox engine, image store, process limit and storage quota", () => {
+    const dir = project(minimal());
+    const config = load(dir, {
+      env: {
+        HANGAR_SANDBOX_ENGINE: "bwrap",
+        HANGAR_SANDBOX_IMAGES: "images",
+        HANGAR_SANDBOX_PIDS_MAX: "64",
+        HANGAR_SANDBOX_STORAGE_QUOTA: "20Gi",
+      },
+      flags: { config: dir },
+      cwd: path.join(dir, "sub"),
+    });
+    assert.deepEqual(config.sandboxes, {
+      engine: "bwrap",
+      imagesDir: path.join(dir, "sub", "images"),
+      pidsMax: 64,
+      storageQuotaBytes: 20 * 1024 ** 3,
+    });
+    rejects(() => load(dir, { env: { HANGAR_SANDBOX_ENGINE: "docker" } }), "HANGAR_SANDBOX_ENGINE", "runsc");
+    rejects(() => load(dir, { env: { HANGAR_SANDBOX_PIDS_MAX: "4" } }), "HANGAR_SANDBOX_PIDS_MAX");
+    rejects(
+      () => load(dir, { env: { HANGAR_SANDBOX_STORAGE_QUOTA: "lots" } }),
+      "HANGAR_SANDBOX_STORAGE_QUOTA=lots",
+    );
+  });
+
+  test("langgraph.json env gives them too; the real environment wins", () => {
+    const dir = project(
+      minimal({ env: { HANGAR_PUBLIC_URL: "https://file.example", HANGAR_SANDBOX_PIDS_MAX: "100" } }),
+    );
+    const config = load(dir, { env: { HANGAR_SANDBOX_PIDS_MAX: "200" } });
+    assert.equal(config.publicUrl, "https://file.example");
+    assert.equal(config.sandboxes.pidsMax, 200);
   });
 });
 
