@@ -15,7 +15,7 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { type Config, ConfigError, loadConfig } from "../config/index.js";
 import { createLogger, type Logger } from "../logger.js";
-import type { RunningServer } from "../server.js";
+import type { RunningServer } from "../server/index.js";
 import { ADMIN_COMMANDS, type AdminCommand } from "./admin.js";
 
 const COMMANDS = {
@@ -144,7 +144,7 @@ async function run(config: Config, log: Logger): Promise<void> {
   const shutdown = onShutdownSignal(log);
   let server: RunningServer;
   try {
-    const { startServer } = await import("../server.js");
+    const { startServer } = await import("../server/index.js");
     server = await startServer(config, log);
   } catch (err) {
     shutdown.dispose();

@@ -1,34 +1,34 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
-import { CustomAuth } from "./auth/custom.js";
-import { guardNetworkExposure } from "./cli/exposure.js";
-import type { ClusterBus, RedisLink } from "./cluster/redis.js";
-import type { Config } from "./config/index.js";
-import { secureDataDir } from "./data-dir.js";
-import { createApp } from "./http/app.js";
-import { loadCustomApp } from "./http/custom-app.js";
-import { underPrefix } from "./http/mount-prefix.js";
-import { webSocketOriginAllowed } from "./http/ws-origin.js";
-import type { Logger } from "./logger.js";
-import { CronScheduler } from "./runtime/crons/scheduler.js";
-import { CronService } from "./runtime/crons/service.js";
-import { defaultAssistantId, GraphRegistry } from "./runtime/graphs/graphs.js";
-import { provideGraphHost } from "./runtime/graphs/host.js";
-import { Dispatcher } from "./runtime/runs/dispatcher.js";
-import { ExecutorThreads } from "./runtime/runs/executor-pool.js";
-import { RunService } from "./runtime/runs/service.js";
-import { ThreadSweeper } from "./runtime/runs/thread-sweeper.js";
-import { WorkerStatsTable } from "./runtime/runs/worker-stats.js";
-import { loadStoreSettings } from "./runtime/store/config.js";
-import { HangarStore } from "./runtime/store/store.js";
-import { StoreSweeper } from "./runtime/store/sweeper.js";
-import { upgradeHandler } from "./sandboxes/dataplane.js";
-import { createSandboxRuntime, sandboxDirs } from "./sandboxes/engines/index.js";
-import { DEFAULT_ORG, type Storage } from "./storage/ports.js";
-import { openStorage } from "./storage/sql/index.js";
-import { RedisRunLogs } from "./streams/redis-run-logs.js";
-import { MemoryRunLogs, type RunLogs } from "./streams/run-log.js";
-import { UiBundles } from "./ui/bundle.js";
+import { CustomAuth } from "../auth/custom.js";
+import type { ClusterBus, RedisLink } from "../cluster/redis.js";
+import type { Config } from "../config/index.js";
+import { secureDataDir } from "../data-dir.js";
+import { createApp } from "../http/app.js";
+import { loadCustomApp } from "../http/custom-app.js";
+import { underPrefix } from "../http/mount-prefix.js";
+import { webSocketOriginAllowed } from "../http/ws-origin.js";
+import type { Logger } from "../logger.js";
+import { CronScheduler } from "../runtime/crons/scheduler.js";
+import { CronService } from "../runtime/crons/service.js";
+import { defaultAssistantId, GraphRegistry } from "../runtime/graphs/graphs.js";
+import { provideGraphHost } from "../runtime/graphs/host.js";
+import { Dispatcher } from "../runtime/runs/dispatcher.js";
+import { ExecutorThreads } from "../runtime/runs/executor-pool.js";
+import { RunService } from "../runtime/runs/service.js";
+import { ThreadSweeper } from "../runtime/runs/thread-sweeper.js";
+import { WorkerStatsTable } from "../runtime/runs/worker-stats.js";
+import { loadStoreSettings } from "../runtime/store/config.js";
+import { HangarStore } from "../runtime/store/store.js";
+import { StoreSweeper } from "../runtime/store/sweeper.js";
+import { upgradeHandler } from "../sandboxes/dataplane.js";
+import { createSandboxRuntime, sandboxDirs } from "../sandboxes/engines/index.js";
+import { DEFAULT_ORG, type Storage } from "../storage/ports.js";
+import { openStorage } from "../storage/sql/index.js";
+import { RedisRunLogs } from "../streams/redis-run-logs.js";
+import { MemoryRunLogs, type RunLogs } from "../streams/run-log.js";
+import { UiBundles } from "../ui/bundle.js";
+import { guardNetworkExposure } from "./exposure.js";
 
 /** How long a shutdown lets runs in flight finish before handing them back. */
 const SHUTDOWN_GRACE_MS = 5_000;
@@ -63,7 +63,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   try {
     if (config.redisUri) {
       // Imported only when scaled out: an embedded server never needs the Redis client (6 MB of RSS).
-      const cluster = await import("./cluster/redis.js");
+      const cluster = await import("../cluster/redis.js");
       redis = await cluster.RedisLink.connect(config.redisUri, config.redisPrefix, log);
       clusterBus = new cluster.ClusterBus(redis);
     }
