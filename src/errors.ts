@@ -49,3 +49,18 @@ export const validationFailed = (issues: ValidationIssue[]) =>
     undefined,
     issues,
   );
+
+/**
+ * An error whose status and headers project code chose (an `HTTPException` the project's auth handler
+ * threw): answered as they are, with its message as the detail.
+ */
+export class StatusError extends HangarError {
+  constructor(
+    kind: ErrorKind,
+    readonly status: number,
+    message: string,
+    readonly headers: Record<string, string>,
+  ) {
+    super(kind, message);
+  }
+}

@@ -9,7 +9,7 @@
  * Nothing here knows HTTP statuses: it throws domain errors (`src/errors.ts`).
  */
 import type { AuthSpec } from "../config/index.js";
-import { forbidden, HangarError } from "../errors.js";
+import { forbidden, StatusError } from "../errors.js";
 import { importProjectExport } from "../runtime/graphs/project-module.js";
 import { type AuthFilter, filterProblem } from "../storage/filter.js";
 
@@ -91,13 +91,9 @@ function asHttpException(
 }
 
 /** The error a handler's own HTTPException becomes: its status, message and headers, answered as they are. */
-export class AuthHandlerError extends HangarError {
-  constructor(
-    readonly status: number,
-    message: string,
-    readonly headers: Record<string, string>,
-  ) {
-    super("unauthorized", message);
+export class AuthHandlerError extends StatusError {
+  constructor(status: number, message: string, headers: Record<string, string>) {
+    super("unauthorized", status, message, headers);
   }
 }
 

@@ -1,8 +1,7 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { AuthHandlerError } from "../auth/custom.js";
-import { type ErrorKind, HangarError } from "../errors.js";
+import { type ErrorKind, HangarError, StatusError } from "../errors.js";
 import type { Logger } from "../logger.js";
 
 function statusOf(kind: ErrorKind): ContentfulStatusCode {
@@ -39,8 +38,8 @@ function statusOf(kind: ErrorKind): ContentfulStatusCode {
 /** The one place errors become responses (DESIGN.md decision 2: FastAPI-style bodies). */
 export function errorHandler(log: Logger) {
   return function onError(err: Error, c: Context) {
-    // The project's auth handler chose the status and headers (an HTTPException it threw).
-    if (err instanceof AuthHandlerError)
+    // Project code chose the status and headers (an HTTPException the auth handler threw).
+    if (err instanceof StatusError)
       return c.json({ detail: err.message }, err.status as ContentfulStatusCode, err.headers);
     if (err instanceof HangarError) {
       const detail =
