@@ -5,25 +5,22 @@ import type { GraphRegistry } from "../runtime/graphs/graphs.js";
 import type { RunService } from "../runtime/runs/service.js";
 import type { WorkerStatsTable } from "../runtime/runs/worker-stats.js";
 import type { HangarStore } from "../runtime/store/store.js";
-import type { BoxService } from "../sandboxes/boxes.js";
 import type { Storage } from "../storage/ports.js";
 import type { UiBundles } from "../ui/bundle.js";
+import type { ThreadStateService } from "./state.js";
 
-/** What the agent-server routes need, passed in when the app is built (no module singletons). */
+/** What the agent-server routes need, built by the server (src/server/) and passed in (no module singletons). */
 export interface AgentDeps {
   config: Config;
   storage: Storage;
   graphs: GraphRegistry;
   runs: RunService;
-  /**
-   * The long-term memory store graphs also get (server.ts builds it from langgraph.json `store`).
-   * Without it the store routes use a store with default settings (no semantic index).
-   */
-  store?: HangarStore;
-  /** Running sandboxes and pools (server.ts starts and closes it); without it the routes make their own. */
-  sandboxRuntime?: BoxService;
-  /** Cron management wired to the scheduler; without it cron changes do not wake a scheduler. */
-  crons?: CronService;
+  /** The long-term memory store graphs also get (built from langgraph.json `store`). */
+  store: HangarStore;
+  /** Cron management, wired to the scheduler. */
+  crons: CronService;
+  /** Threads' state and history, read and written through their graphs. */
+  state: ThreadStateService;
   /** The project's custom auth (langgraph.json `auth`), when it has one. */
   auth?: CustomAuth;
   /** What this process's workers do (`GET /metrics`); without it the process reports no workers. */

@@ -8,7 +8,6 @@ import { isTimeZone, scheduleError, shortestInterval } from "../runtime/crons/ex
 import {
   CRON_PAYLOAD_FIELDS,
   type CronCreateRequest,
-  CronService,
   type CronUpdateRequest,
 } from "../runtime/crons/service.js";
 import { defaultAssistantId } from "../runtime/graphs/graphs.js";
@@ -106,7 +105,7 @@ export const CronCount = z.object(cronFilters);
 /** `/runs/crons` and `/threads/{id}/runs/crons`: periodic runs, fired by the runtime's CronScheduler. */
 export function cronRoutes(deps: AgentDeps) {
   const { graphs } = deps;
-  const crons = deps.crons ?? new CronService(deps.storage, deps.runs);
+  const { crons } = deps;
   const { minIntervalSeconds } = deps.config.limits.crons;
   /** A schedule firing more often than HANGAR_CRON_MIN_INTERVAL_SECONDS is a 422 naming `schedule`. */
   const checkInterval = (schedule: string | undefined) => {

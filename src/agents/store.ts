@@ -4,8 +4,7 @@ import type { AuthAction } from "../auth/custom.js";
 import { badRequest, forbidden } from "../errors.js";
 import { type AppEnv, orgOf } from "../http/context.js";
 import { body, query } from "../http/validation.js";
-import { HangarStore, MAX_TTL_MINUTES, namespaceProblem, parseStoreFilter } from "../runtime/store/store.js";
-import { DEFAULT_ORG } from "../storage/ports.js";
+import { MAX_TTL_MINUTES, namespaceProblem, parseStoreFilter } from "../runtime/store/store.js";
 import { authorize } from "./authz.js";
 import type { AgentDeps } from "./context.js";
 import { filterObj } from "./schemas.js";
@@ -93,7 +92,7 @@ export const StoreNamespaces = z.object({
 
 /** `/store/*`: the long-term memory store, the same one graphs see as `config.store`. */
 export function storeRoutes(deps: AgentDeps) {
-  const store = deps.store ?? new HangarStore(deps.storage.store, DEFAULT_ORG);
+  const { store } = deps;
   /**
    * `store:<action>`: the handler may refuse (403) or change the request (typically: put the user's
    * identity in front of the namespace, so each user has a namespace of their own). Filters it returns

@@ -1,12 +1,11 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../http/context.js";
-import { sandboxEngine } from "../sandboxes/engines/index.js";
 
 const VERSION = "0.1.0";
 
-/** `sandboxEngine`: what isolates this server's sandboxes (default: what the settings choose). */
-export function systemRoutes(opts: { sandboxEngine?: string } = {}) {
-  const engine = opts.sandboxEngine ?? sandboxEngine();
+/** `sandboxEngine`: what isolates this server's sandboxes. */
+export function systemRoutes(opts: { sandboxEngine: string }) {
+  const engine = opts.sandboxEngine;
   return new Hono<AppEnv>()
     .get("/ok", (c) => c.json({ ok: true }))
     .get("/info", (c) =>

@@ -9,11 +9,9 @@ import type { JsonObject, Thread } from "../storage/ports.js";
 import { authorize, visible, visibleThread } from "./authz.js";
 import { type AgentDeps, pick } from "./context.js";
 import * as S from "./schemas.js";
-import { ThreadStateService } from "./state.js";
 
 export function threadRoutes(deps: AgentDeps) {
-  const { storage, graphs, runs } = deps;
-  const state = new ThreadStateService(storage, graphs);
+  const { storage, runs, state } = deps;
   /** The path's thread, if this user may `action` it (404 otherwise). */
   const load = async (c: Parameters<typeof orgOf>[0], action: AuthAction = "read"): Promise<Thread> =>
     visibleThread(deps, c, params(c, S.ThreadPath).thread_id, action);

@@ -130,7 +130,10 @@ async function images([action, ...rest]: string[], values: Values): Promise<stri
   if (!["import", "build", "list", "rm"].includes(action ?? "")) {
     throw new UsageError(action ? `unknown images action "${action}"` : "missing images action");
   }
-  const { stateDir, imagesDir } = sandboxDirs(dataDir(values));
+  const { stateDir, imagesDir } = sandboxDirs(
+    dataDir(values),
+    process.env.HANGAR_SANDBOX_IMAGES || undefined,
+  );
   const store = new ImageStore(imagesDir, stateDir);
   if (action === "import") {
     const [name, source] = rest;

@@ -1,27 +1,12 @@
-import { type Context, Hono } from "hono";
+import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import { createMiddleware } from "hono/factory";
-import { a2aRoutes } from "../agents/a2a/routes.js";
-import { assistantRoutes } from "../agents/assistants.js";
-import type { AgentDeps } from "../agents/context.js";
-import { cronRoutes } from "../agents/crons.js";
-import { mcpRoutes } from "../agents/mcp/routes.js";
-import { metricsRoutes } from "../agents/metrics.js";
-import { runRoutes } from "../agents/runs.js";
-import { storeRoutes } from "../agents/store.js";
-import { systemRoutes } from "../agents/system.js";
-import { threadRoutes } from "../agents/threads.js";
-import type { CorsConfig } from "../config/index.js";
-import { consoleRoutes, consoleWebSocketCredentials } from "../console/routes.js";
+import type { Config, CorsConfig } from "../config/index.js";
 import { validationFailed } from "../errors.js";
 import type { Logger } from "../logger.js";
-import { sandboxRoutes } from "../sandboxes/routes.js";
-import { uiRoutes } from "../ui/routes.js";
-import { apiKeyAuth, customAuthentication } from "./auth.js";
 import type { AppEnv } from "./context.js";
 import { composeCustomApp } from "./custom-app.js";
-import { docsRoutes } from "./docs-routes.js";
 import { errorHandler, notFoundHandler } from "./errors.js";
 import { storableProblem } from "./json-limits.js";
 
@@ -94,15 +79,15 @@ function privateNetworkAccess() {
 }
 
 /**
- * Bodies larger than the limit get 413 before anything reads them. File uploads to a sandbox are
- * files, not requests to store: they stream into the sandbox under a limit of their own, counted as
- * they arrive (sandboxes/files.ts, HANGAR_SANDBOX_MAX_UPLOAD_MB). A request with a `Content-Length` (or, in
+ * Bodies larger than the limit get 413 before anything reads them. Paths that match `unlimited` take
+ * files, not requests to store (uploads to a sandbox: they stream into it under a limit of their own,
+ * counted as they arrive, HANGAR_SANDBOX_MAX_UPLOAD_MB). A request with a `Content-Length` (or, in
  * HTTP/1.1, with no length and no chunked encoding: no body) is judged by its headers here; only a
  * chunked body goes through Hono's `bodyLimit`, which counts it as it is read. (`bodyLimit` looks at
  * the request's body first, which makes the Node adapter build a whole web `Request` for every request,
  * GETs included: 6 % of the API thread's CPU under load.)
  */
-function requestBodyLimit(maxBytes: number) {
+function requestBodyLimit(maxBytes: number, unlimited: RegExp | undefined) {
   const tooLarge = (c: Context) =>
     c.json(
       { detail: `Request body larger than ${maxBytes / 1024 / 1024} MiB (the limit, HANGAR_MAX_BODY_MB)` },
@@ -110,7 +95,7 @@ function requestBodyLimit(maxBytes: number) {
     );
   const countChunked = bodyLimit({ maxSize: maxBytes, onError: tooLarge });
   return createMiddleware(async (c, next) => {
-    if (UPLOAD_PATH.test(c.req.path)) return next();
+    if (unlimited?.test(c.req.path)) return next();
     const headers = c.req.raw.headers;
     if (headers.has("transfer-encoding")) return countChunked(c, next);
     const length = headers.get("content-length");
@@ -132,43 +117,38 @@ const storableUrl = createMiddleware(async (c, next) => {
   return next();
 });
 
-const UPLOAD_PATH = /^\/v2\/sandboxes\/dataplane\/[^/]+\/upload$/;
-
-/** What /openapi.json says the project's auth handler checks: its declared schemes, else a bearer token. */
-function customAuthSchemes(config: AgentDeps["config"]): Record<string, Record<string, unknown>> {
-  return (
-    config.auth?.securitySchemes ?? {
-      CustomAuth: {
-        type: "http",
-        scheme: "bearer",
-        description:
-          "Checked by the project's auth handler (langgraph.json `auth`). Declare what it really checks " +
-          "with `auth.openapi.securitySchemes` in langgraph.json.",
-      },
-    }
-  );
+export interface AppOptions {
+  config: Pick<Config, "mode" | "http" | "maxBodyBytes">;
+  log: Logger;
+  /** Paths whose bodies are files that stream under a limit of their own, not `maxBodyBytes`. */
+  unlimitedBodies?: RegExp;
+  /** Request-wide middleware that runs before authentication. */
+  before?: MiddlewareHandler<AppEnv>[];
+  /** Sets the request's organization (and user); every route but the public ones needs it. */
+  authentication: MiddlewareHandler<AppEnv>[];
+  /** Mounts the route groups on the app it is given. */
+  mountRoutes: (app: Hono<AppEnv>) => void;
+  /** langgraph.json `http.app`: the project's Hono app, served in front of the routes (custom-app.ts). */
+  custom?: Hono<any>;
 }
 
 /**
- * The HTTP application: request-wide middleware, authentication, then one route module per group;
- * errors mapped in one place. With langgraph.json `http.app`, the project's app is served in front of
- * the built-in routes (custom-app.ts). `http.mount_prefix` is the listener's (mount-prefix.ts).
+ * The HTTP application: request-wide middleware, authentication, then the route groups the caller
+ * mounts; errors mapped in one place. With langgraph.json `http.app`, the project's app is served in
+ * front of the routes (custom-app.ts). `http.mount_prefix` is the listener's (mount-prefix.ts).
  */
-export function createApp(deps: AgentDeps, log: Logger, custom?: Hono<any>): Hono<AppEnv> {
-  const http = deps.config.http;
+export function createApp(opts: AppOptions): Hono<AppEnv> {
+  const { config, log, authentication, mountRoutes, custom } = opts;
+  const http = config.http;
   const app = new Hono<AppEnv>();
-  if (deps.config.mode === "dev" || http.cors) app.use(privateNetworkAccess());
+  if (config.mode === "dev" || http.cors) app.use(privateNetworkAccess());
   app.use(corsMiddleware(http.cors));
-  app.use(requestBodyLimit(deps.config.maxBodyBytes));
+  app.use(requestBodyLimit(config.maxBodyBytes, opts.unlimitedBodies));
   app.use(storableUrl);
-  // The console's terminal sends its credentials as WebSocket subprotocols (a browser sets no headers).
-  app.use(consoleWebSocketCredentials);
-  // Every row belongs to an organization: the API key's, or the default one when no keys are configured.
-  const authentication = [apiKeyAuth({ envKeys: deps.config.apiKeys, repo: deps.storage.auth })];
-  if (deps.auth) authentication.push(customAuthentication(deps.auth, { studio: deps.config.mode === "dev" }));
+  if (opts.before?.length) app.use(...opts.before);
   if (custom && http.app) {
     const builtIns = new Hono<AppEnv>();
-    mountBuiltIns(builtIns, deps, log);
+    mountRoutes(builtIns);
     const onError = errorHandler(log);
     builtIns.onError(onError);
     composeCustomApp({
@@ -181,28 +161,9 @@ export function createApp(deps: AgentDeps, log: Logger, custom?: Hono<any>): Hon
     });
   } else {
     app.use(...authentication);
-    mountBuiltIns(app, deps, log);
+    mountRoutes(app);
   }
   app.onError(errorHandler(log));
   app.notFound(notFoundHandler);
   return app;
-}
-
-/** The built-in route groups, less those langgraph.json `http.disable_*` turns off. */
-function mountBuiltIns(app: Hono<AppEnv>, deps: AgentDeps, log: Logger): void {
-  const http = deps.config.http;
-  if (!http.disable_meta) app.route("/", systemRoutes({ sandboxEngine: deps.sandboxRuntime?.engine }));
-  if (!http.disable_meta) app.route("/", metricsRoutes(deps));
-  if (!http.disable_assistants) app.route("/", assistantRoutes(deps));
-  if (!http.disable_threads) app.route("/", threadRoutes(deps));
-  if (!http.disable_runs) app.route("/", runRoutes(deps));
-  if (!http.disable_runs) app.route("/", cronRoutes(deps)); // crons make runs: they go with the runs group
-  if (!http.disable_store) app.route("/", storeRoutes(deps));
-  if (!http.disable_a2a) app.route("/", a2aRoutes(deps, log));
-  if (!http.disable_mcp) app.route("/", mcpRoutes(deps, log));
-  app.route("/v2/sandboxes", sandboxRoutes(deps));
-  if (deps.ui) app.route("/", uiRoutes(deps.ui));
-  app.route("/", consoleRoutes());
-  // The API reference: /openapi.json is built from these routes at the first request.
-  app.route("/", docsRoutes(app, deps.auth && customAuthSchemes(deps.config)));
 }

@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
-import { type CustomAuth, STUDIO_USER } from "../auth/custom.js";
 import { unauthorized } from "../errors.js";
 import { type AuthRepo, DEFAULT_ORG } from "../storage/ports.js";
 import type { AppEnv } from "./context.js";
@@ -31,8 +30,6 @@ export function isPublicRoute(method: string, path: string): boolean {
   );
 }
 const UI_FILE = /^\/ui\/[^/]+\/[^/]+$/;
-/** A sandbox's data plane: the Studio header is never trusted there (`customAuthentication`). */
-const DATA_PLANE = /^\/v2\/sandboxes\/dataplane\//;
 
 /** How long the "are any keys configured?" answer is reused; a key made by the CLI counts within this. */
 const KEYS_CONFIGURED_TTL_MS = 1000;
@@ -78,31 +75,5 @@ export function apiKeyAuth(opts: {
       return next();
     }
     throw unauthorized(key ? "Invalid API key" : "Missing X-Api-Key header: this server requires an API key");
-  };
-}
-
-/**
- * Custom authentication (langgraph.json `auth`): every request but the public routes, `/info` and
- * `/metrics` (server-wide figures with no user's data, read by scrapers that cannot log in) runs the
- * project's `authenticate` handler, and its user is the request's (`c.get("auth")`). It runs after the
- * API key, which selects the organization: the handler selects the user within it. LangGraph Studio's
- * requests (`x-auth-scheme: langsmith`) act as the Studio user in `hangar dev` unless
- * `disable_studio_auth`; `hangar serve` has no LangSmith to vouch for them, so they authenticate as any.
- * The Studio user is a user like any other to the handlers (they see it and decide what it may do), and
- * the header is never taken on a sandbox's data plane (commands, files: Studio has no use for them, and
- * a page a browser opens could send the header): there the handler must authenticate the request.
- */
-export function customAuthentication(auth: CustomAuth, opts: { studio: boolean }): MiddlewareHandler<AppEnv> {
-  return async function authenticateUser(c, next) {
-    if (isPublicRoute(c.req.method, c.req.path) || c.req.path === "/info" || c.req.path === "/metrics")
-      return next();
-    const studio = opts.studio && auth.studioAuth && c.req.header("x-auth-scheme") === "langsmith";
-    if (studio && !DATA_PLANE.test(c.req.path)) {
-      c.set("auth", { user: STUDIO_USER, permissions: [] });
-      return next();
-    }
-    const ctx = await auth.authenticate(c.req.raw);
-    if (ctx) c.set("auth", ctx);
-    return next();
   };
 }

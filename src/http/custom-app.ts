@@ -11,7 +11,6 @@
  */
 import { type Context, type ErrorHandler, Hono, type MiddlewareHandler } from "hono";
 import type { CustomAppSpec } from "../config/index.js";
-import { importProjectExport } from "../runtime/graphs/project-module.js";
 import type { AppEnv } from "./context.js";
 
 export class CustomAppLoadError extends Error {
@@ -21,12 +20,18 @@ export class CustomAppLoadError extends Error {
 /** The request variables authentication set, handed from the outer app to the project's. */
 const AUTHENTICATED_VARS = Symbol("hangar.authenticatedVars");
 
-/** The project's app, checked to be a Hono app (anything with Hono's routing surface). */
-export async function loadCustomApp(spec: CustomAppSpec): Promise<Hono<any>> {
+/**
+ * The project's app, imported by `importExport` (the server's loader of project modules) and checked to
+ * be a Hono app (anything with Hono's routing surface).
+ */
+export async function loadCustomApp(
+  spec: CustomAppSpec,
+  importExport: (file: string, exportName: string) => Promise<unknown>,
+): Promise<Hono<any>> {
   const where = `http.app (${spec.file}:${spec.exportName})`;
   let exported: unknown;
   try {
-    exported = await importProjectExport(spec.file, spec.exportName);
+    exported = await importExport(spec.file, spec.exportName);
   } catch (err) {
     throw new CustomAppLoadError(`Failed to load ${where}: ${(err as Error).message ?? err}`);
   }

@@ -5,17 +5,15 @@
  * so it works with no internet. All of them are public (no API key): `GET /openapi.json`, `GET /docs`
  * and `GET /docs/<asset>`.
  *
- * Mounted with `app.route("/", docsRoutes(app))`: the document is built from the app's routes at the
- * first request, when every route module is mounted (routes mounted after this one count too).
+ * Mounted with `app.route("/", docsRoutes(app, { areas }))`: the document is built from the app's routes
+ * at the first request, when every route module is mounted (routes mounted after this one count too).
  */
 import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { Hono } from "hono";
 import { z } from "zod";
-import { consoleApiDocs } from "../console/routes.js";
 import { notFound } from "../errors.js";
-import { uiApiDocs } from "../ui/routes.js";
 import type { AppEnv } from "./context.js";
 import { type ApiDocs, buildOpenApi, type RouteSource } from "./openapi.js";
 import { params } from "./validation.js";
@@ -34,18 +32,6 @@ const DESCRIPTION = `An open, self-hosted LangGraph Agent Server and sandbox con
 **Authentication**: when the server has API keys configured, every request but \`/ok\`, \`/docs\` and \`/openapi.json\` carries \`X-Api-Key\` (use *Authorize*); with none configured the API is open.
 
 **Errors** are JSON: \`{"detail": "<text>"}\`, \`{"detail": {"error": "<Type>", "message": "<text>"}}\`, or for an invalid request a 422 \`{"detail": [{"loc": [...], "msg": "...", "type": "..."}]}\`.`;
-
-/**
- * Every area's metadata; a new area adds its `api-docs.ts` here. The two big ones (their response
- * schemas: 2.7 MB of heap) are imported when the document is first asked for, not at start-up.
- */
-async function areas(): Promise<ApiDocs[]> {
-  const [{ agentApiDocs }, { sandboxApiDocs }] = await Promise.all([
-    import("../agents/api-docs.js"),
-    import("../sandboxes/api-docs.js"),
-  ]);
-  return [agentApiDocs, sandboxApiDocs, uiApiDocs, consoleApiDocs];
-}
 
 // ---- the page and its assets -----------------------------------------------------------------
 
@@ -148,27 +134,30 @@ export const docsApiDocs: ApiDocs = {
 
 // ---- routes ----------------------------------------------------------------------------------
 
-/** `app` is the app whose routes the document lists; they are read at the first request. */
 /**
- * `customAuth`: the schemes the project's auth handler checks (langgraph.json `auth`), shown as required
- * beside the API key; undefined without custom auth.
+ * `app` is the app whose routes the document lists; they are read at the first request, with `opts.areas`,
+ * every area's metadata. `opts.customAuth`: the schemes the project's auth handler checks (langgraph.json
+ * `auth`), shown as required beside the API key; undefined without custom auth.
  */
 export function docsRoutes(
   app: RouteSource,
-  customAuth?: Record<string, Record<string, unknown>>,
+  opts: {
+    areas: () => Promise<ApiDocs[]>;
+    customAuth?: Record<string, Record<string, unknown>> | undefined;
+  },
 ): Hono<AppEnv> {
   let document: Promise<string> | undefined;
   const cache = new Map<string, Promise<string | Uint8Array<ArrayBuffer>>>();
 
   return new Hono<AppEnv>()
     .get("/openapi.json", async (c) => {
-      document ??= areas().then((docs) =>
+      document ??= opts.areas().then((docs) =>
         JSON.stringify(
           buildOpenApi(app, [...docs, docsApiDocs], {
             title: DOCS_TITLE,
             version: HANGAR_VERSION,
             description: DESCRIPTION,
-            extraSecurity: customAuth,
+            extraSecurity: opts.customAuth,
           }),
         ),
       );

@@ -1,37 +1,12 @@
 /**
- * The default organization's sandbox storage quota, from `HANGAR_SANDBOX_STORAGE_QUOTA`.
- *
- * The quota caps the sum of an organization's volume sizes. The default, 500Gi, is the figure the
- * sandbox API's own examples use: far above what a development machine creates by hand (so nobody
- * meets it by accident), yet it stops a runaway script from recording petabytes of volumes. With the
- * local provisioner sizes are accounting only, so the quota is the one limit on what clients claim.
- *
- * Read from `process.env` here, in one place, until `Config` grows a field for it; `startServer`
- * applies langgraph.json `env` to `process.env` before the routes are built, so both sources work.
+ * Sandbox quotas and limits as the API words them: the storage quota's 429 (the quota itself is
+ * `HANGAR_SANDBOX_STORAGE_QUOTA`, config/settings.ts), one sandbox's resources, an organization's sandboxes.
  */
-import { ConfigError } from "../config/errors.js";
 import type { TenantLimits } from "../config/limits.js";
 import type { Admit, SandboxUnit, TemplateResources } from "../storage/sandbox-ports.js";
-import { formatGi, QUANTITY_HINT, QuantityError, toBytes, toBytesOrZero, toMillicores } from "./quantity.js";
+import { formatGi, toBytes, toMillicores } from "./quantity.js";
 
 type SandboxLimits = TenantLimits["sandboxes"];
-
-export const SANDBOX_STORAGE_QUOTA_ENV = "HANGAR_SANDBOX_STORAGE_QUOTA";
-export const DEFAULT_SANDBOX_STORAGE_QUOTA = "500Gi";
-
-/** The quota in bytes (0 allowed: no volume may be created). Throws ConfigError on a bad value. */
-export function sandboxStorageQuotaFromEnv(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env[SANDBOX_STORAGE_QUOTA_ENV]?.trim();
-  const text = raw ? raw : DEFAULT_SANDBOX_STORAGE_QUOTA;
-  try {
-    return toBytesOrZero(text);
-  } catch (err) {
-    if (err instanceof QuantityError) {
-      throw new ConfigError(`${SANDBOX_STORAGE_QUOTA_ENV}=${raw}: ${err.message}; expected ${QUANTITY_HINT}`);
-    }
-    throw err;
-  }
-}
 
 /** The 429 detail: states the limit, the current usage and the requested increase. */
 export function quotaExceededMessage(

@@ -6,7 +6,6 @@
  * Statuses: 201 create, 200 get/list/patch, 204 delete; 400 ResizeError / VolumeNotFound, 404
  * NotFound, 409 Conflict, 422 validation, 429 storage quota. See docs/sandboxes.md.
  */
-import path from "node:path";
 import { type Context, Hono } from "hono";
 import type { z } from "zod";
 import type { AuthAction, CustomAuth } from "../auth/custom.js";
@@ -14,36 +13,30 @@ import type { Config } from "../config/index.js";
 import { HangarError, validationFailed } from "../errors.js";
 import { type AppEnv, orgOf } from "../http/context.js";
 import { body, params, query } from "../http/validation.js";
-import { silentLogger } from "../logger.js";
 import { matchesFilter } from "../storage/filter.js";
 import type { SandboxPage, Storage, TemplateRecord, VolumeRecord } from "../storage/ports.js";
 import { SandboxAuthz } from "./authz.js";
 import { boxRoutes } from "./box-routes.js";
 import { type BoxService, boxIdNotFound } from "./boxes.js";
 import { dataplaneRoutes } from "./dataplane.js";
-import { createSandboxRuntime } from "./engines/index.js";
-import { LocalProvisioner, type VolumeProvisioner } from "./provisioner.js";
-import { sandboxStorageQuotaFromEnv } from "./quota.js";
 import * as S from "./schemas.js";
 import {
   mountedVolumesNotFound,
   type Readable,
   templateNotFound,
-  VolumeTemplateService,
+  type VolumeTemplateService,
   volumeNotFound,
 } from "./volumes-templates.js";
 
 export interface SandboxDeps {
-  config: Pick<Config, "dataDir" | "maxBodyBytes" | "maxUploadBytes" | "executeOutputBudgetBytes" | "limits">;
+  config: Pick<Config, "maxBodyBytes" | "maxUploadBytes" | "executeOutputBudgetBytes">;
   /** The project's auth handlers (langgraph.json `auth`): sandboxes, volumes, templates and pools are theirs too. */
   auth?: CustomAuth;
   storage: Pick<Storage, "sandboxes" | "sandboxBoxes">;
-  /** Sandboxes, pools and their driver; server.ts starts and closes it. Default: one made here, not started. */
-  sandboxRuntime?: BoxService;
-  /** Default: the local driver, one directory per volume under `<dataDir>/volumes`. */
-  provisioner?: VolumeProvisioner;
-  /** Default: HANGAR_SANDBOX_STORAGE_QUOTA, else 500Gi. */
-  defaultQuotaBytes?: number;
+  /** Sandboxes, pools and their driver; the server starts and closes it. */
+  boxes: BoxService;
+  /** Volumes and templates. */
+  volumes: VolumeTemplateService;
 }
 
 // ---- wire shapes -----------------------------------------------------------------------------
@@ -101,23 +94,8 @@ const nameOf = (c: Parameters<typeof params>[0]): string => params(c, S.NamePath
 // ---- routes ----------------------------------------------------------------------------------
 
 export function sandboxRoutes(deps: SandboxDeps): Hono<AppEnv> {
-  const provisioner = deps.provisioner ?? new LocalProvisioner(path.join(deps.config.dataDir, "volumes"));
-  const boxes =
-    deps.sandboxRuntime ??
-    createSandboxRuntime({
-      dataDir: deps.config.dataDir,
-      storage: deps.storage,
-      log: silentLogger,
-      limits: deps.config.limits.sandboxes,
-    });
+  const { boxes, volumes: service } = deps;
   const authz = new SandboxAuthz(deps.auth);
-  const service = new VolumeTemplateService({
-    repo: deps.storage.sandboxes,
-    provisioner,
-    defaultQuotaBytes: deps.defaultQuotaBytes ?? sandboxStorageQuotaFromEnv(),
-    imageProblem: (image) => boxes.imageProblem(image),
-    limits: deps.config.limits.sandboxes,
-  });
 
   /** The volume named in the path, if this user may `action` it (404 as if absent otherwise). */
   const volumeFor = (c: Context<AppEnv>, action: AuthAction, name: string, value: object = {}) =>

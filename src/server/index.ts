@@ -1,10 +1,10 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
+import { ThreadStateService } from "../agents/state.js";
 import { CustomAuth } from "../auth/custom.js";
 import type { ClusterBus, RedisLink } from "../cluster/redis.js";
 import type { Config } from "../config/index.js";
 import { secureDataDir } from "../data-dir.js";
-import { createApp } from "../http/app.js";
 import { loadCustomApp } from "../http/custom-app.js";
 import { underPrefix } from "../http/mount-prefix.js";
 import { webSocketOriginAllowed } from "../http/ws-origin.js";
@@ -13,6 +13,7 @@ import { CronScheduler } from "../runtime/crons/scheduler.js";
 import { CronService } from "../runtime/crons/service.js";
 import { defaultAssistantId, GraphRegistry } from "../runtime/graphs/graphs.js";
 import { provideGraphHost } from "../runtime/graphs/host.js";
+import { importProjectExport } from "../runtime/graphs/project-module.js";
 import { Dispatcher } from "../runtime/runs/dispatcher.js";
 import { ExecutorThreads } from "../runtime/runs/executor-pool.js";
 import { RunService } from "../runtime/runs/service.js";
@@ -22,13 +23,15 @@ import { loadStoreSettings } from "../runtime/store/config.js";
 import { HangarStore } from "../runtime/store/store.js";
 import { StoreSweeper } from "../runtime/store/sweeper.js";
 import { upgradeHandler } from "../sandboxes/dataplane.js";
-import { createSandboxRuntime, sandboxDirs } from "../sandboxes/engines/index.js";
+import { sandboxDirs } from "../sandboxes/engines/index.js";
 import { DEFAULT_ORG, type Storage } from "../storage/ports.js";
 import { openStorage } from "../storage/sql/index.js";
 import { RedisRunLogs } from "../streams/redis-run-logs.js";
 import { MemoryRunLogs, type RunLogs } from "../streams/run-log.js";
 import { UiBundles } from "../ui/bundle.js";
 import { guardNetworkExposure } from "./exposure.js";
+import { createServerApp } from "./http.js";
+import { buildSandboxes } from "./sandboxes.js";
 
 /** How long a shutdown lets runs in flight finish before handing them back. */
 const SHUTDOWN_GRACE_MS = 5_000;
@@ -54,7 +57,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   let heard: (url: string | null) => void = () => {};
   const listening = new Promise<string | null>((resolve) => (heard = resolve));
   // Every organization's data is there: no other local account may read it.
-  secureDataDir(config.dataDir, log, sandboxDirs(config.dataDir).imagesDir);
+  secureDataDir(config.dataDir, log, sandboxDirs(config.dataDir, config.sandboxes.imagesDir).imagesDir);
   const storage = await openStorage(config);
   let redis: RedisLink | undefined;
   let clusterBus: ClusterBus | undefined;
@@ -68,7 +71,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       clusterBus = new cluster.ClusterBus(redis);
     }
     // Graph code may use the SDK logger and the loopback client as it loads (here and in executor threads).
-    provideGraphHost(log, listening);
+    const apiUrl = provideGraphHost(log, listening, config.apiUrl);
     // What this process's workers do (`GET /metrics`): row 0 this thread's dispatcher, then each thread's.
     const workerStats = new WorkerStatsTable(1 + config.executorThreads);
     if (config.executorThreads > 0) threads = new ExecutorThreads(config, log, workerStats);
@@ -76,7 +79,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const auth = config.auth && config.mode !== "worker" ? await CustomAuth.load(config.auth) : undefined;
     // The project's Hono app (langgraph.json `http.app`), served in front of the built-in routes.
     const customApp =
-      config.http.app && config.mode !== "worker" ? await loadCustomApp(config.http.app) : undefined;
+      config.http.app && config.mode !== "worker"
+        ? await loadCustomApp(config.http.app, importProjectExport)
+        : undefined;
     // The handler authenticates every request, except Studio's header in `hangar dev` (unless disabled).
     const handlerGuards = auth?.authenticates === true && (config.mode !== "dev" || !auth.studioAuth);
     const authenticated =
@@ -93,9 +98,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         ? UiBundles.build(config.ui, { projectDir: config.projectDir, watch: config.mode === "dev", log })
         : undefined;
     bundling?.catch(() => {}); // awaited below; a graph error may come first
-    const graphs = await GraphRegistry.load(config.graphs, storage.checkpointer, store, (msg, fields) =>
-      log.warn(msg, fields),
-    );
+    const graphs = await GraphRegistry.load(config.graphs, storage.checkpointer, store, {
+      warn: (msg, fields) => log.warn(msg, fields),
+      schemaTimeoutMs: config.schemaResolveTimeoutMs,
+    });
     const ui = await bundling;
     await ensureDefaultAssistants(config, storage);
 
@@ -105,7 +111,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const leaseMs = config.leaseSeconds * 1000;
     // With executor threads, this thread's dispatcher executes nothing: it wakes and signals them.
     const dispatcher = new Dispatcher(
-      { graphs, storage, logs, log, localFetch, store, webhooks: config.webhooks },
+      { graphs, storage, logs, log, localFetch, store, webhooks: config.webhooks, apiUrl },
       {
         concurrency: threads ? 0 : config.workers,
         leaseMs,
@@ -127,14 +133,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     });
     const scheduler = new CronScheduler({ crons: storage.crons, runs, log });
     const crons = new CronService(storage, runs, () => scheduler.nudge());
-    const sandboxRuntime = createSandboxRuntime({
-      dataDir: config.dataDir,
-      storage,
-      log,
-      limits: config.limits.sandboxes,
-    });
-    const app = createApp(
-      { config, storage, graphs, runs, store, crons, sandboxRuntime, auth, workers: workerStats, ui },
+    const state = new ThreadStateService(storage, graphs);
+    const sandboxes = buildSandboxes(config, storage, log);
+    const app = createServerApp(
+      { config, storage, graphs, runs, store, crons, state, sandboxes, auth, workers: workerStats, ui },
       log,
       customApp,
     );
@@ -156,7 +158,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     sweeper.start();
     threadSweeper.start();
     // Boots again the sandboxes that ran before a restart and fills pools; a worker serves no sandboxes.
-    if (server) await sandboxRuntime.start();
+    if (server) await sandboxes.boxes.start();
 
     let url = "";
     if (server) {
@@ -173,7 +175,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         await threadSweeper.close();
         await dispatcher.close(SHUTDOWN_GRACE_MS);
         await threads?.close(SHUTDOWN_GRACE_MS);
-        await sandboxRuntime.close(); // every sandbox process is gone before the process exits
+        await sandboxes.boxes.close(); // every sandbox process is gone before the process exits
         await ui?.close();
         await logs.close();
         if (server && "closeAllConnections" in server) server.closeAllConnections();

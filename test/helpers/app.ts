@@ -1,19 +1,24 @@
 /**
- * The HTTP app built in-process, wired as `src/server.ts` wires it (storage, graphs, run service,
- * `createApp`) but never listening and with the dispatcher not started: for tests that read the
+ * The HTTP app built in-process, wired as `src/server/` wires it (storage, graphs, services,
+ * `createServerApp`) but never listening and with the dispatcher not started: for tests that read the
  * router itself (`app.routes`), e.g. to check that /openapi.json lists every registered route.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Hono } from "hono";
+import { ThreadStateService } from "../../src/agents/state.js";
 import { loadConfig } from "../../src/config/index.js";
-import { createApp } from "../../src/http/app.js";
 import type { AppEnv } from "../../src/http/context.js";
 import { silentLogger } from "../../src/logger.js";
+import { CronService } from "../../src/runtime/crons/service.js";
 import { GraphRegistry } from "../../src/runtime/graphs/graphs.js";
 import { Dispatcher } from "../../src/runtime/runs/dispatcher.js";
 import { RunService } from "../../src/runtime/runs/service.js";
+import { HangarStore } from "../../src/runtime/store/store.js";
+import { createServerApp } from "../../src/server/http.js";
+import { buildSandboxes } from "../../src/server/sandboxes.js";
+import { DEFAULT_ORG } from "../../src/storage/ports.js";
 import { openSqliteStorage } from "../../src/storage/sql/index.js";
 import { MemoryRunLogs } from "../../src/streams/run-log.js";
 import { EXAMPLES_CONFIG, REPO_ROOT } from "./server.js";
@@ -44,7 +49,19 @@ export async function buildApp(
       { concurrency: 1, leaseMs: config.leaseSeconds * 1000 },
     );
     const runs = new RunService(storage, graphs, dispatcher, logs);
-    const app = createApp({ config, storage, graphs, runs }, silentLogger);
+    const app = createServerApp(
+      {
+        config,
+        storage,
+        graphs,
+        runs,
+        store: new HangarStore(storage.store, DEFAULT_ORG),
+        crons: new CronService(storage, runs),
+        state: new ThreadStateService(storage, graphs),
+        sandboxes: buildSandboxes(config, storage, silentLogger),
+      },
+      silentLogger,
+    );
     return {
       app,
       async close() {

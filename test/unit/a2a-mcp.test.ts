@@ -1,7 +1,7 @@
 /** The pure helpers behind /a2a and /mcp: JSON-RPC framing, A2A parts and tasks, the card, MCP tools. */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { agentCard, publicBaseUrl, requestBaseUrl } from "../../src/agents/a2a/card.js";
+import { agentCard, requestBaseUrl } from "../../src/agents/a2a/card.js";
 import {
   contentText,
   errorText,
@@ -15,6 +15,7 @@ import {
 import { historyOf, outcomeOf, stateOfRun } from "../../src/agents/a2a/tasks.js";
 import { accepts, parseEnvelope, RpcError, rpcError, rpcResult } from "../../src/agents/jsonrpc.js";
 import { simplifyInputSchema, toolName } from "../../src/agents/mcp/tools.js";
+import { publicBaseUrl } from "../../src/config/settings.js";
 import type { Assistant } from "../../src/storage/ports.js";
 
 const CTX = "9e11569d-8671-4d5a-b66b-28f7df74f054";

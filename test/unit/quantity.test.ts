@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { DEFAULT_SANDBOX_STORAGE_QUOTA, sandboxStorageQuotaFromEnv } from "../../src/config/settings.js";
 import { isValidName, nameProblem } from "../../src/sandboxes/names.js";
 import {
   ceilScaled,
@@ -10,7 +11,6 @@ import {
   toBytesOrZero,
   toMillicores,
 } from "../../src/sandboxes/quantity.js";
-import { DEFAULT_SANDBOX_STORAGE_QUOTA, sandboxStorageQuotaFromEnv } from "../../src/sandboxes/quota.js";
 
 const Ki = 1024;
 const Mi = Ki * 1024;

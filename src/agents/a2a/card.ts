@@ -1,6 +1,6 @@
 /**
  * The A2A v0.3 agent card of an assistant (`GET /.well-known/agent-card.json?assistant_id=…`) and the
- * public base URL its `url` is built from.
+ * base URL its `url` is built from when `HANGAR_PUBLIC_URL` (config/settings.ts) does not say it.
  */
 import { createRequire } from "node:module";
 import type { Assistant } from "../../storage/ports.js";
@@ -10,30 +10,6 @@ export const SERVER_VERSION: string = createRequire(import.meta.url)("../../../p
 
 /** Both text and JSON (data parts) go in and come out. */
 export const A2A_MODES = ["application/json", "text/plain"];
-
-/** The environment variable that holds the server's public base URL (see `publicBaseUrl`). */
-export const PUBLIC_URL_ENV = "HANGAR_PUBLIC_URL";
-
-/**
- * The public base URL of this server as configured in `HANGAR_PUBLIC_URL` (e.g.
- * `https://agents.example.com` or `https://example.com/hangar`), without a trailing slash; null when
- * unset. Agent cards advertise `<base>/a2a/<assistant_id>`. Throws when the value is not an absolute
- * http(s) URL, so a typo fails at startup instead of producing cards nobody can reach.
- */
-export function publicBaseUrl(env: NodeJS.ProcessEnv = process.env): string | null {
-  const raw = env[PUBLIC_URL_ENV]?.trim();
-  if (!raw) return null;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new Error(`${PUBLIC_URL_ENV} must be an absolute http(s) URL, got "${raw}"`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new Error(`${PUBLIC_URL_ENV} must be an absolute http(s) URL, got "${raw}"`);
-  }
-  return `${url.origin}${url.pathname}`.replace(/\/+$/, "");
-}
 
 /**
  * The base URL as the caller reached this server: the request's origin, with `X-Forwarded-Proto` and

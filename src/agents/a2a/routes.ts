@@ -17,7 +17,7 @@ import type { RunEvent } from "../../streams/run-log.js";
 import { accessOf } from "../authz.js";
 import type { AgentDeps } from "../context.js";
 import { accepts, parseEnvelope, RPC, RpcError, type RpcId, rpcError, rpcResult } from "../jsonrpc.js";
-import { agentCard, publicBaseUrl, requestBaseUrl } from "./card.js";
+import { agentCard, requestBaseUrl } from "./card.js";
 import { A2AService } from "./service.js";
 
 type C = Context<AppEnv>;
@@ -25,8 +25,7 @@ type C = Context<AppEnv>;
 export function a2aRoutes(deps: AgentDeps, log: Logger) {
   const serviceFor = (c: C) => (deps.auth ? new A2AService(deps, accessOf(deps, c)) : service);
   const service = new A2AService(deps);
-  // Read once: a malformed HANGAR_PUBLIC_URL stops the server at startup.
-  const configuredBase = publicBaseUrl();
+  const configuredBase = deps.config.publicUrl;
   const baseOf = (c: C) => configuredBase ?? requestBaseUrl(c.req.url, c.req.raw.headers) + mountPrefixOf(c);
 
   /** Anything but an RpcError is a bug: logged, and answered without its details. */

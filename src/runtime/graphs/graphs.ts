@@ -106,6 +106,13 @@ class ThreadSavers extends BaseCheckpointSaver {
   }
 }
 
+export interface GraphRegistryOptions {
+  /** Told what the schemas of a graph could not be read from. */
+  warn?: (msg: string, fields?: Record<string, unknown>) => void;
+  /** How long one reading of schemas from source may take (LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS). */
+  schemaTimeoutMs?: number;
+}
+
 export class GraphRegistry {
   readonly #sources = new Map<string, GraphSource>();
   readonly #specs: readonly GraphSpec[];
@@ -116,13 +123,13 @@ export class GraphRegistry {
   private constructor(
     specs: readonly GraphSpec[],
     checkpointer: BaseCheckpointSaver,
-    store?: BaseStore,
-    warn?: (msg: string, fields?: Record<string, unknown>) => void,
+    store: BaseStore | undefined,
+    opts: GraphRegistryOptions,
   ) {
     this.#specs = specs;
     this.#savers = new ThreadSavers(checkpointer);
     this.#store = store;
-    this.#schemas = new GraphSchemas(specs, warn);
+    this.#schemas = new GraphSchemas(specs, opts);
   }
 
   /** Imports every graph file; throws GraphLoadError naming the graph and file that failed. */
@@ -130,9 +137,9 @@ export class GraphRegistry {
     specs: readonly GraphSpec[],
     checkpointer: BaseCheckpointSaver,
     store?: BaseStore,
-    warn?: (msg: string, fields?: Record<string, unknown>) => void,
+    opts: GraphRegistryOptions = {},
   ): Promise<GraphRegistry> {
-    const registry = new GraphRegistry(specs, checkpointer, store, warn);
+    const registry = new GraphRegistry(specs, checkpointer, store, opts);
     for (const spec of specs) {
       const where = `graph "${spec.id}" (${spec.file}:${spec.exportName})`;
       const release = releaseOf(spec.file);

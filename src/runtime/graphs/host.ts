@@ -58,14 +58,21 @@ export function sdkLogger(log: Logger): Record<string, (...args: unknown[]) => u
 
 /**
  * Installs the host's globals in this thread. `serverUrl` resolves once the server listens (null: this
- * process serves no HTTP and knows no URL — a loopback request then fails with a message saying so).
+ * process serves no HTTP and knows no URL — a loopback request then goes to `configuredUrl`,
+ * LANGGRAPH_API_URL, or fails with a message saying so). Returns the API URL runs tell graph code
+ * (`langgraph_api_url`): the configured one, else this server's once it listens.
  */
-export function provideGraphHost(log: Logger, serverUrl: Promise<string | null>): void {
+export function provideGraphHost(
+  log: Logger,
+  serverUrl: Promise<string | null>,
+  configuredUrl: string | undefined,
+): () => string | undefined {
+  let apiUrl = configuredUrl;
   const host = globalThis as Record<symbol, unknown>;
   host[SDK_LOGGER] = sdkLogger(log);
   host[LOOPBACK_URL] = PLACEHOLDER_URL;
   host[LOOPBACK_FETCH] = async (input: string | URL | Request, init?: RequestInit) => {
-    const base = (await serverUrl) ?? process.env.LANGGRAPH_API_URL;
+    const base = (await serverUrl) ?? configuredUrl;
     if (!base)
       throw new Error("This process serves no HTTP API: set LANGGRAPH_API_URL for graph code's Client");
     const url = new URL(input instanceof Request ? input.url : input);
@@ -82,6 +89,10 @@ export function provideGraphHost(log: Logger, serverUrl: Promise<string | null>)
     });
   };
   void serverUrl.then((url) => {
-    if (url) process.env.LANGGRAPH_API_URL ??= url;
+    if (!url) return;
+    apiUrl ??= url;
+    // Graph code's own environment: a Client built with no URL in a child process finds the server.
+    process.env.LANGGRAPH_API_URL ??= url;
   });
+  return () => apiUrl;
 }

@@ -17,6 +17,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Worker } from "node:worker_threads";
+import { DEFAULT_SCHEMA_RESOLVE_TIMEOUT_MS } from "../../config/settings.js";
 import type { FileOutcome, SchemaParts, SourceFile, StaticSchemas } from "./ts-schemas.js";
 
 /** The answer of `/assistants/{id}/schemas` (less `graph_id`) and of each `/subgraphs` entry. */
@@ -189,11 +190,6 @@ function toGraphSchema(parts: SchemaParts, graph: any): GraphSchema {
   };
 }
 
-function timeoutMs(): number {
-  const value = Number.parseInt(process.env.LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS ?? "", 10);
-  return Number.isFinite(value) && value > 0 ? value : 30_000;
-}
-
 /**
  * Runs one source extraction of `files` in a worker thread, which ends with it (its memory goes with it).
  * `onResult` hears each file's outcome as the thread posts it; every file not told when the thread ends
@@ -254,14 +250,19 @@ export class GraphSchemas {
   #needed?: Promise<string[]>;
   #queue: Promise<unknown> = Promise.resolve();
   readonly #warn: Warn;
+  readonly #timeoutMs: number;
 
-  constructor(specs: readonly { file: string; exportName: string }[], warn: Warn = () => {}) {
+  constructor(
+    specs: readonly { file: string; exportName: string }[],
+    opts: { warn?: Warn; schemaTimeoutMs?: number } = {},
+  ) {
     for (const { file, exportName } of specs) {
       const names = this.#exports.get(file) ?? [];
       if (!names.includes(exportName)) names.push(exportName);
       this.#exports.set(file, names);
     }
-    this.#warn = warn;
+    this.#warn = opts.warn ?? (() => {});
+    this.#timeoutMs = opts.schemaTimeoutMs ?? DEFAULT_SCHEMA_RESOLVE_TIMEOUT_MS;
   }
 
   /** A graph exported from `file` (a compiled graph, not a factory): tells whether the file needs its source read. */
@@ -325,7 +326,7 @@ export class GraphSchemas {
     }
     for (const unit of units) {
       const files = unit.map((file) => ({ file, exportNames: waiting.get(file)!.names }));
-      await extractInThread(files, timeoutMs(), (file, outcome) => {
+      await extractInThread(files, this.#timeoutMs, (file, outcome) => {
         const { resolve } = waiting.get(file)!;
         if (outcome.ok) return resolve(outcome.schemas);
         this.#warn(

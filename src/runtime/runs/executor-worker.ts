@@ -124,15 +124,17 @@ async function main(): Promise<void> {
   const bus = new ParentBus();
   const local = new LocalFetch();
   let listening: (url: string | null) => void = () => {};
-  provideGraphHost(log, new Promise((resolve) => (listening = resolve)));
+  const apiUrl = provideGraphHost(log, new Promise((resolve) => (listening = resolve)), config.apiUrl);
   try {
     storage = await openStorage(config, { secondary: true });
     const { settings } = await loadStoreSettings(config);
     const store = new HangarStore(storage.store, DEFAULT_ORG, settings);
     store.onExpiry = (at) => send({ type: "store-expiry", at });
-    const graphs = await GraphRegistry.load(config.graphs, storage.checkpointer, store);
+    const graphs = await GraphRegistry.load(config.graphs, storage.checkpointer, store, {
+      schemaTimeoutMs: config.schemaResolveTimeoutMs,
+    });
     dispatcher = new Dispatcher(
-      { graphs, storage, logs, log, localFetch: local.fetch, store, webhooks: config.webhooks },
+      { graphs, storage, logs, log, localFetch: local.fetch, store, webhooks: config.webhooks, apiUrl },
       {
         concurrency: slots,
         leaseMs: config.leaseSeconds * 1000,

@@ -29,6 +29,8 @@ export interface ExecutorDeps {
   store?: HangarStore;
   /** langgraph.json `webhooks`: URL policy, headers and payload fields of deliveries. */
   webhooks?: WebhooksConfig;
+  /** The API URL runs tell graph code (`langgraph_api_url`, provideGraphHost); absent: none. */
+  apiUrl?: () => string | undefined;
 }
 
 /** Stream modes a client may ask for, and the LangGraph mode that feeds each. */
@@ -101,7 +103,7 @@ export async function executeRun(
       langgraph_version: release?.version,
       langgraph_plan: "developer",
       langgraph_host: "self-hosted",
-      langgraph_api_url: process.env.LANGGRAPH_API_URL,
+      langgraph_api_url: deps.apiUrl?.(),
     },
   };
   const publish = (event: string, data: unknown) => logs.publish(run.run_id, event, toJson(data));
