@@ -1,3 +1,8 @@
+/**
+ * The composition root: the one place a server process is built and its lifecycle kept (start in
+ * order, close in reverse). The sandbox side is wired in sandboxes.ts, the HTTP app in http.ts; no
+ * other module builds a service.
+ */
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { ThreadStateService } from "../agents/state.js";
