@@ -34,7 +34,15 @@ import {
 } from "./volumes-templates.js";
 
 export interface SandboxDeps {
-  config: Pick<Config, "dataDir" | "maxBodyBytes" | "maxUploadBytes" | "executeOutputBudgetBytes" | "limits">;
+  config: Pick<
+    Config,
+    | "dataDir"
+    | "maxBodyBytes"
+    | "maxUploadBytes"
+    | "executeOutputBudgetBytes"
+    | "fileIdleTimeoutSeconds"
+    | "limits"
+  >;
   /** The project's auth handlers (langgraph.json `auth`): sandboxes, volumes, templates and pools are theirs too. */
   auth?: CustomAuth;
   storage: Pick<Storage, "sandboxes" | "sandboxBoxes">;

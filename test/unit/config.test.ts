@@ -89,6 +89,7 @@ describe("defaults", () => {
       maxUploadBytes: 512 * 1024 * 1024,
       limits: defaultLimits(),
       executeOutputBudgetBytes: 256 * 1024 * 1024,
+      fileIdleTimeoutSeconds: 300,
     });
   });
 
