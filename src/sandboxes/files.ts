@@ -46,7 +46,9 @@ function transferCommand(
   onIdle: () => void = () => {},
 ) {
   const proc = service.spawn(box, { shell: "/bin/sh", command, env: {}, cwd: "/" });
+  let idled = false;
   const timer = setTimeout(() => {
+    idled = true;
     proc.kill();
     onIdle();
   }, idleSeconds * 1000);
@@ -66,6 +68,8 @@ function transferCommand(
     proc,
     exited,
     stderr: () => stderr.slice(0, MAX_STDERR_BYTES).trim(),
+    /** Whether it was killed by the idle timeout. */
+    idled: () => idled,
     // Never re-armed once the command ended (refresh would start a cleared timer again).
     moved: () => {
       if (!ended) timer.refresh();
@@ -270,7 +274,12 @@ export async function upload(
   const code = await writer.exited;
   if (code === 45) throw isDirectory(path);
   if (code !== 0) {
-    throw badRequest(`Could not write ${path}: ${writer.stderr() || `exit ${code}`}`, "WriteError");
+    // A killed writer (the idle timeout) had no chance to remove its temporary file.
+    await run(service, box, `${target}; rm -f -- "$t"`, idleSeconds);
+    const why = writer.idled()
+      ? `no byte arrived for ${idleSeconds} s (HANGAR_SANDBOX_FILE_IDLE_TIMEOUT_SECONDS)`
+      : writer.stderr() || `exit ${code}`;
+    throw badRequest(`Could not write ${path}: ${why}`, "WriteError");
   }
   // The replaced file's mode is kept (a re-uploaded script stays executable); -T: never into a directory.
   const moved = await run(

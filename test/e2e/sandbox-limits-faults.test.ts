@@ -229,6 +229,47 @@ describe("the data plane survives broken clients (bwrap)", () => {
     await stillUp();
   });
 
+  test(
+    "an upload whose client stops sending is refused after the idle timeout, leaving nothing",
+    T,
+    async () => {
+      assert.equal((await upload("/tmp/kept-idle", "old")).status, 200);
+      const url = new URL(`${dp}/upload?path=/tmp/kept-idle`);
+      const part = '--XX\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n\r\n';
+      const began = Date.now();
+      const answer = await new Promise<string>((resolve, reject) => {
+        const s = connect(Number(url.port), url.hostname, () => {
+          // A body announced at 100 MB, of which a part's head and 1 MiB are sent; then nothing.
+          s.write(
+            `POST ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\nx-api-key: test-key\r\n` +
+              `content-type: multipart/form-data; boundary=XX\r\ncontent-length: ${100 * 2 ** 20}\r\n\r\n${part}`,
+          );
+          s.write(Buffer.alloc(2 ** 20, 0x61));
+        });
+        let text = "";
+        s.on("data", (d) => {
+          text += d;
+          if (/\r\n\r\n[\s\S]*\}$/.test(text)) {
+            s.destroy();
+            resolve(text);
+          }
+        });
+        s.on("close", () => resolve(text));
+        s.on("error", reject);
+      });
+      const after = (Date.now() - began) / 1000;
+      assert.match(answer, /^HTTP\/1\.1 400/, answer);
+      assert.match(
+        answer,
+        /WriteError.*no byte arrived for 5 s \(HANGAR_SANDBOX_FILE_IDLE_TIMEOUT_SECONDS\)/,
+      );
+      assert.ok(after >= IDLE_SECONDS - 0.5 && after < IDLE_SECONDS + 10, `answered after ${after} s`);
+      const left = await execute("cat /tmp/kept-idle; ls -a /tmp | grep -c hangar-upload");
+      assert.equal(left.stdout, "old0\n", "the old file is as it was, and no temporary file is left");
+      await stillUp();
+    },
+  );
+
   test("commands per sandbox are capped (429), and /execute's command ends with its client", T, async () => {
     const clients = Array.from({ length: 32 }, () => new AbortController());
     const pending = clients.map((c) => post("sleep 60", c.signal).catch(() => null));
