@@ -162,6 +162,11 @@ export interface Config {
    * (`HANGAR_SANDBOX_EXECUTE_OUTPUT_BUDGET_MB`); a command that finds it spent is stopped, `truncated`.
    */
   executeOutputBudgetBytes: number;
+  /**
+   * How long a sandbox file transfer may move no byte before it is broken off
+   * (`HANGAR_SANDBOX_FILE_IDLE_TIMEOUT_SECONDS`): a client that stops reading or sending holds it no longer.
+   */
+  fileIdleTimeoutSeconds: number;
   /** langgraph.json `auth.path`, when set. */
   auth?: AuthSpec;
   /** langgraph.json `ui` (with `ui_config`), when it names at least one agent. */
@@ -221,6 +226,7 @@ export const DEFAULTS = Object.freeze({
   maxBodyMb: 32,
   maxUploadMb: 512,
   executeOutputBudgetMb: 256,
+  fileIdleTimeoutSeconds: 300,
 });
 
 const LOG_LEVELS: readonly LogLevel[] = ["debug", "info", "warn", "error"];
@@ -283,6 +289,10 @@ export function loadConfig(opts: LoadConfigOptions): Config {
   const executeBudget = first([
     "HANGAR_SANDBOX_EXECUTE_OUTPUT_BUDGET_MB",
     env.HANGAR_SANDBOX_EXECUTE_OUTPUT_BUDGET_MB,
+  ]);
+  const fileIdle = first([
+    "HANGAR_SANDBOX_FILE_IDLE_TIMEOUT_SECONDS",
+    env.HANGAR_SANDBOX_FILE_IDLE_TIMEOUT_SECONDS,
   ]);
   const noWorkers = flags.noWorkers === true;
   if (noWorkers && opts.mode === "worker")
@@ -370,6 +380,7 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     maxUploadBytes: (maxUpload ? integer(maxUpload, 1, 65_536) : DEFAULTS.maxUploadMb) * 1024 * 1024,
     executeOutputBudgetBytes:
       (executeBudget ? integer(executeBudget, 1, 65_536) : DEFAULTS.executeOutputBudgetMb) * 1024 * 1024,
+    fileIdleTimeoutSeconds: fileIdle ? integer(fileIdle, 1, 86_400) : DEFAULTS.fileIdleTimeoutSeconds,
     ...(auth && { auth }),
     ...(ui && { ui }),
     threadTtl: resolveThreadTtl(file.checkpointer),

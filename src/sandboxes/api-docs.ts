@@ -3,13 +3,21 @@
  * (see `http/openapi.ts`). Request schemas are the ones `routes.ts` validates with (`schemas.ts`).
  * A route added to `routes.ts` needs its entry here (`test/unit/openapi.test.ts` lists the missing).
  */
-import type { ApiDocs, RouteDoc } from "../http/openapi.js";
+import { type ApiDocs, ErrorMessage, type RouteDoc, TypedError } from "../http/openapi.js";
 import * as R from "./response-schemas.js";
 import * as S from "./schemas.js";
 
 const NAME =
   "A DNS-1035 label of at most 63 characters: lowercase letters, digits and `-`, starting with a letter " +
   "and not ending with `-`. Unique within the organization.";
+/** The 429 of a create or resize that would take the organization past its sandbox limits. */
+const ORG_LIMITS =
+  "Past the organization's sandbox limits (HANGAR_SANDBOXES_PER_ORG sandboxes, warm pool replicas " +
+  "included; HANGAR_SANDBOX_ORG_CPU / HANGAR_SANDBOX_ORG_MEMORY together) → 429 naming the limit.";
+/** Under custom auth, each volume a sandbox mounts needs the caller's `volumes:update`. */
+const HIDDEN_VOLUMES =
+  "Under custom auth, a template's volume the caller may not update is answered as missing: 400 " +
+  "`VolumeNotFound`.";
 const QUANTITY =
   "A Kubernetes quantity greater than zero: `10Gi`, `512Mi`, `1.5G`, `1e9`, … (binary suffixes `Ki`–`Ei`, " +
   "decimal `n u m k M G T P E`).";
@@ -85,7 +93,9 @@ const routes: Record<string, RouteDoc> = {
     status: 201,
     response: R.Template,
     description:
-      "Every mounted volume must exist (400 `VolumeNotFound`); mount paths are absolute and distinct.",
+      "Every mounted volume must exist (400 `VolumeNotFound`); mount paths are absolute and distinct; " +
+      "the image must be in the image store (400 `ImageNotFound`). `resources` past one sandbox's limits " +
+      "(HANGAR_SANDBOX_MAX_CPU / _MEMORY / _STORAGE) → 422 naming the field.",
     errors: [400, 409],
   },
   "GET /v2/sandboxes/templates": {
@@ -116,8 +126,9 @@ const routes: Record<string, RouteDoc> = {
       "Takes a warm sandbox from a pool of the template when one is ready, else starts one. With " +
       "`wait_for_ready` (default) it answers once the sandbox is `ready`: 408 past `timeout` seconds " +
       "(default 30), 503 when it failed to start (`ImagePull`: the image is not in the image store; " +
-      "`SandboxConfig`). Without it, it answers at once with status `provisioning`.",
-    errors: [404, 409],
+      "`SandboxConfig`). Without it, it answers at once with status `provisioning`. Unknown template: " +
+      `404 \`TemplateNotFound\`. ${ORG_LIMITS} ${HIDDEN_VOLUMES}`,
+    errors: [400, 404, 409, 429],
     responses: {
       408: { description: "Not ready within `timeout`" },
       503: { description: "The sandbox failed to start" },
@@ -146,7 +157,8 @@ const routes: Record<string, RouteDoc> = {
   "POST /v2/sandboxes/boxes/{name}/start": box("Start a stopped sandbox", {
     status: 202,
     response: R.Sandbox,
-    description: "Boots it again with its files; poll `/status` for `ready`.",
+    description: `Boots it again with its files; poll \`/status\` for \`ready\`. ${HIDDEN_VOLUMES}`,
+    errors: [400],
   }),
   "POST /v2/sandboxes/pools": {
     tag: "Pools",
@@ -156,8 +168,9 @@ const routes: Record<string, RouteDoc> = {
     response: R.Pool,
     description:
       "Starts `replicas` warm sandboxes of a template without volumes (400 `LangSmithValidationError` " +
-      "otherwise; 400 `TemplateNotFound`). With `wait_for_ready` (default) it waits for them: 504 past `timeout`.",
-    errors: [400, 409],
+      "otherwise; 400 `TemplateNotFound`). With `wait_for_ready` (default) it waits for them: 504 past " +
+      `\`timeout\`. ${ORG_LIMITS}`,
+    errors: [400, 409, 429],
     responses: { 504: { description: "Not all replicas ready within `timeout`" } },
   },
   "GET /v2/sandboxes/pools": {
@@ -170,8 +183,8 @@ const routes: Record<string, RouteDoc> = {
   "PATCH /v2/sandboxes/pools/{name}": pool("Rename or resize a pool", {
     body: S.PoolPatch,
     response: R.Pool,
-    description: "`replicas: 0` pauses the pool (its warm sandboxes are removed).",
-    errors: [409],
+    description: `\`replicas: 0\` pauses the pool (its warm sandboxes are removed). ${ORG_LIMITS}`,
+    errors: [409, 429],
   }),
   "DELETE /v2/sandboxes/pools/{name}": pool("Delete a pool", {
     description: "Deletes its warm sandboxes; sandboxes already claimed from it stay.",
@@ -182,9 +195,15 @@ const routes: Record<string, RouteDoc> = {
     description:
       "Runs `shell -c command` in the sandbox (cwd default `/root`) and answers when it exits. A command " +
       "past `timeout` seconds is killed: 408 `CommandTimeout`. One that writes more than 8 MiB to stdout or " +
-      "stderr is stopped and answered with what fit and `truncated: true`. 400 `NotReady` when the " +
-      "sandbox is not ready.",
-    responses: { 408: { description: "The command timed out and was killed" } },
+      "stderr is stopped and answered with what fit and `truncated: true` (so is one that finds the " +
+      "server's output budget, HANGAR_SANDBOX_EXECUTE_OUTPUT_BUDGET_MB, spent). 400 `NotReady` when the " +
+      "sandbox is not ready. 429 `TooManyCommands` when the sandbox already runs 32 commands " +
+      "(`POST /execute` and `/execute/ws` together).",
+    errors: [400, 404, 429],
+    responses: {
+      408: { description: "`CommandTimeout`: the command timed out and was killed", schema: TypedError },
+      429: { description: "`TooManyCommands`: the sandbox already runs 32 commands", schema: TypedError },
+    },
   }),
   "GET /v2/sandboxes/dataplane/{id}/execute/ws": dataplane("Run a command over a WebSocket", {
     status: 426,
@@ -193,23 +212,35 @@ const routes: Record<string, RouteDoc> = {
       "shell, env?, cwd?, command_id?, idle_timeout_seconds, kill_on_disconnect, ttl_seconds}` or " +
       "`{type: 'reconnect', command_id, stdout_offset, stderr_offset}`; then `{type: 'kill'}` and " +
       "`{type: 'input', data}`. The server sends `started` (not on reconnect), `stdout`/`stderr` with " +
-      "byte `offset`s, then `exit` and closes with 1000; failures are `{type: 'error', error_type, error}`. " +
-      "The command's output is held while the client does not read. A plain GET is answered 426.",
+      "byte `offset`s, then `exit` and closes with 1000; failures are `{type: 'error', error_type, error}` " +
+      "(`CommandTimeout`, `CommandNotFound`, `SessionExpired`, `InvalidRequest`, `TooManyCommands`: the " +
+      "sandbox already runs 32 commands). The command's output is held while the client does not read. " +
+      "A plain GET is answered 426; an upgrade from a browser page whose `Origin` the CORS policy does " +
+      "not allow, 403.",
+    responses: {
+      101: { description: "Switching Protocols: the WebSocket" },
+      403: { description: "The page's `Origin` is not allowed (http.cors)", schema: ErrorMessage },
+    },
   }),
   "POST /v2/sandboxes/dataplane/{id}/upload": dataplane("Write a file", {
     query: S.FilePathQuery,
     response: R.UploadResult,
     description:
       "multipart/form-data with one part named `file`, streamed into the sandbox; parent directories are " +
-      "created. 413 past HANGAR_SANDBOX_MAX_UPLOAD_MB (512 MiB); 400 `WriteError`.",
-    responses: { 413: { description: "The file is larger than the upload limit" } },
+      "created. 413 `WriteError` past HANGAR_SANDBOX_MAX_UPLOAD_MB (512 MiB), as soon as that many bytes " +
+      "arrived; 400 `WriteError` (a directory target, a body cut before its closing boundary, a failed " +
+      "write).",
+    responses: {
+      413: { description: "`WriteError`: the file is larger than the upload limit", schema: TypedError },
+    },
   }),
   "GET /v2/sandboxes/dataplane/{id}/download": dataplane("Read a file", {
     query: S.FilePathQuery,
     contentType: "application/octet-stream",
     description:
-      "The file's bytes, streamed. 404 `FileNotFound`; 400 `ReadError` (a directory, not a regular file, " +
-      "unreadable).",
+      "The file's bytes, streamed, with its `Content-Length`. 404 `FileNotFound`; 400 `ReadError` (a " +
+      "directory, anything not a regular file such as `/dev/zero` or a FIFO, unreadable). A transfer in " +
+      "which no byte moves for HANGAR_SANDBOX_FILE_IDLE_TIMEOUT_SECONDS (300) is broken off.",
   }),
 };
 

@@ -10,7 +10,7 @@
  * - `POST /upload?path=` (multipart, part `file`) → `{path, written}`; `GET /download?path=` → bytes,
  *   both streamed (`files.ts`).
  */
-import type { IncomingMessage } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
 import { type Context, Hono } from "hono";
@@ -159,7 +159,12 @@ function filePath(c: Parameters<typeof query>[0]): { path: string } {
 
 export function dataplaneRoutes(
   service: BoxService,
-  limits: { maxBodyBytes: number; maxUploadBytes: number; executeOutputBudgetBytes: number },
+  limits: {
+    maxBodyBytes: number;
+    maxUploadBytes: number;
+    executeOutputBudgetBytes: number;
+    fileIdleTimeoutSeconds: number;
+  },
 ): Hono<AppEnv> {
   // `ws` is imported at the first WebSocket: a server whose sandboxes nobody opens a socket to never loads it.
   let wss: Promise<WebSocketServer> | undefined;
@@ -250,11 +255,20 @@ export function dataplaneRoutes(
     .post("/dataplane/:id/upload", async (c) => {
       const box = await sandboxOf(c);
       const { path } = filePath(c);
-      return c.json(await upload(service, box, path, c.req.raw, limits.maxUploadBytes));
+      return c.json(
+        await upload(service, box, path, c.req.raw, {
+          maxBytes: limits.maxUploadBytes,
+          idleSeconds: limits.fileIdleTimeoutSeconds,
+        }),
+      );
     })
     .get("/dataplane/:id/download", async (c) => {
       const box = await sandboxOf(c);
-      const file = await download(service, box, filePath(c).path);
+      // Served by @hono/node-server, the response's connection is `outgoing`'s (HttpBindings).
+      const outgoing = (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing;
+      const file = await download(service, box, filePath(c).path, limits.fileIdleTimeoutSeconds, () =>
+        outgoing?.destroy(),
+      );
       if (c.req.method !== "HEAD") return file;
       await file.body?.cancel(); // the checks' answer without the bytes: the command is stopped
       return new Response(null, { status: file.status, headers: file.headers });

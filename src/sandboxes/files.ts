@@ -23,11 +23,6 @@ import { badRequest, notFound, tooLarge } from "../errors.js";
 import type { BoxRecord } from "../storage/ports.js";
 import type { BoxService } from "./boxes.js";
 
-/**
- * How long a transfer may sit with no byte moving before its command is killed (a client that stops
- * reading or sending holds it no longer); reset as bytes move, so a slow but steady transfer goes on.
- */
-const FILE_IDLE_TIMEOUT_SECONDS = 300;
 /** What a transfer's command may say on stderr that the error message quotes. */
 const MAX_STDERR_BYTES = 4096;
 /** What a multipart body may hold besides the file: a few small fields, nothing the server keeps. */
@@ -39,12 +34,24 @@ export const shellQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 type Transfer = ReturnType<typeof transferCommand>;
 
 /**
- * A command for a transfer: killed once no byte moved for FILE_IDLE_TIMEOUT_SECONDS (`moved` resets the
- * clock); its stderr kept (bounded) for errors.
+ * A command for a transfer: killed (and `onIdle` called) once no byte moved for `idleSeconds`
+ * (HANGAR_SANDBOX_FILE_IDLE_TIMEOUT_SECONDS; `moved` resets the clock, so a slow but steady transfer goes
+ * on, and a client that stops reading or sending holds it no longer); its stderr kept (bounded) for errors.
  */
-function transferCommand(service: BoxService, box: BoxRecord, command: string) {
+function transferCommand(
+  service: BoxService,
+  box: BoxRecord,
+  command: string,
+  idleSeconds: number,
+  onIdle: () => void = () => {},
+) {
   const proc = service.spawn(box, { shell: "/bin/sh", command, env: {}, cwd: "/" });
-  const timer = setTimeout(() => proc.kill(), FILE_IDLE_TIMEOUT_SECONDS * 1000);
+  let idled = false;
+  const timer = setTimeout(() => {
+    idled = true;
+    proc.kill();
+    onIdle();
+  }, idleSeconds * 1000);
   let stderr = "";
   proc.stderr.on("data", (chunk: Buffer) => {
     if (stderr.length < MAX_STDERR_BYTES) stderr += chunk.toString("utf8");
@@ -61,6 +68,8 @@ function transferCommand(service: BoxService, box: BoxRecord, command: string) {
     proc,
     exited,
     stderr: () => stderr.slice(0, MAX_STDERR_BYTES).trim(),
+    /** Whether it was killed by the idle timeout. */
+    idled: () => idled,
     // Never re-armed once the command ended (refresh would start a cleared timer again).
     moved: () => {
       if (!ended) timer.refresh();
@@ -69,21 +78,36 @@ function transferCommand(service: BoxService, box: BoxRecord, command: string) {
 }
 
 /** Runs a short command to its end (nothing on stdin); its exit code and stderr. */
-async function run(service: BoxService, box: BoxRecord, command: string) {
-  const { proc, exited, stderr } = transferCommand(service, box, command);
+async function run(service: BoxService, box: BoxRecord, command: string, idleSeconds: number) {
+  const { proc, exited, stderr } = transferCommand(service, box, command, idleSeconds);
   proc.stdout.resume();
   proc.stdin.end();
   return { code: await exited, stderr: stderr() };
 }
 
-export async function download(service: BoxService, box: BoxRecord, path: string): Promise<Response> {
+/**
+ * `breakOff`: ends the response where it is sent (its connection), called when no byte moved for
+ * `idleSeconds`; a client that stopped reading is not read from again, so only the connection can end it.
+ */
+export async function download(
+  service: BoxService,
+  box: BoxRecord,
+  path: string,
+  idleSeconds: number,
+  breakOff: () => void,
+): Promise<Response> {
   const p = shellQuote(path);
+  let started = false; // the response is under way: the idle timeout ends its connection
   // Once the file is open, its size (for Content-Length) on a line of its own, then its bytes.
   const { proc, exited, stderr, moved } = transferCommand(
     service,
     box,
     `[ -e ${p} ] || exit 44; [ -d ${p} ] && exit 45; [ -f ${p} ] || exit 46; exec < ${p}; ` +
       `n=$(stat -L -c %s -- ${p}) || exit 1; printf '%s\\n' "$n"; exec cat`,
+    idleSeconds,
+    () => {
+      if (started) breakOff();
+    },
   );
   proc.stdin.end();
   const chunks = proc.stdout[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
@@ -119,6 +143,7 @@ export async function download(service: BoxService, box: BoxRecord, path: string
       proc.kill();
     }
   };
+  started = true;
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       send(controller, head.subarray(newline + 1));
@@ -150,8 +175,9 @@ export async function upload(
   box: BoxRecord,
   path: string,
   request: Request,
-  maxBytes: number,
+  limits: { maxBytes: number; idleSeconds: number },
 ): Promise<{ path: string; written: number }> {
+  const { maxBytes, idleSeconds } = limits;
   const notMultipart = () =>
     badRequest("The body must be multipart/form-data with a part named 'file'", "WriteError");
   const brokenOff = () =>
@@ -199,6 +225,7 @@ export async function upload(
           box,
           `${target}; [ -d "$p" ] && exit 45; if [ -n "$d" ]; then mkdir -p -- "$d" || exit 1; fi; ` +
             `cat > "$t" || { rm -f -- "$t"; exit 1; }`,
+          idleSeconds,
         );
       } catch (err) {
         return fail(err);
@@ -236,7 +263,7 @@ export async function upload(
   } catch (err) {
     if (state.writer) {
       await state.writer.exited;
-      await run(service, box, `${target}; rm -f -- "$t"`);
+      await run(service, box, `${target}; rm -f -- "$t"`, idleSeconds);
     }
     throw err;
   }
@@ -247,16 +274,22 @@ export async function upload(
   const code = await writer.exited;
   if (code === 45) throw isDirectory(path);
   if (code !== 0) {
-    throw badRequest(`Could not write ${path}: ${writer.stderr() || `exit ${code}`}`, "WriteError");
+    // A killed writer (the idle timeout) had no chance to remove its temporary file.
+    await run(service, box, `${target}; rm -f -- "$t"`, idleSeconds);
+    const why = writer.idled()
+      ? `no byte arrived for ${idleSeconds} s (HANGAR_SANDBOX_FILE_IDLE_TIMEOUT_SECONDS)`
+      : writer.stderr() || `exit ${code}`;
+    throw badRequest(`Could not write ${path}: ${why}`, "WriteError");
   }
   // The replaced file's mode is kept (a re-uploaded script stays executable); -T: never into a directory.
   const moved = await run(
     service,
     box,
     `${target}; if [ -f "$p" ]; then chmod "$(stat -c %a -- "$p")" "$t" || exit 1; fi; mv -fT -- "$t" "$p"`,
+    idleSeconds,
   );
   if (moved.code !== 0) {
-    await run(service, box, `${target}; rm -f -- "$t"`);
+    await run(service, box, `${target}; rm -f -- "$t"`, idleSeconds);
     throw badRequest(`Could not write ${path}: ${moved.stderr || `exit ${moved.code}`}`, "WriteError");
   }
   return { path, written: state.written };

@@ -29,7 +29,10 @@ import {
 } from "./volumes-templates.js";
 
 export interface SandboxDeps {
-  config: Pick<Config, "maxBodyBytes" | "maxUploadBytes" | "executeOutputBudgetBytes">;
+  config: Pick<
+    Config,
+    "maxBodyBytes" | "maxUploadBytes" | "executeOutputBudgetBytes" | "fileIdleTimeoutSeconds"
+  >;
   /** The project's auth handlers (langgraph.json `auth`): sandboxes, volumes, templates and pools are theirs too. */
   auth?: CustomAuth;
   storage: Pick<Storage, "sandboxes" | "sandboxBoxes">;

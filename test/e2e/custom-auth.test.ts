@@ -17,6 +17,7 @@ import {
 import { Client } from "@langchain/langgraph-sdk";
 import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { toolName } from "../../src/agents/mcp/tools.js";
 import { AUTH_CONFIG, token } from "../helpers/auth-tokens.js";
 import { type FreshDatabase, freshDatabase, PG_SKIP } from "../helpers/postgres.js";
 import { assertDetail, type Hangar, http, rejection, startHangar, waitFor } from "../helpers/server.js";
@@ -506,6 +507,43 @@ for (const target of [sqlite, postgres]) {
           await mcp.close();
         }
         await as("alice").assistants.delete(id);
+      },
+    );
+
+    test(
+      "MCP tools/list shows each user what REST /assistants/search shows, default assistants included",
+      T,
+      async () => {
+        const alice = as("alice");
+        const mine = await alice.assistants.create({ graphId: "whoami", name: "alice tool" });
+        /** The official MCP client as a user. */
+        const mcpTools = async (who: keyof typeof tokens) => {
+          const mcp = new McpClient({ name: "hangar-e2e", version: "0.0.1" });
+          await mcp.connect(
+            new StreamableHTTPClientTransport(new URL(`${h.url}/mcp`), {
+              requestInit: { headers: { Authorization: `Bearer ${tokens[who]}` } },
+            }),
+          );
+          try {
+            return (await mcp.listTools()).tools.map((t) => t.name).sort();
+          } finally {
+            await mcp.close();
+          }
+        };
+        // A tool per assistant name (mcp/tools.ts), from what the same user's REST search returns.
+        const restTools = async (who: keyof typeof tokens) => {
+          const found = await as(who).assistants.search({ limit: 1000 });
+          return [...new Set(found.map((a) => toolName(a.name) || a.assistant_id))].sort();
+        };
+        for (const who of ["alice", "bob"] as const) {
+          assert.deepEqual(await mcpTools(who), await restTools(who), who);
+        }
+        // The handlers' owner filter ({owner: user}) hides the graph's default assistant (its metadata is
+        // `created_by: system`) from both; alice's own is hers alone.
+        const [aliceTools, bobTools] = [await mcpTools("alice"), await mcpTools("bob")];
+        assert.ok(aliceTools.includes("alice_tool") && !bobTools.includes("alice_tool"));
+        assert.ok(!aliceTools.includes("whoami") && !bobTools.includes("whoami"));
+        await alice.assistants.delete(mine.assistant_id);
       },
     );
 

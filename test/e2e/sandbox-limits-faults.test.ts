@@ -1,18 +1,39 @@
 /**
  * The data plane against broken and odd clients, on the bubblewrap engine (issue #32's review):
  * a multipart body cut before its closing boundary, upgrade requests reset before authentication,
- * uploads onto a directory or over an executable, and downloads' Content-Length.
+ * uploads onto a directory or over an executable, downloads' Content-Length, and a download whose
+ * client stops reading (broken off after the file idle timeout).
  * Each case ends by checking the server still answers.
  */
 import assert from "node:assert/strict";
-import { connect } from "node:net";
+import { readFileSync } from "node:fs";
+import { connect, type Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { SandboxClient } from "langsmith-sbx/experimental/sandbox";
 import WebSocket from "ws";
+import { underWatchdog } from "../helpers/sandbox-limits-suite.js";
 import { type Hangar, http, startHangar } from "../helpers/server.js";
 
 const T = { timeout: 120_000 };
 const KEY = { "x-api-key": "test-key" };
+/** HANGAR_SANDBOX_FILE_IDLE_TIMEOUT_SECONDS of this file's server (300 by default). */
+const IDLE_SECONDS = 5;
+
+/**
+ * The server's side of the TCP connection whose client end is `client`: its state in /proc/net/tcp
+ * ("01" established; a closed socket whose FIN waits behind unsent bytes is "04", FIN_WAIT1), or null
+ * once it is gone.
+ */
+function serverSideState(client: Socket): string | null {
+  const hexPort = (port: number) => port.toString(16).toUpperCase().padStart(4, "0");
+  const local = `:${hexPort(client.remotePort!)}`;
+  const remote = `:${hexPort(client.localPort!)}`;
+  for (const line of readFileSync("/proc/net/tcp", "utf8").split("\n").slice(1)) {
+    const [, l, r, state] = line.trim().split(/\s+/);
+    if (l?.endsWith(local) && r?.endsWith(remote)) return state!;
+  }
+  return null;
+}
 
 describe("the data plane survives broken clients (bwrap)", () => {
   let h: Hangar;
@@ -43,6 +64,7 @@ describe("the data plane survives broken clients (bwrap)", () => {
         HANGAR_SANDBOX_ENGINE: "bwrap",
         HANGAR_API_KEYS: "test-key:org-a",
         HANGAR_SANDBOX_EXECUTE_OUTPUT_BUDGET_MB: "12",
+        HANGAR_SANDBOX_FILE_IDLE_TIMEOUT_SECONDS: String(IDLE_SECONDS),
       },
     });
     const c = new SandboxClient({ apiEndpoint: `${h.url}/v2/sandboxes`, apiKey: "test-key", maxRetries: 0 });
@@ -147,6 +169,106 @@ describe("the data plane survives broken clients (bwrap)", () => {
     }
     await stillUp();
   });
+
+  test("a download whose client stops reading is broken off after the idle timeout", T, async () => {
+    // Sparse: 400 MB that the socket buffers (a few MB) cannot hold.
+    assert.equal((await execute("truncate -s 400M /tmp/stalled")).exit_code, 0);
+    const url = new URL(`${dp}/download?path=/tmp/stalled`);
+    const s = connect(Number(url.port), url.hostname);
+    const { broken, received } = await underWatchdog(h, "download, client stalled", async () => {
+      await new Promise<void>((resolve, reject) => {
+        s.once("connect", resolve);
+        s.once("error", reject);
+      });
+      s.write(
+        `GET ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\nx-api-key: test-key\r\n\r\n`,
+      );
+      // Reads the head and a little of the file, then nothing more.
+      let head = "";
+      let got = 0;
+      await new Promise<void>((resolve) => {
+        const onData = (chunk: Buffer) => {
+          if (!head.includes("\r\n\r\n")) head += chunk.toString("latin1");
+          got += chunk.length;
+          if (got >= 256 * 1024) {
+            s.pause();
+            s.off("data", onData);
+            resolve();
+          }
+        };
+        s.on("data", onData);
+      });
+      assert.match(head, /^HTTP\/1\.1 200 /);
+      assert.match(head, new RegExp(`content-length: ${400 * 2 ** 20}`, "i"));
+      const stalledAt = Date.now();
+      assert.equal(serverSideState(s), "01", "the server's side is open while the client stalls");
+      // The server closes its side (its FIN then waits behind the bytes the client does not take).
+      while (serverSideState(s) === "01" && Date.now() - stalledAt < (IDLE_SECONDS + 20) * 1000) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const brokenAfter = (Date.now() - stalledAt) / 1000;
+      // Read again: what was in flight, then the end, far short of the file.
+      let more = 0;
+      s.on("data", (chunk: Buffer) => {
+        more += chunk.length;
+      });
+      const ended = new Promise<void>((resolve) => s.once("close", () => resolve()));
+      s.resume();
+      await ended;
+      return { broken: brokenAfter, received: got + more };
+    });
+    console.log(`stalled download: broken off ${broken.toFixed(1)} s into the stall, ${received} bytes sent`);
+    assert.ok(
+      broken >= IDLE_SECONDS - 0.5 && broken < IDLE_SECONDS + 10,
+      `the server ended the response ${broken.toFixed(1)} s into the stall (idle timeout ${IDLE_SECONDS} s)`,
+    );
+    assert.ok(received < 100 * 2 ** 20, `the file was not sent whole (${received} bytes)`);
+    // The command reading the file was stopped too.
+    assert.equal((await execute("pgrep -x cat || echo none")).stdout, "none\n");
+    await execute("rm -f /tmp/stalled");
+    await stillUp();
+  });
+
+  test(
+    "an upload whose client stops sending is refused after the idle timeout, leaving nothing",
+    T,
+    async () => {
+      assert.equal((await upload("/tmp/kept-idle", "old")).status, 200);
+      const url = new URL(`${dp}/upload?path=/tmp/kept-idle`);
+      const part = '--XX\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n\r\n';
+      const began = Date.now();
+      const answer = await new Promise<string>((resolve, reject) => {
+        const s = connect(Number(url.port), url.hostname, () => {
+          // A body announced at 100 MB, of which a part's head and 1 MiB are sent; then nothing.
+          s.write(
+            `POST ${url.pathname}${url.search} HTTP/1.1\r\nhost: ${url.host}\r\nx-api-key: test-key\r\n` +
+              `content-type: multipart/form-data; boundary=XX\r\ncontent-length: ${100 * 2 ** 20}\r\n\r\n${part}`,
+          );
+          s.write(Buffer.alloc(2 ** 20, 0x61));
+        });
+        let text = "";
+        s.on("data", (d) => {
+          text += d;
+          if (/\r\n\r\n[\s\S]*\}$/.test(text)) {
+            s.destroy();
+            resolve(text);
+          }
+        });
+        s.on("close", () => resolve(text));
+        s.on("error", reject);
+      });
+      const after = (Date.now() - began) / 1000;
+      assert.match(answer, /^HTTP\/1\.1 400/, answer);
+      assert.match(
+        answer,
+        /WriteError.*no byte arrived for 5 s \(HANGAR_SANDBOX_FILE_IDLE_TIMEOUT_SECONDS\)/,
+      );
+      assert.ok(after >= IDLE_SECONDS - 0.5 && after < IDLE_SECONDS + 10, `answered after ${after} s`);
+      const left = await execute("cat /tmp/kept-idle; ls -a /tmp | grep -c hangar-upload");
+      assert.equal(left.stdout, "old0\n", "the old file is as it was, and no temporary file is left");
+      await stillUp();
+    },
+  );
 
   test("commands per sandbox are capped (429), and /execute's command ends with its client", T, async () => {
     const clients = Array.from({ length: 32 }, () => new AbortController());

@@ -193,6 +193,50 @@ function serversOn(engine: Engine) {
 export function sandboxHardeningSuite(engine: Engine) {
   const onEngine = serversOn(engine);
   describe(`a hostile sandbox and the host (${engine})`, () => {
+    test("past its memory or pids limit: what ends, as README's Security table says", T, async () => {
+      const h = await onEngine();
+      const c = clientOf(h);
+      await c.createTemplate("small", { image: IMAGE, cpu: "500m", memory: "128Mi" });
+      const statusOf = async (name: string) => (await c.getSandboxStatus(name)).status;
+      /** The sandbox's status once it settles (a sandbox that ends is marked within moments). */
+      const settled = async (name: string) => {
+        for (let i = 0; i < 20 && (await statusOf(name)) === "ready"; i++)
+          await new Promise((r) => setTimeout(r, 250));
+        return statusOf(name);
+      };
+
+      // Anonymous memory past the limit: on gVisor the whole sandbox ends; elsewhere the process.
+      const anon = await c.createSandbox("small", { name: "anon", timeout: 60 });
+      // A command whose sandbox ends under it fails (how depends on the engine): only the status is read.
+      const grew = await anon
+        .run(`perl -e '$x = "a" x (400 * 2**20)'; echo "exit $?"`, { timeout: 60 })
+        .catch(() => null);
+      if (engine === "runsc") assert.equal(await settled("anon"), "stopped");
+      else {
+        assert.equal(grew?.stdout, "exit 137\n", "the kernel killed the process");
+        assert.equal(await settled("anon"), "ready");
+        assert.equal((await anon.run("echo alive")).stdout, "alive\n");
+      }
+      // Memory no kill frees (a tmpfs file): the whole sandbox ends on every engine, its files kept.
+      const shm = await c.createSandbox("small", { name: "shm", timeout: 60 });
+      await shm.run("head -c 200M /dev/zero > /dev/shm/x", { timeout: 60 }).catch(() => null);
+      assert.equal(await settled("shm"), "stopped");
+
+      // A fork bomb: gVisor ends the whole sandbox; elsewhere it stays inside the pids limit and
+      // outlives the command that started it (until a stop or delete).
+      const bomb = await c.createSandbox("small", { name: "bomb", timeout: 60 });
+      const started = await bomb.run("f() { f | f & }; f; echo started", { timeout: 30 }).catch(() => null);
+      if (engine === "runsc") assert.equal(await settled("bomb"), "stopped");
+      else {
+        assert.match(started?.stdout ?? "", /started/);
+        await new Promise((r) => setTimeout(r, 2000));
+        const processes = processesOf(h.dataDir, bomb.id!).size;
+        assert.ok(processes > PIDS_MAX / 2 && processes <= PIDS_MAX, `${processes} processes`);
+        assert.equal(await statusOf("bomb"), "ready");
+      }
+      for (const name of ["anon", "shm", "bomb"]) await c.deleteSandbox(name);
+    });
+
     test(
       "a set-id program a sandbox writes runs as no local account's root; none can reach it",
       T,

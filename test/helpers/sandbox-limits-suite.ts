@@ -30,7 +30,7 @@ function rssOf(pid: number): number {
  * Runs `hostile` while sampling the server's RSS every 20 ms; past start + CEILING_BYTES the server is
  * killed (SIGKILL) and the test fails, naming the RSS. Then the server must still answer a request.
  */
-async function underWatchdog<T>(h: Hangar, what: string, hostile: () => Promise<T>): Promise<T> {
+export async function underWatchdog<T>(h: Hangar, what: string, hostile: () => Promise<T>): Promise<T> {
   const pid = h.process.pid!;
   const start = rssOf(pid);
   let peak = start;

@@ -92,6 +92,7 @@ describe("defaults", () => {
       // The engine is the best one on PATH, chosen when the server starts; images under the data dir.
       sandboxes: { pidsMax: 1024, storageQuotaBytes: 500 * 1024 ** 3 },
       schemaResolveTimeoutMs: 30_000,
+      fileIdleTimeoutSeconds: 300,
     });
   });
 

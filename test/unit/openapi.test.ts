@@ -249,6 +249,31 @@ describe("the server's OpenAPI document", () => {
     });
   });
 
+  test("the sandbox area documents every status its routes answer", () => {
+    // From the routes (sandboxes/*.ts): 401 and 422 everywhere, 404 on every path with a parameter,
+    // and the statuses each one throws (tenant limits 422/429, TooManyCommands 429, upload 413, …).
+    const expected: Record<string, number[]> = {
+      "POST /v2/sandboxes/volumes": [201, 401, 409, 422, 429],
+      "PATCH /v2/sandboxes/volumes/{name}": [200, 400, 401, 404, 409, 422, 429],
+      "POST /v2/sandboxes/templates": [201, 400, 401, 409, 422],
+      "POST /v2/sandboxes/boxes": [201, 400, 401, 404, 408, 409, 422, 429, 503],
+      "POST /v2/sandboxes/boxes/{name}/start": [202, 400, 401, 404, 422],
+      "POST /v2/sandboxes/pools": [201, 400, 401, 409, 422, 429, 504],
+      "PATCH /v2/sandboxes/pools/{name}": [200, 401, 404, 409, 422, 429],
+      "POST /v2/sandboxes/dataplane/{id}/execute": [200, 400, 401, 404, 408, 422, 429],
+      "GET /v2/sandboxes/dataplane/{id}/execute/ws": [101, 400, 401, 403, 404, 422, 426],
+      "POST /v2/sandboxes/dataplane/{id}/upload": [200, 400, 401, 404, 413, 422],
+      "GET /v2/sandboxes/dataplane/{id}/download": [200, 400, 401, 404, 422],
+    };
+    for (const [key, statuses] of Object.entries(expected)) {
+      const [method, path] = key.split(" ") as [string, string];
+      const op = doc.paths[path][method.toLowerCase()];
+      assert.deepEqual(Object.keys(op.responses).map(Number), statuses, key);
+    }
+    const tooMany = doc.paths["/v2/sandboxes/dataplane/{id}/execute"].post.responses["429"];
+    assert.match(tooMany.description, /TooManyCommands/);
+  });
+
   test("error responses have the shapes of the error model", () => {
     const { schemas, responses } = doc.components;
     assert.deepEqual(schemas.ErrorMessage.required, ["detail"]);
