@@ -3,7 +3,7 @@
  * runner's time limit of its own). Projects on other releases than Hangar's own run unchanged (#33):
  * the fixture projects of
  * fixtures/releases, each with its own node_modules (scripts/install-test-deps.sh installs them from
- * their lockfiles) — LangGraph.js 0.2.74 and 0.3.12, and LangChain v1 `createAgent` / deepagents on
+ * their lockfiles) — LangGraph.js 0.2.74, 0.3.12 and 0.4.9, and LangChain v1 `createAgent` / deepagents on
  * LangGraph.js 1.4 — each served by a real `hangar dev` and driven through the SDK by the scenario of
  * fixtures/releases/scenarios.ts.
  *
