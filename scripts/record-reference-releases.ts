@@ -9,8 +9,10 @@
  *
  * Naming fixtures records only those (the others keep their recording).
  * Each fixture's node_modules must be installed (scripts/install-test-deps.sh does it). The reference's
- * schema extraction is given 5 s (LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS) instead of 30.
+ * schema extraction is given 180 s (LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS) instead of 30: reading a project's
+ * TypeScript types takes longer than 30 s on a loaded machine, and a timed-out read records a 500.
  */
+import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -25,7 +27,7 @@ const version = (dir: string, pkg: string) =>
   JSON.parse(readFileSync(path.join(dir, "node_modules", pkg, "package.json"), "utf8")).version;
 
 process.env.PROJECT_PACKAGES = "1";
-process.env.LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS = "5000";
+process.env.LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS = "180000";
 const only = process.argv.slice(2);
 const recording: Record<string, unknown> = {
   ...(only.length > 0 && existsSync(OUT) ? JSON.parse(readFileSync(OUT, "utf8")) : {}),
@@ -47,5 +49,10 @@ for (const [fixture, graphs] of Object.entries(FIXTURES) as [FixtureName, readon
     await reference.stop();
   }
 }
-writeFileSync(OUT, `${JSON.stringify(recording, null, 1)}\n`);
+writeFileSync(OUT, `${JSON.stringify(recording, null, 2)}\n`);
+// As the repository keeps it (`npm run check` formats JSON too): a new recording shows only what changed.
+execFileSync(path.join(ROOT, "node_modules", ".bin", "biome"), ["format", "--write", OUT], {
+  cwd: ROOT,
+  stdio: "ignore",
+});
 console.log(`wrote ${path.relative(ROOT, OUT)}`);
