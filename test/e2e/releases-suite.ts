@@ -134,7 +134,7 @@ export function refusedReleaseSuite(): void {
       writeFileSync(join(dir, "langgraph.json"), JSON.stringify({ graphs: { old: "./graph.mjs:graph" } }));
       await assert.rejects(
         startHangar({ config: join(dir, "langgraph.json") }),
-        /@langchain\/langgraph 0\.2\.8 is not supported: Hangar runs >=0\.2\.12 <2/,
+        /@langchain\/langgraph 0\.2\.8 is not supported: Hangar runs >=0\.2\.12 <2; upgrade the project's \(for example `npm install @langchain\/langgraph@\^0\.2\.74`/,
       );
     });
   });

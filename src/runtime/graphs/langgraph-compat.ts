@@ -56,7 +56,10 @@ export class LangGraphRelease {
    */
   unsupported(): string | null {
     if (!this.atLeast(0, 2, 12))
-      return `@langchain/langgraph ${this.version} is not supported: Hangar runs ${SUPPORTED_RANGE}`;
+      return (
+        `@langchain/langgraph ${this.version} is not supported: Hangar runs ${SUPPORTED_RANGE}; ` +
+        `upgrade the project's (for example \`npm install @langchain/langgraph@^0.2.74\`, the last 0.2 release)`
+      );
     return null;
   }
 
