@@ -13,9 +13,9 @@
 
 import path from "node:path";
 import type { TenantLimits } from "../../config/limits.js";
-import { privateDir } from "../../data-dir.js";
 import type { Logger } from "../../logger.js";
 import type { Storage } from "../../storage/ports.js";
+import { privateDir } from "../../storage/private-dir.js";
 import { BoxService } from "../boxes.js";
 import { LocalProvisioner } from "../provisioner.js";
 import { orgSandboxAdmit } from "../quota.js";

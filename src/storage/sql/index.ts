@@ -1,4 +1,3 @@
-import type { Config } from "../../config/index.js";
 import type { Storage } from "../ports.js";
 import { SqlAssistants } from "./assistants.js";
 import { SqlAuth } from "./auth.js";
@@ -36,8 +35,15 @@ export const openSqliteStorage = async (opts: Parameters<typeof openSqlite>[0]) 
 export const openPostgresStorage = async (opts: Parameters<typeof openPostgres>[0]) =>
   storageOver(await openPostgres(opts));
 
-/** The storage a config names: Postgres with `postgresUri`, else SQLite (`secondary`: see openSqlite). */
-export const openStorage = (config: Config, opts: { secondary?: boolean } = {}): Promise<Storage> =>
+/** What `openStorage` reads of the server's settings (a `Config` is one). */
+export interface StorageSettings {
+  postgresUri?: string;
+  dataDir: string;
+  sqliteSynchronous: "normal" | "full";
+}
+
+/** The storage the settings name: Postgres with `postgresUri`, else SQLite (`secondary`: see openSqlite). */
+export const openStorage = (config: StorageSettings, opts: { secondary?: boolean } = {}): Promise<Storage> =>
   config.postgresUri
     ? openPostgresStorage({ uri: config.postgresUri })
     : openSqliteStorage({ dataDir: config.dataDir, synchronous: config.sqliteSynchronous, ...opts });
