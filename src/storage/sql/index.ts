@@ -13,7 +13,7 @@ import { SqlThreads } from "./threads.js";
 function storageOver(database: SqlDatabase): Storage {
   const checkpointer = new SqlCheckpointer(database);
   return {
-    exclusive: database.dialect.name === "sqlite",
+    exclusive: database.dialect.exclusive,
     assistants: new SqlAssistants(database),
     threads: new SqlThreads(database),
     runs: new SqlRuns(database, checkpointer),

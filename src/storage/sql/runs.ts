@@ -416,9 +416,10 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
   /**
    * Claims the oldest due pending run whose thread is not executing another run: `#pickThread` takes
    * its thread, `#claimOn` marks the run running, the thread's update returns its metadata: three
-   * statements in a transaction (Postgres; SQLite: `#claimSerialized`). Most claims find nothing due (a
-   * worker asks again whenever it may have room): the pick runs once outside a transaction first and
-   * answers those alone, without a transaction's round trips.
+   * statements in a transaction (Postgres; where a transaction holds the whole database's write lock,
+   * SQLite: `#claimSerialized`). Most claims find nothing due (a worker asks again whenever it may have
+   * room): the pick runs once outside a transaction first and answers those alone, without a
+   * transaction's round trips.
    *
    * Why the thread row lock on Postgres (and not only SKIP LOCKED on the run): two workers may each pick
    * a different pending run of the same idle thread. Locking the run rows does not stop that: the rows
@@ -429,7 +430,7 @@ export class SqlRuns extends SqlRepo implements Port.RunsRepo {
    * was granted and so sees any claim committed before it. SQLite needs none of this: `#claimSerialized`.
    */
   async claimNext(lease: Port.Lease = DEFAULT_LEASE): Promise<Port.ClaimResult> {
-    if (this.dialect.name === "sqlite") return this.#claimSerialized(lease);
+    if (this.dialect.serializesTransactions) return this.#claimSerialized(lease);
     const [look] = await this.database
       .prepared("runs.look", (db) => this.#pickQuery(db, slot("now"), [], false))
       .execute(this.database, { now: Date.now() });
