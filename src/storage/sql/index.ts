@@ -4,7 +4,7 @@ import { SqlAuth } from "./auth.js";
 import { SqlCheckpointer } from "./checkpointer.js";
 import { SqlCrons } from "./crons.js";
 import { openPostgres, openSqlite, type SqlDatabase } from "./database.js";
-import { SqlRuns } from "./runs.js";
+import { SqlRuns } from "./runs/index.js";
 import { SqlSandboxBoxes, SqlSandboxes } from "./sandboxes.js";
 import { SqlStore } from "./store.js";
 import { SqlThreads } from "./threads.js";
