@@ -5,7 +5,8 @@ import { SqlCheckpointer } from "./checkpointer.js";
 import { SqlCrons } from "./crons.js";
 import { openPostgres, openSqlite, type SqlDatabase } from "./database.js";
 import { SqlRuns } from "./runs/index.js";
-import { SqlSandboxBoxes, SqlSandboxes } from "./sandboxes.js";
+import { SqlSandboxBoxes } from "./sandboxes/boxes.js";
+import { SqlSandboxes } from "./sandboxes/volumes-templates.js";
 import { SqlStore } from "./store.js";
 import { SqlThreads } from "./threads.js";
 
