@@ -12,14 +12,10 @@
  * them (a sandbox's `/tmp` is 1777 inside), and a 0700 directory above them already keeps every other
  * local account out.
  */
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync } from "node:fs";
 import path from "node:path";
 import type { Logger } from "./logger.js";
-
-/** Directories of the data dir: the server's user alone may enter them. */
-export const PRIVATE_DIR_MODE = 0o700;
-/** Files of the data dir: the server's user alone may read them. */
-export const PRIVATE_FILE_MODE = 0o600;
+import { isSharedDir, PRIVATE_DIR_MODE, tighten } from "./storage/private-dir.js";
 
 /** What Hangar itself keeps at the top of its data dir (storage, sandbox-runtime): the paths it tightens. */
 export const HANGAR_ENTRIES = [
@@ -31,19 +27,6 @@ export const HANGAR_ENTRIES = [
   "volumes",
   "images",
 ];
-
-/** A directory other users share (sticky or world-writable, as `/tmp`): never Hangar's to chmod. */
-export function isSharedDir(dir: string): boolean {
-  const st = lstatSync(dir, { throwIfNoEntry: false });
-  return !!st?.isDirectory() && (st.mode & 0o1002) !== 0;
-}
-
-/** Creates `dir` 0700 (missing parents too) or tightens it to 0700, unless it is a shared one. */
-export function privateDir(dir: string): { tightened: number | null } {
-  mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
-  if (isSharedDir(dir)) return { tightened: null };
-  return tighten(dir);
-}
 
 /**
  * Makes the data dir private (see above); logs each path it tightened with its mode before. The image
@@ -93,11 +76,4 @@ export function secureDataDir(dataDir: string, log: Logger, imagesDir?: string):
       paths: refused.join(", "),
     });
   }
-}
-/** Clears the group and other bits (the owner's stay as they are); returns the mode before when it changed. */
-function tighten(p: string): { tightened: number | null } {
-  const before = lstatSync(p).mode & 0o7777;
-  if ((before & 0o077) === 0) return { tightened: null };
-  chmodSync(p, before & ~0o077);
-  return { tightened: before };
 }

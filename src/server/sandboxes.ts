@@ -4,7 +4,6 @@
  */
 import path from "node:path";
 import type { Config } from "../config/index.js";
-import { privateDir } from "../data-dir.js";
 import type { Logger } from "../logger.js";
 import { BoxService } from "../sandboxes/boxes.js";
 import { createSandboxDriver, sandboxDirs } from "../sandboxes/engines/index.js";
@@ -12,6 +11,7 @@ import { LocalProvisioner } from "../sandboxes/provisioner.js";
 import { orgSandboxAdmit } from "../sandboxes/quota.js";
 import { VolumeTemplateService } from "../sandboxes/volumes-templates.js";
 import type { Storage } from "../storage/ports.js";
+import { privateDir } from "../storage/private-dir.js";
 
 export interface Sandboxes {
   /** Sandboxes, pools and their driver; started after the server listens, closed before storage. */

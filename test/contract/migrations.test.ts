@@ -176,4 +176,23 @@ describe("migrations: postgres", { skip: PG_URI ? undefined : "HANGAR_TEST_POSTG
       new RegExp(`newer than this Hangar.*${FUTURE}`),
     );
   });
+
+  test("processes opening one schema at once migrate it once", async () => {
+    const uri = PG_URI as string;
+    const schema = `hangar_test_${randomBytes(6).toString("hex")}`;
+    const opened = await Promise.all([1, 2, 3].map(() => openPostgresStorage({ uri, schema })));
+    const client = new pg.Client({ connectionString: uri });
+    await client.connect();
+    try {
+      const { rows } = await client.query(`SELECT name FROM ${schema}.hangar_migration ORDER BY name`);
+      assert.deepEqual(
+        rows.map((r) => r.name),
+        MIGRATIONS.map((m) => m.name),
+      );
+    } finally {
+      for (const s of opened) await s.close();
+      await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await client.end();
+    }
+  });
 });

@@ -29,7 +29,7 @@ import {
 } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
-import { PRIVATE_DIR_MODE } from "../../data-dir.js";
+import { PRIVATE_DIR_MODE } from "../../storage/private-dir.js";
 import type { ExecProcess, ExecRequest, SandboxDriver, SandboxSpec } from "../provisioner.js";
 import { type Cgroups, detectCgroups } from "./cgroups.js";
 import type { ImageLayer, ImageStore } from "./images.js";

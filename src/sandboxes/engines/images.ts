@@ -28,7 +28,7 @@ import { existsSync } from "node:fs";
 import { mkdir, readdir, readFile, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
-import { PRIVATE_DIR_MODE } from "../../data-dir.js";
+import { PRIVATE_DIR_MODE } from "../../storage/private-dir.js";
 
 export const BUILTIN_IMAGE = "hangar/host";
 const DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";

@@ -30,8 +30,8 @@ import type {
   SqlBool,
 } from "kysely";
 import type pg from "pg";
-import { PRIVATE_FILE_MODE, privateDir } from "../../data-dir.js";
 import type { SearchQuery, SortOrder } from "../ports.js";
+import { PRIVATE_FILE_MODE, privateDir } from "../private-dir.js";
 import { type Dialect, postgresDialect, sqliteDialect } from "./dialect.js";
 import { CompiledQuery, Kysely, kysely, sql } from "./kysely.js";
 import { migrate } from "./migrations.js";

@@ -1,6 +1,8 @@
 /**
  * What truly differs between SQLite and Postgres, in one place; everything else (upserts, RETURNING,
- * JSON text, timestamps) is the same SQL on both, written once against Kysely. Locks: SQLite's
+ * JSON text, timestamps) is the same SQL on both, written once against Kysely. The rest of the
+ * differences are the connections themselves (database.ts' openSqlite and openPostgres) and the
+ * engines' DDL, kept as data by engine with the migrations (migrations.ts). Locks: SQLite's
  * transactions begin IMMEDIATE (database.ts) and hold the database's write lock until COMMIT, what
  * `FOR UPDATE` gives per row on Postgres, so on SQLite the lock helpers add nothing.
  */
@@ -18,7 +20,19 @@ interface Lockable<QB> {
 }
 
 export interface Dialect {
+  /** The engine, as migrations.ts keys its per-engine DDL by it; code asks the members below instead. */
   readonly name: "sqlite" | "postgres";
+  /**
+   * One process owns the database (the embedded SQLite file), so runs found `running` at its start
+   * are orphans (`Storage.exclusive`); a shared database (Postgres) relies on leases instead.
+   */
+  readonly exclusive: boolean;
+  /**
+   * A transaction holds the whole database's write lock from its first statement (SQLite: BEGIN
+   * IMMEDIATE, database.ts), so what it reads stays as read until it commits: a check-then-write needs
+   * no row lock, and concurrent claimers need no pick-then-lock protocol (runs' claims).
+   */
+  readonly serializesTransactions: boolean;
   /**
    * `SELECT … FOR UPDATE [OF table] [SKIP LOCKED]` on Postgres; the query as it is on SQLite. `skipLocked`:
    * rows another transaction holds are left out instead of waited for (each claim happens once).
@@ -146,6 +160,8 @@ function float32Blob(values: ArrayLike<number>): Buffer {
 
 export const sqliteDialect: Dialect = {
   name: "sqlite",
+  exclusive: true,
+  serializesTransactions: true,
   lock: (qb) => qb,
   // The same clock as the process's (one host), read by SQLite: no parameter, so queries using it compile once.
   nowMs: () => sql<number>`CAST(unixepoch('subsec') * 1000 AS INTEGER)`,
@@ -219,6 +235,8 @@ function pgContains(column: string, filter: Record<string, unknown>): Expression
 
 export const postgresDialect: Dialect = {
   name: "postgres",
+  exclusive: false,
+  serializesTransactions: false,
   lock(qb, { share, of, skipLocked } = {}) {
     const locked = share ? qb.forShare(of) : qb.forUpdate(of);
     return skipLocked ? locked.skipLocked() : locked;

@@ -1,12 +1,12 @@
-import type { Config } from "../../config/index.js";
 import type { Storage } from "../ports.js";
 import { SqlAssistants } from "./assistants.js";
 import { SqlAuth } from "./auth.js";
 import { SqlCheckpointer } from "./checkpointer.js";
 import { SqlCrons } from "./crons.js";
 import { openPostgres, openSqlite, type SqlDatabase } from "./database.js";
-import { SqlRuns } from "./runs.js";
-import { SqlSandboxBoxes, SqlSandboxes } from "./sandboxes.js";
+import { SqlRuns } from "./runs/index.js";
+import { SqlSandboxBoxes } from "./sandboxes/boxes.js";
+import { SqlSandboxes } from "./sandboxes/volumes-templates.js";
 import { SqlStore } from "./store.js";
 import { SqlThreads } from "./threads.js";
 
@@ -14,7 +14,7 @@ import { SqlThreads } from "./threads.js";
 function storageOver(database: SqlDatabase): Storage {
   const checkpointer = new SqlCheckpointer(database);
   return {
-    exclusive: database.dialect.name === "sqlite",
+    exclusive: database.dialect.exclusive,
     assistants: new SqlAssistants(database),
     threads: new SqlThreads(database),
     runs: new SqlRuns(database, checkpointer),
@@ -36,8 +36,15 @@ export const openSqliteStorage = async (opts: Parameters<typeof openSqlite>[0]) 
 export const openPostgresStorage = async (opts: Parameters<typeof openPostgres>[0]) =>
   storageOver(await openPostgres(opts));
 
-/** The storage a config names: Postgres with `postgresUri`, else SQLite (`secondary`: see openSqlite). */
-export const openStorage = (config: Config, opts: { secondary?: boolean } = {}): Promise<Storage> =>
+/** What `openStorage` reads of the server's settings (a `Config` is one). */
+export interface StorageSettings {
+  postgresUri?: string;
+  dataDir: string;
+  sqliteSynchronous: "normal" | "full";
+}
+
+/** The storage the settings name: Postgres with `postgresUri`, else SQLite (`secondary`: see openSqlite). */
+export const openStorage = (config: StorageSettings, opts: { secondary?: boolean } = {}): Promise<Storage> =>
   config.postgresUri
     ? openPostgresStorage({ uri: config.postgresUri })
     : openSqliteStorage({ dataDir: config.dataDir, synchronous: config.sqliteSynchronous, ...opts });

@@ -19,6 +19,8 @@ const COLUMN_TYPES = {
     id: "TEXT",
     json: "TEXT",
     bool: "INTEGER",
+    /** A boolean column's false, as a default. */
+    false: "0",
     bigint: "INTEGER",
     double: "REAL",
     bytes: "BLOB",
@@ -31,6 +33,7 @@ const COLUMN_TYPES = {
     id: 'TEXT COLLATE "C"',
     json: "JSONB",
     bool: "BOOLEAN",
+    false: "FALSE",
     bigint: "BIGINT",
     double: "DOUBLE PRECISION",
     bytes: "BYTEA",
@@ -55,27 +58,44 @@ interface HangarMigration {
 /**
  * Databases created before this list existed were migrated by one list per engine: SQLite to
  * `user_version` 7, Postgres to version 6 of `hangar_migrations`. Both equal the baseline below.
+ * Per engine: that final version, how to read the version a database is at (0: none), and what the
+ * baseline removes of the old list's bookkeeping once it adopts the database.
  */
-const LEGACY_FINAL = { sqlite: 7, postgres: 6 } as const;
+const LEGACY = {
+  sqlite: {
+    final: 7,
+    async version(db: Kysely<any>): Promise<number> {
+      const { rows } = await sql<{ user_version: number }>`PRAGMA user_version`.execute(db);
+      return rows[0]?.user_version ?? 0;
+    },
+    async retire(): Promise<void> {},
+  },
+  postgres: {
+    final: 6,
+    async version(db: Kysely<any>): Promise<number> {
+      const found = await sql<{ t: string | null }>`SELECT to_regclass('hangar_migrations') AS t`.execute(db);
+      if (!found.rows[0]?.t) return 0;
+      const max = await sql<{ v: number | null }>`SELECT MAX(version) AS v FROM hangar_migrations`.execute(
+        db,
+      );
+      return max.rows[0]?.v ?? 0;
+    },
+    async retire(db: Kysely<any>): Promise<void> {
+      await sql`DROP TABLE hangar_migrations`.execute(db);
+    },
+  },
+} satisfies Record<Dialect["name"], unknown>;
 
 async function adoptLegacy(db: Kysely<any>, engine: Dialect["name"]): Promise<boolean> {
-  let legacy: number;
-  if (engine === "sqlite") {
-    const { rows } = await sql<{ user_version: number }>`PRAGMA user_version`.execute(db);
-    legacy = rows[0]?.user_version ?? 0;
-  } else {
-    const found = await sql<{ t: string | null }>`SELECT to_regclass('hangar_migrations') AS t`.execute(db);
-    if (!found.rows[0]?.t) return false;
-    const max = await sql<{ v: number | null }>`SELECT MAX(version) AS v FROM hangar_migrations`.execute(db);
-    legacy = max.rows[0]?.v ?? 0;
-  }
-  if (legacy === 0) return false;
-  if (legacy !== LEGACY_FINAL[engine]) {
+  const legacy = LEGACY[engine];
+  const version = await legacy.version(db);
+  if (version === 0) return false;
+  if (version !== legacy.final) {
     throw new Error(
-      `This ${engine} database was made by a development build of Hangar (schema ${legacy}); open it once with Hangar 0.1.0 to bring it to schema ${LEGACY_FINAL[engine]}`,
+      `This ${engine} database was made by a development build of Hangar (schema ${version}); open it once with Hangar 0.1.0 to bring it to schema ${legacy.final}`,
     );
   }
-  if (engine === "postgres") await sql`DROP TABLE hangar_migrations`.execute(db);
+  await legacy.retire(db);
   return true;
 }
 
@@ -119,7 +139,7 @@ export const MIGRATIONS: HangarMigration[] = [
         "values" ${t.json},
         interrupts ${t.json} NOT NULL,
         error ${t.json},
-        temporary ${t.bool} NOT NULL DEFAULT ${engine === "sqlite" ? "0" : "FALSE"},
+        temporary ${t.bool} NOT NULL DEFAULT ${t.false},
         created_at ${t.id} NOT NULL,
         updated_at ${t.id} NOT NULL,
         state_updated_at ${t.id} NOT NULL,
@@ -307,7 +327,7 @@ export const MIGRATIONS: HangarMigration[] = [
       "CREATE INDEX sandbox_boxes_template ON sandbox_boxes (template_id)",
       "CREATE INDEX sandbox_boxes_pool ON sandbox_boxes (pool_id)",
       "CREATE INDEX threads_ttl ON threads (updated_at) WHERE ttl_minutes IS NOT NULL",
-      ...(engine === "postgres" ? POSTGRES_ONLY : []),
+      ...ENGINE_ONLY[engine],
     ],
   },
   {
@@ -336,21 +356,27 @@ export const MIGRATIONS: HangarMigration[] = [
   },
 ];
 
-/** What only Postgres has: GIN indexes for `@>` filters, and the cosine function SQLite registers in code. */
-const POSTGRES_ONLY = [
-  "CREATE INDEX assistants_metadata ON assistants USING GIN (metadata jsonb_path_ops)",
-  "CREATE INDEX threads_metadata ON threads USING GIN (metadata jsonb_path_ops)",
-  `ALTER TABLE threads ADD COLUMN has_values BOOLEAN GENERATED ALWAYS AS ("values" IS NOT NULL) STORED`,
-  // Cosine similarity of two float32 vectors in double precision, like SQLite's hangar_cosine; NULL
-  // when the lengths differ or a vector is all zeros.
-  `CREATE FUNCTION hangar_cosine(a REAL[], b REAL[]) RETURNS DOUBLE PRECISION
+/**
+ * What only one engine's baseline has. Postgres: GIN indexes for `@>` filters, and the cosine function
+ * SQLite registers in code.
+ */
+const ENGINE_ONLY: Record<Dialect["name"], string[]> = {
+  sqlite: [],
+  postgres: [
+    "CREATE INDEX assistants_metadata ON assistants USING GIN (metadata jsonb_path_ops)",
+    "CREATE INDEX threads_metadata ON threads USING GIN (metadata jsonb_path_ops)",
+    `ALTER TABLE threads ADD COLUMN has_values BOOLEAN GENERATED ALWAYS AS ("values" IS NOT NULL) STORED`,
+    // Cosine similarity of two float32 vectors in double precision, like SQLite's hangar_cosine; NULL
+    // when the lengths differ or a vector is all zeros.
+    `CREATE FUNCTION hangar_cosine(a REAL[], b REAL[]) RETURNS DOUBLE PRECISION
   LANGUAGE sql IMMUTABLE AS $fn$
     SELECT CASE WHEN cardinality(a) IS DISTINCT FROM cardinality(b) THEN NULL ELSE (
       SELECT CASE WHEN SUM(x::float8 * x::float8) = 0 OR SUM(y::float8 * y::float8) = 0 THEN NULL
              ELSE SUM(x::float8 * y::float8) / SQRT(SUM(x::float8 * x::float8) * SUM(y::float8 * y::float8)) END
       FROM unnest(a, b) AS t(x, y)) END
   $fn$`,
-];
+  ],
+};
 
 export const MIGRATION_TABLE = "hangar_migration";
 
