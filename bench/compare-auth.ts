@@ -8,7 +8,7 @@ const BENCH = path.dirname(fileURLToPath(import.meta.url));
 const CONFIG = path.join(BENCH, "..", "test", "e2e", "fixtures", "auth", "langgraph.json");
 const SECRET = new TextEncoder().encode("test-secret-of-the-auth-suite");
 
-/** Where Hangar answers otherwise on purpose (docs/architecture.md, "Choices where the official servers differ"). */
+/** Where Hangar answers otherwise on purpose (README, "Custom authentication": where the JS reference server differs). */
 const CHOSEN: Record<string, string> = {
   "bob GET /threads/<id>/runs/<id>/stream": "a foreign run's join stream is a 404 before the stream starts",
   "handler throws an Error": "an authenticate handler failing with a plain Error is a 401, not a 500",

@@ -63,7 +63,7 @@ const REFERENCE_BUGS: Partial<Record<FixtureName, Record<string, Record<string, 
   "langgraph-0.3": { weather: weatherOnOldReleases },
   "langchain-1": {
     deep: {
-      // Not a bug of the reference but a choice of Hangar's (docs/architecture.md): `join` of a run
+      // Not a bug of the reference but a choice of Hangar's (docs/runs.md): `join` of a run
       // stopped at `interrupt()` returns the state's values with `__interrupt__` (the reference: none).
       secondJoin: ["human: again", 'ai:  -> write_file({"file_path":"/notes.md","content":"Note: again"})'],
     },
