@@ -4,7 +4,7 @@
  * node_version, dockerfile_lines, image_distro, python_version…) are allowed and ignored silently; keys
  * that would change how requests are served but Hangar does not honour yet produce a warning rather
  * than being silently dropped. `checkpointer` and `webhooks` are validated here and resolved by
- * `sections.ts`; `store` by runtime/store-config.ts.
+ * `sections.ts`; `store` by runtime/store/config.ts.
  */
 import { readFileSync, statSync } from "node:fs";
 import path from "node:path";

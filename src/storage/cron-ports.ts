@@ -2,7 +2,7 @@
  * The storage port of crons (`/runs/crons`, `/threads/{id}/runs/crons`) and of the scheduler that
  * fires them. Re-exported by `ports.ts`.
  *
- * Cron expressions are parsed in the runtime (runtime/cron-schedule.ts), never here: an adapter stores
+ * Cron expressions are parsed in the runtime (runtime/crons/expression.ts), never here: an adapter stores
  * the next firing time it is given (`next_run_at`, epoch ms) and moves it forward only through
  * `claimTick`, a compare-and-set. That is what makes a tick fire once when several Hangar processes
  * share the database: each may see the cron due, only one moves `next_run_at` on from the value it saw.

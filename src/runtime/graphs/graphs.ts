@@ -222,7 +222,7 @@ export class GraphRegistry {
   }
 
   /**
-   * JSON Schemas of a registered graph (`graph-schemas.ts`). `fromSource: false` answers at once: a graph
+   * JSON Schemas of a registered graph (`schemas.ts`). `fromSource: false` answers at once: a graph
    * whose types are only in its TypeScript source then gets the schema listing its channels.
    */
   async schemas(graphId: string, config: Record<string, unknown>, opts: { fromSource?: boolean } = {}) {

@@ -1,5 +1,5 @@
 /**
- * A schema thread (`graph-schemas.ts`): reads the schemas of the project's graph files from their TypeScript
+ * A schema thread (`schemas.ts`): reads the schemas of the project's graph files from their TypeScript
  * source (one program for them all), posts each file's as it is had, then `done`, and is ended. It loads no
  * graph code, only the TypeScript compiler.
  */

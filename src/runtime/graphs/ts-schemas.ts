@@ -2,7 +2,7 @@
  * JSON Schemas of a graph from its TypeScript source, for graphs whose state has no run-time schema
  * (declared with `Annotation<T>`): what `langgraph dev` answers for them. Heavy (a TypeScript program
  * over the graph file and the LangGraph/LangChain typings it imports, a few seconds), so it runs in a
- * worker thread on first request (`graph-schemas.ts`), never at start-up.
+ * worker thread on first request (`schemas.ts`), never at start-up.
  *
  * How: a copy of the graph file, with type aliases appended, is compiled in place of the original (same
  * folder, so its imports resolve as the original's do, to the project's own packages). The aliases

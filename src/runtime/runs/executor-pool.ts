@@ -1,7 +1,7 @@
 /**
  * Executor threads: runs execute in worker threads, so graphs (LangGraph's step machinery, checkpoint
  * serialization and writes) use other cores than the HTTP API. This module is the API thread's side;
- * `executor-thread.ts` is the thread's.
+ * `executor-worker.ts` is the thread's.
  *
  * Each thread is a worker of its own, as a `hangar worker` process is when scaled out: its own storage
  * connection, graphs, store view and dispatcher, claiming runs from the database queue. What the

@@ -1,5 +1,5 @@
 /**
- * One executor thread (see executor-threads.ts, the API thread's side): a worker of its own, with its
+ * One executor thread (see executor-pool.ts, the API thread's side): a worker of its own, with its
  * own storage connection, graphs, store view and dispatcher, that claims and executes runs. Run-log
  * operations, wake-ups of the other threads and webhooks to this server go to the API thread.
  */

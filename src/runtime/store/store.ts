@@ -5,7 +5,7 @@
  *
  * Here live the rules that do not depend on the database: namespace and filter validation, TTL
  * defaults, and semantic indexing (which texts of an item are embedded, with the embedding function
- * from langgraph.json `store.index`; see store-config.ts).
+ * from langgraph.json `store.index`; see config.ts).
  */
 import {
   BaseStore,

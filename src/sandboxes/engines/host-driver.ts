@@ -1,6 +1,6 @@
 /**
  * What the sandbox drivers that run on this machine share, whatever engine isolates the processes
- * (bwrap.ts: bubblewrap; gvisor.ts: gVisor's `runsc`). Needs root (overlay mounts, cgroups).
+ * (bwrap.ts: bubblewrap; runc.ts: runc; gvisor.ts: gVisor's `runsc`). Needs root (overlay mounts, cgroups).
  *
  * A sandbox's init is one `spawn` of this shape:
  *
