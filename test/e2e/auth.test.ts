@@ -3,8 +3,6 @@
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
@@ -18,6 +16,7 @@ import {
   REPO_ROOT,
   rejection,
   startHangar,
+  tempDir,
   waitFor,
 } from "../helpers/server.js";
 
@@ -237,7 +236,7 @@ describe("open mode and exposure", () => {
     "`hangar serve` refuses a non-loopback address with no key unless told it is meant to be open",
     T,
     async () => {
-      const dataDir = mkdtempSync(join(tmpdir(), "hangar-auth-"));
+      const dataDir = await tempDir("hangar-auth-");
       const refused = await hangarCli(
         "serve",
         "--config",

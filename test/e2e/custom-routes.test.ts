@@ -7,26 +7,26 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Client } from "@langchain/langgraph-sdk";
-import { client, type Hangar, http, REPO_ROOT, startHangar, waitFor } from "../helpers/server.js";
+import {
+  client,
+  type Hangar,
+  http,
+  REPO_ROOT,
+  startHangar,
+  waitFor,
+  writeProject,
+} from "../helpers/server.js";
 
 const FIXTURE = join(REPO_ROOT, "test", "e2e", "fixtures", "custom-routes");
 const TOKEN = { authorization: "Bearer let-me-in" };
 
 /** A langgraph.json for the fixture project with other `http` (and `auth`) settings. */
-async function projectConfig(extra: Record<string, unknown>): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), "hangar-custom-routes-"));
-  const file = join(dir, "langgraph.json");
+function projectConfig(extra: Record<string, unknown>): Promise<string> {
   const http = { app: join(FIXTURE, "app.ts:app"), ...((extra.http as object) ?? {}) };
-  await writeFile(
-    file,
-    JSON.stringify({ graphs: { echo: join(FIXTURE, "graph.ts:graph") }, ...extra, http }, null, 2),
-  );
-  return file;
+  return writeProject({ graphs: { echo: join(FIXTURE, "graph.ts:graph") }, ...extra, http });
 }
 
 describe("custom routes (http.app)", () => {

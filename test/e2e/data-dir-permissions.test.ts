@@ -5,12 +5,10 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { chmodSync, existsSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { chmodSync, existsSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { http, startHangar } from "../helpers/server.js";
+import { http, startHangar, tempDir } from "../helpers/server.js";
 
 const T = { timeout: 60_000 };
 const modeOf = (p: string) => (statSync(p).mode & 0o7777).toString(8).padStart(4, "0");
@@ -35,7 +33,7 @@ const expected = (dataDir: string) => ({
 });
 
 test("a fresh data dir is made 0700, its database 0600", T, async () => {
-  const parent = await mkdtemp(join(tmpdir(), "hangar-perm-"));
+  const parent = await tempDir("hangar-perm-");
   const dataDir = join(parent, "nested", "data");
   const h = await startHangar({ dataDir });
   try {
@@ -47,7 +45,6 @@ test("a fresh data dir is made 0700, its database 0600", T, async () => {
     assert.doesNotMatch(h.logs(), /tightened/);
   } finally {
     await h.stop();
-    rmSync(parent, { recursive: true, force: true });
   }
 });
 
@@ -87,7 +84,7 @@ test("a data dir made readable before is tightened at start, saying what changed
 });
 
 test("a shared data dir (sticky, world-writable, as /tmp) is left as is, with a warning", T, async () => {
-  const dataDir = await mkdtemp(join(tmpdir(), "hangar-shared-"));
+  const dataDir = await tempDir("hangar-shared-");
   chmodSync(dataDir, 0o1777);
   writeFileSync(join(dataDir, "someone-elses.txt"), "not Hangar's");
   chmodSync(join(dataDir, "someone-elses.txt"), 0o644);
@@ -102,6 +99,5 @@ test("a shared data dir (sticky, world-writable, as /tmp) is left as is, with a 
     assert.match(h.logs(), /data directory is shared with other users/);
   } finally {
     await h.stop();
-    rmSync(dataDir, { recursive: true, force: true });
   }
 });

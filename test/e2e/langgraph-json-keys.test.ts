@@ -5,30 +5,27 @@
  * with a message naming the field.
  */
 import assert from "node:assert/strict";
-import { mkdtemp, writeFile } from "node:fs/promises";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { Client } from "@langchain/langgraph-sdk";
 import { type FreshDatabase, freshDatabase, PG_URI } from "../helpers/postgres.js";
 import {
   client,
-  EXAMPLES_CONFIG,
+  exampleGraph,
   type Hangar,
   http,
   human,
   rejection,
   startHangar,
   waitFor,
+  writeProject,
 } from "../helpers/server.js";
 
 /** A langgraph.json header template: `${{ <expr> }}`. */
 const ref = (expr: string) => `\${{ ${expr} }}`;
 
 const T = { timeout: 60_000 };
-const exampleGraph = (file: string) => `${resolve(dirname(EXAMPLES_CONFIG), "src", file)}:graph`;
 
 /** Keys the official CLI reads to build images: nothing to do here, and nothing to say about them. */
 const BUILD_KEYS = {
@@ -45,13 +42,6 @@ const BUILD_KEYS = {
   keep_pkg_tools: true,
   _INTERNAL_docker_tag: "latest",
 };
-
-async function writeConfig(content: Record<string, unknown>): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), "hangar-e2e-keys-"));
-  const path = join(dir, "langgraph.json");
-  await writeFile(path, JSON.stringify(content, null, 2));
-  return path;
-}
 
 interface Delivery {
   url: string;
@@ -78,7 +68,7 @@ describe("langgraph.json: checkpointer.ttl, webhooks, build keys", () => {
     });
     await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", () => r()));
     port = (receiver.address() as AddressInfo).port;
-    const config = await writeConfig({
+    const config = await writeProject({
       ...BUILD_KEYS,
       graphs: { agent: exampleGraph("chat.ts"), slow: exampleGraph("slow.ts") },
       checkpointer: {
@@ -227,7 +217,7 @@ describe("langgraph.json: checkpointer.ttl, webhooks, build keys", () => {
 
 describe("langgraph.json: bad checkpointer and webhooks values stop the start-up", () => {
   const fails = async (extra: Record<string, unknown>, field: RegExp, env: Record<string, string> = {}) => {
-    const config = await writeConfig({ graphs: { agent: exampleGraph("chat.ts") }, ...extra });
+    const config = await writeProject({ graphs: { agent: exampleGraph("chat.ts") }, ...extra });
     const err = await rejection(startHangar({ config, env, startTimeoutMs: 20_000 }));
     assert.match(err.message, /exited \(code [1-9]/, err.message);
     assert.match(err.message, field, err.message);
@@ -284,7 +274,7 @@ describe("checkpointer.ttl scaled out: two processes on one Postgres sweep each 
 
   test("20 idle threads, swept by both processes, 20 deletions in all", T, async (t) => {
     db = await freshDatabase();
-    const config = await writeConfig({
+    const config = await writeProject({
       graphs: { agent: exampleGraph("chat.ts") },
       checkpointer: { ttl: { default_ttl: 0.02, sweep_interval_minutes: 0.005, sweep_limit: 3 } },
     });

@@ -5,23 +5,24 @@
  * paths); no webhook delivery follows a redirect, with or without a policy.
  */
 import assert from "node:assert/strict";
-import { mkdtemp, writeFile } from "node:fs/promises";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { type Hangar, http, human, REPO_ROOT, rejection, startHangar, waitFor } from "../helpers/server.js";
+import {
+  exampleGraph,
+  type Hangar,
+  http,
+  human,
+  rejection,
+  startHangar,
+  waitFor,
+  writeProject,
+} from "../helpers/server.js";
 
 const T = { timeout: 60_000 };
 
-async function projectWith(extra: Record<string, unknown>): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), "hangar-e2e-policy-"));
-  const path = join(dir, "langgraph.json");
-  const graphs = { agent: join(REPO_ROOT, "examples", "src", "chat.ts:graph") };
-  await writeFile(path, JSON.stringify({ graphs, ...extra }));
-  return path;
-}
+const projectWith = (extra: Record<string, unknown>) =>
+  writeProject({ graphs: { agent: exampleGraph("chat.ts") }, ...extra });
 
 const preflight = (url: string, origin: string) =>
   fetch(`${url}/assistants/search`, {

@@ -5,8 +5,6 @@
  * official shape (type and message); the trace is the search's, for API-key callers only.
  */
 import assert from "node:assert/strict";
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { SignJWT } from "jose";
@@ -17,6 +15,7 @@ import {
   checkAll,
   defaultAssistantId,
   EXAMPLES_CONFIG,
+  exampleGraph,
   type Hangar,
   http,
   human,
@@ -24,6 +23,7 @@ import {
   readSSE,
   startHangar,
   waitFor,
+  writeProject,
 } from "../helpers/server.js";
 
 const T = { timeout: 60_000 };
@@ -270,19 +270,11 @@ describe("POST /runs/search under custom auth", () => {
 
   before(async () => {
     // The auth suite's handler (owner stamped on create, owner-only visibility) with the failing graph.
-    const dir = await mkdtemp(join(tmpdir(), "hangar-run-search-auth-"));
     const fixture = join(REPO_ROOT, "test", "e2e", "fixtures", "auth");
-    const config = join(dir, "langgraph.json");
-    await writeFile(
-      config,
-      JSON.stringify({
-        graphs: {
-          whoami: join(fixture, "whoami.ts:graph"),
-          fail: join(REPO_ROOT, "examples/src/fail.ts:graph"),
-        },
-        auth: { path: join(fixture, "auth.ts:auth") },
-      }),
-    );
+    const config = await writeProject({
+      graphs: { whoami: join(fixture, "whoami.ts:graph"), fail: exampleGraph("fail.ts") },
+      auth: { path: join(fixture, "auth.ts:auth") },
+    });
     h = await startHangar({ config });
     tokens = { alice: await token("alice"), bob: await token("bob") };
     for (const user of ["alice", "bob"] as const) {

@@ -8,21 +8,13 @@
  * once (cheap), and a failed sandbox is still one the organization holds until it is deleted.
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { emptyImageStore } from "../helpers/images-cli.js";
 import { type FreshDatabase, freshDatabase, PG_SKIP } from "../helpers/postgres.js";
 import { type Hangar, http, startHangar } from "../helpers/server.js";
 
 const T = { timeout: 90_000 };
 const API = "/v2/sandboxes";
-
-function imageStore(): string {
-  const dir = mkdtempSync(join(tmpdir(), "hangar-images-"));
-  mkdirSync(join(dir, "busybox"));
-  return dir;
-}
 
 const LIMITS = {
   HANGAR_SANDBOX_MAX_CPU: "2",
@@ -40,7 +32,11 @@ for (const engine of ["sqlite", "postgres"] as const) {
     before(async () => {
       db = engine === "postgres" ? await freshDatabase() : undefined;
       h = await startHangar({
-        env: { ...LIMITS, HANGAR_SANDBOX_IMAGES: imageStore(), ...(db && { POSTGRES_URI: db.uri }) },
+        env: {
+          ...LIMITS,
+          HANGAR_SANDBOX_IMAGES: await emptyImageStore(["busybox"]),
+          ...(db && { POSTGRES_URI: db.uri }),
+        },
       });
     });
     after(async () => {

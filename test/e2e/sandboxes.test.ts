@@ -6,8 +6,7 @@
  * drops the body of some statuses (reference/sandbox.md sections 4 and 9).
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
@@ -18,6 +17,7 @@ import {
   LangSmithSandboxError,
   SandboxClient,
 } from "langsmith-sbx/experimental/sandbox";
+import { emptyImageStore } from "../helpers/images-cli.js";
 import { type ApiResponse, type Hangar, http, startHangar, UUID_RE } from "../helpers/server.js";
 
 const T = { timeout: 60_000 };
@@ -92,19 +92,16 @@ const volumeDirs = (h: Hangar): string[] => {
  * An image store with the images these templates name, as root filesystem directories (a template's
  * image must be in the store; no sandbox boots here, so the directories stay empty).
  */
-function imageStore(): { HANGAR_SANDBOX_IMAGES: string } {
-  const dir = mkdtempSync(join(tmpdir(), "hangar-images-"));
-  for (const image of ["python:3.12-slim", "node:20-slim", "x", "python:3.12", "busybox"]) {
-    mkdirSync(join(dir, image));
-  }
-  return { HANGAR_SANDBOX_IMAGES: dir };
+async function imageStore(): Promise<{ HANGAR_SANDBOX_IMAGES: string }> {
+  const images = ["python:3.12-slim", "node:20-slim", "x", "python:3.12", "busybox"];
+  return { HANGAR_SANDBOX_IMAGES: await emptyImageStore(images) };
 }
 
 describe("sandboxes: volumes and templates", () => {
   let h: Hangar;
   let c: SandboxClient;
   before(async () => {
-    h = await startHangar({ env: imageStore() });
+    h = await startHangar({ env: await imageStore() });
     c = sandboxClient(h);
   });
   after(async () => {

@@ -1,7 +1,5 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { Client } from "@langchain/langgraph-sdk";
@@ -15,6 +13,7 @@ import {
   REPO_ROOT,
   startHangar,
   waitFor,
+  writeProject,
 } from "../helpers/server.js";
 
 const T = { timeout: 30_000 };
@@ -371,17 +370,11 @@ describe("store", () => {
   });
 });
 
+const MEMORY_GRAPHS = { memory: join(REPO_ROOT, "test/e2e/fixtures/memory/graphs.ts:memory") };
+
 describe("store configuration", () => {
   test("http.disable_store removes the routes", T, async () => {
-    const dir = await mkdtemp(join(tmpdir(), "hangar-store-cfg-"));
-    const config = join(dir, "langgraph.json");
-    await writeFile(
-      config,
-      JSON.stringify({
-        graphs: { memory: join(REPO_ROOT, "test/e2e/fixtures/memory/graphs.ts:memory") },
-        http: { disable_store: true },
-      }),
-    );
+    const config = await writeProject({ graphs: MEMORY_GRAPHS, http: { disable_store: true } });
     const h = await startHangar({ config });
     try {
       const res = await http(h.url, "PUT", "/store/items", { namespace: ["a"], key: "k", value: {} });
@@ -397,15 +390,10 @@ describe("store configuration", () => {
   });
 
   test("an embedding provider string is refused at start with a message naming the setting", T, async () => {
-    const dir = await mkdtemp(join(tmpdir(), "hangar-store-cfg-"));
-    const config = join(dir, "langgraph.json");
-    await writeFile(
-      config,
-      JSON.stringify({
-        graphs: { memory: join(REPO_ROOT, "test/e2e/fixtures/memory/graphs.ts:memory") },
-        store: { index: { dims: 1536, embed: "openai:text-embedding-3-small" } },
-      }),
-    );
+    const config = await writeProject({
+      graphs: MEMORY_GRAPHS,
+      store: { index: { dims: 1536, embed: "openai:text-embedding-3-small" } },
+    });
     await assert.rejects(
       startHangar({ config, startTimeoutMs: 20_000 }),
       /store\.index\.embed.*embedding provider/s,

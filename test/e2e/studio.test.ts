@@ -10,13 +10,10 @@
  */
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
-import { mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { Browser } from "playwright-core";
 import { CHROMIUM, launchChromium } from "../helpers/browser.js";
-import { type Hangar, http, REPO_ROOT, startHangar, waitFor } from "../helpers/server.js";
+import { exampleGraph, type Hangar, http, startHangar, waitFor, writeProject } from "../helpers/server.js";
 
 const T = { timeout: 60_000 };
 const STUDIO = "https://smith.langchain.com";
@@ -38,13 +35,8 @@ function preflight(url: string, path: string, origin = STUDIO, extra: Record<str
 }
 
 /** A langgraph.json with one example graph (absolute path) and the given `http` section. */
-async function projectWith(httpSection: Record<string, unknown> | undefined): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), "hangar-e2e-studio-"));
-  const path = join(dir, "langgraph.json");
-  const graphs = { agent: join(REPO_ROOT, "examples", "src", "chat.ts:graph") };
-  await writeFile(path, JSON.stringify({ graphs, ...(httpSection ? { http: httpSection } : {}) }));
-  return path;
-}
+const projectWith = (httpSection: Record<string, unknown> | undefined) =>
+  writeProject({ graphs: { agent: exampleGraph("chat.ts") }, ...(httpSection ? { http: httpSection } : {}) });
 
 describe("Studio and hangar dev", () => {
   let h: Hangar;

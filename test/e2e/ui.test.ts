@@ -7,10 +7,9 @@
  * stops start-up naming it, and `hangar dev` rebuilds a changed file.
  */
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { build } from "esbuild";
@@ -24,7 +23,9 @@ import {
   REPO_ROOT,
   readSSE,
   startHangar,
+  tempDir,
   waitFor,
+  writeProject,
 } from "../helpers/server.js";
 
 const FIXTURE = join(REPO_ROOT, "test", "e2e", "fixtures", "ui");
@@ -247,22 +248,15 @@ describe("generative UI", () => {
 describe("generative UI: start-up", () => {
   let dir: string;
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), "hangar-ui-"));
-  });
-  after(async () => {
-    await rm(dir, { recursive: true, force: true });
+    dir = await tempDir("hangar-ui-");
   });
 
   /** A project with the fixture's graph and the given components file. */
-  async function projectWith(ui: string): Promise<string> {
-    const project = await mkdtemp(join(dir, "p-"));
-    await writeFile(join(project, "ui.tsx"), ui);
-    await writeFile(
-      join(project, "langgraph.json"),
-      JSON.stringify({ graphs: { agent: `${join(FIXTURE, "graph.ts")}:graph` }, ui: { agent: "./ui.tsx" } }),
+  const projectWith = (ui: string) =>
+    writeProject(
+      { graphs: { agent: `${join(FIXTURE, "graph.ts")}:graph` }, ui: { agent: "./ui.tsx" } },
+      { "ui.tsx": ui },
     );
-    return join(project, "langgraph.json");
-  }
 
   const startFailure = async (config: string): Promise<string> => {
     try {

@@ -1,8 +1,9 @@
-/** `hangar images …` as a user runs it, on a test server's data dir. */
+/** `hangar images …` as a user runs it, on a test server's data dir; image stores for tests. */
 import { execFile } from "node:child_process";
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { type Hangar, REPO_ROOT } from "./server.js";
+import { type Hangar, REPO_ROOT, tempDir } from "./server.js";
 
 const run = promisify(execFile);
 
@@ -13,4 +14,14 @@ export async function images(h: Hangar, ...args: string[]) {
     ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
     (err) => ({ code: err.code as number, stdout: err.stdout as string, stderr: err.stderr as string }),
   );
+}
+
+/**
+ * An image store (`HANGAR_SANDBOX_IMAGES`) holding the named images as empty root filesystem
+ * directories: enough for templates to name them, for tests where no sandbox boots.
+ */
+export async function emptyImageStore(names: string[]): Promise<string> {
+  const dir = await tempDir("hangar-images-");
+  for (const name of names) await mkdir(join(dir, name));
+  return dir;
 }

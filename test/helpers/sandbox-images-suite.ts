@@ -11,15 +11,14 @@
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, symlinkSync } from "node:fs";
 import { copyFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 import { LangSmithSandboxCreationError, SandboxClient } from "langsmith-sbx/experimental/sandbox";
 import { images } from "./images-cli.js";
-import { type Hangar, REPO_ROOT, startHangar } from "./server.js";
+import { type Hangar, REPO_ROOT, startHangar, tempDir } from "./server.js";
 
 const T = { timeout: 120_000 };
 const run = promisify(execFile);
@@ -82,7 +81,7 @@ export function sandboxImagesSuite(engine: "bwrap" | "runsc" | "runc") {
     let image: Awaited<ReturnType<typeof buildBusyboxImage>>;
 
     before(async () => {
-      image = await buildBusyboxImage(mkdtempSync(join(tmpdir(), "hangar-image-")));
+      image = await buildBusyboxImage(await tempDir("hangar-image-"));
       h = await onEngine();
       c = new SandboxClient({ apiEndpoint: `${h.url}/v2/sandboxes`, apiKey: "test-key", maxRetries: 0 });
     });

@@ -91,11 +91,35 @@ export function unmountUnder(dir: string): void {
   for (const point of points.reverse()) spawnSync("umount", ["-l", point], { stdio: "ignore" });
 }
 
-async function tempDir(prefix: string): Promise<string> {
+/**
+ * A fresh temp dir for a test's own files (projects, image stores, data dirs), removed with its mounts
+ * when the test process exits (kept with HANGAR_E2E_KEEP=1), as the data dirs `startHangar` makes are.
+ */
+export async function tempDir(prefix = "hangar-e2e-"): Promise<string> {
+  installExitHook();
   const dir = await mkdtemp(join(tmpdir(), prefix));
   ownedDirs.add(dir);
   return dir;
 }
+
+/**
+ * A project in a fresh temp dir: `content` as its langgraph.json, and `files` (relative path → text)
+ * beside it. Returns the langgraph.json's path. Graph paths are written as given, so absolute paths
+ * (or paths into `files`).
+ */
+export async function writeProject(
+  content: Record<string, unknown>,
+  files: Record<string, string> = {},
+): Promise<string> {
+  const dir = await tempDir("hangar-e2e-project-");
+  for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text);
+  const path = join(dir, "langgraph.json");
+  await writeFile(path, JSON.stringify(content, null, 2));
+  return path;
+}
+
+/** An example graph by file name (`chat.ts`), as an absolute langgraph.json graph path. */
+export const exampleGraph = (file: string) => `${join(REPO_ROOT, "examples", "src", file)}:graph`;
 
 function waitExit(child: ChildProcess, timeoutMs: number): Promise<number | null | "timeout"> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(child.exitCode);
