@@ -78,11 +78,9 @@ test("it executes at most `concurrency` runs at once", async () => {
   }
 });
 
-test("a run admitted while every slot was busy starts when a slot frees", {
-  // Found by this test: with no bus (one process, no executor threads), `runsDue()` on a full
-  // dispatcher neither nudges nor marks a run as maybe due, so the run waits for the next admission.
-  todo: "fails today: src/runtime/runs/dispatcher.ts runsDue() drops the wake-up when there is no bus",
-}, async () => {
+// Found by this test: with no bus (one process, no executor threads), `runsDue()` on a full
+// dispatcher neither nudged nor marked a run as maybe due, so the run waited for the next admission.
+test("a run admitted while every slot was busy starts when a slot frees", async () => {
   const r = await runtime(1);
   const a = await create(r.runs, slow(500));
   await statusIs(r, a, "running");

@@ -117,8 +117,13 @@ export class Dispatcher {
 
   /** Runs were admitted or requeued: claim them here if there is room, else wake the other workers. */
   runsDue(): void {
-    if (this.#active.size < this.#concurrency) this.nudge();
-    else this.#bus?.wakeWorkers();
+    if (this.#active.size < this.#concurrency) {
+      this.nudge();
+      return;
+    }
+    // Full: the first slot that frees claims it (alone, with no bus, nothing else would).
+    this.#maybeDue = true;
+    this.#bus?.wakeWorkers();
   }
 
   /** Something may be due: claim and start runs while there are free slots. */
