@@ -35,6 +35,7 @@ export class HangarError extends Error {
 }
 
 export const notFound = (message: string, type?: string) => new HangarError("not_found", message, type);
+export const isNotFound = (error: unknown) => error instanceof HangarError && error.kind === "not_found";
 export const conflict = (message: string, type?: string) => new HangarError("conflict", message, type);
 export const unauthorized = (message: string) => new HangarError("unauthorized", message);
 export const forbidden = (message: string) => new HangarError("forbidden", message);

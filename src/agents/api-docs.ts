@@ -259,10 +259,37 @@ const routes: Record<string, RouteDoc> = {
     summary: "Search threads",
     body: S.ThreadSearch,
     response: R.ThreadList,
-    description: PAGINATION,
+    description:
+      `${PAGINATION} \`extract\` (alias → path, like \`values.messages[-1].content\`) adds \`extracted\` ` +
+      "to each thread: each alias's value, null where its path leads nowhere.",
   },
   "POST /threads/count": { tag: "Threads", summary: "Count threads", body: S.ThreadCount, response: R.Count },
-  "GET /threads/{thread_id}": thread("Get a thread", { response: R.Thread }),
+  "POST /threads/prune": {
+    tag: "Threads",
+    summary: "Prune threads",
+    body: S.ThreadPrune,
+    response: R.PruneResult,
+    description:
+      "`delete` deletes each thread as `DELETE /threads/{thread_id}` does (stopping its runs in flight); " +
+      "`keep_latest` keeps each thread and, of its checkpoints, the latest of each namespace with what it " +
+      "needs to rebuild delta channels (`DeltaValue`), skipping a thread with a run in flight. Threads " +
+      "absent or hidden (custom auth: `threads:delete`) are skipped; `pruned_count` counts the rest.",
+  },
+  "GET /threads/{thread_id}": thread("Get a thread", {
+    query: S.ThreadGetQuery,
+    response: R.Thread,
+    description: "`include=ttl` adds the thread's own TTL (`{strategy, ttl_minutes, expires_at}`).",
+  }),
+  "GET /threads/{thread_id}/stream": thread("Join a thread's stream", {
+    query: S.ThreadStreamQuery,
+    headers: z.object({
+      "Last-Event-ID": z.string().optional().describe("Resume after this event id; `-` from the beginning."),
+    }),
+    stream: R.THREAD_STREAM_EVENTS,
+  }),
+  "GET /threads/{thread_id}/storage": thread("Get the bytes the thread's checkpoints occupy", {
+    response: R.ThreadStorage,
+  }),
   "PATCH /threads/{thread_id}": thread("Update a thread's metadata (merged)", {
     body: S.ThreadPatch,
     response: R.Thread,
@@ -323,6 +350,7 @@ const routes: Record<string, RouteDoc> = {
   "GET /threads/{thread_id}/runs": threadRun("List a thread's runs, newest first", {
     query: S.RunListQuery,
     response: R.RunList,
+    description: "`select` (repeated, or comma-separated) keeps only those fields of each run.",
   }),
   "GET /threads/{thread_id}/runs/{run_id}": threadRun("Get a run", { params: S.RunPath, response: R.Run }),
   "DELETE /threads/{thread_id}/runs/{run_id}": threadRun("Delete a run that is not running", {
@@ -341,6 +369,9 @@ const routes: Record<string, RouteDoc> = {
       "Last-Event-ID": z.string().optional().describe("Resume after this event id."),
     }),
     stream: R.SSE_EVENTS,
+    description:
+      "`stream_mode` (repeated, or comma-separated) keeps only those modes' events, with `metadata` and " +
+      "`error`; without it, every mode the run streams.",
   }),
   "POST /threads/{thread_id}/runs/{run_id}/cancel": threadRun("Cancel a run", {
     params: S.RunPath,

@@ -3,6 +3,7 @@ import type { Config } from "../config/index.js";
 import type { CronService } from "../runtime/crons/service.js";
 import type { GraphRegistry } from "../runtime/graphs/graphs.js";
 import type { RunService } from "../runtime/runs/service.js";
+import type { ThreadStreams } from "../runtime/runs/thread-stream.js";
 import type { WorkerStatsTable } from "../runtime/runs/worker-stats.js";
 import type { HangarStore } from "../runtime/store/store.js";
 import type { Storage } from "../storage/ports.js";
@@ -15,6 +16,8 @@ export interface AgentDeps {
   storage: Storage;
   graphs: GraphRegistry;
   runs: RunService;
+  /** A thread's runs as one stream (`GET /threads/{id}/stream`). */
+  threadStreams: ThreadStreams;
   /** The long-term memory store graphs also get (built from langgraph.json `store`). */
   store: HangarStore;
   /** Cron management, wired to the scheduler. */

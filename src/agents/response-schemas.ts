@@ -81,8 +81,48 @@ export const Thread = z
     values: z.unknown().optional().describe("The state after the last run or update; absent until then."),
     interrupts: z.record(z.string(), z.array(Interrupt)).describe("Pending interrupts by task id."),
     error: z.unknown().optional(),
+    ttl: z
+      .object({ strategy: z.enum(["delete", "keep_latest"]), ttl_minutes: z.number(), expires_at: timestamp })
+      .nullable()
+      .optional()
+      .describe("With `include=ttl` (`GET /threads/{thread_id}`): the thread's own TTL, null without one."),
+    extracted: obj
+      .optional()
+      .describe(
+        "With `extract` (`POST /threads/search`): each alias's value, null where its path leads nowhere.",
+      ),
   })
   .describe("Accumulated state of a group of runs.");
+
+export const PruneResult = z
+  .object({ pruned_count: z.number().int().min(0).describe("Threads deleted or pruned.") })
+  .describe("What `POST /threads/prune` did.");
+
+const StorageSection = z.object({
+  count: z.number().int().min(0).describe("Rows."),
+  bytes: z.number().int().min(0).describe("Bytes as stored."),
+});
+
+export const ThreadStorage = z
+  .object({
+    thread_id: z.string(),
+    total_bytes: z.number().int().min(0).describe("Sum of the three sections below."),
+    checkpoints: StorageSection.describe(
+      "Checkpoint rows: the serialized checkpoint (less its channel values) and metadata.",
+    ),
+    channel_values: StorageSection.extend({
+      channels: z.record(z.string(), StorageSection).describe("The same, per channel."),
+    }).describe("Channel values stored in the checkpoints, one per channel per checkpoint."),
+    pending_writes: StorageSection.describe("Task writes not yet folded into a checkpoint."),
+  })
+  .describe("Bytes the thread's checkpoints occupy in the database.");
+
+export const THREAD_STREAM_EVENTS =
+  "Each run of the thread in turn, as it comes, until the client leaves. `run_modes` (default): every event " +
+  "of each run (as its join stream sends them) and `run_done` (`{run_id, thread_id, status}`) after each; " +
+  "`lifecycle`: only each run's `metadata` (its start) and `run_done`; `state_update`: `state_update` " +
+  "(`{thread_id, status, state_updated_at, values, interrupts}`) whenever the thread's state changes. Ids are " +
+  "`<run_id>:<event id>`: `Last-Event-ID` resumes after one; `-` replays the runs the thread still lists.";
 
 export const ThreadList = z.array(Thread);
 

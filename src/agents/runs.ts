@@ -3,13 +3,14 @@ import type { AuthAction } from "../auth/custom.js";
 import { notFound } from "../errors.js";
 import { type AppEnv, orgOf } from "../http/context.js";
 import { lastEventId, sseResponse } from "../http/sse.js";
-import { body, params, query } from "../http/validation.js";
+import { body, params, query, queryWithLists } from "../http/validation.js";
 import type { RunRequest } from "../runtime/runs/service.js";
+import { eventsOfModes } from "../runtime/runs/stream-modes.js";
 import { matchesFilter } from "../storage/filter.js";
 import type { Run, RunWithError } from "../storage/ports.js";
 import type { RunStatus } from "../storage/statuses.js";
 import { accessOf, assertUsableAssistant, authorize, visibleThread } from "./authz.js";
-import type { AgentDeps } from "./context.js";
+import { type AgentDeps, pick } from "./context.js";
 import * as S from "./schemas.js";
 
 type C = Context<AppEnv>;
@@ -88,13 +89,20 @@ export function runRoutes(deps: AgentDeps) {
   };
 
   /** SSE of a run's events from `after`; a stream that can be resumed carries ids and a Location. */
-  const stream = (c: C, run: Run, stateless: boolean, after: number, cancelOnDisconnect: boolean) => {
+  const stream = (
+    c: C,
+    run: Run,
+    stateless: boolean,
+    after: number,
+    cancelOnDisconnect: boolean,
+    wanted: (event: string) => boolean = () => true,
+  ) => {
     const org = orgOf(c);
     const joinPath = `/threads/${run.thread_id}/runs/${run.run_id}/stream`;
     return sseResponse(
       (signal) => ({
         async *[Symbol.asyncIterator]() {
-          yield* await runs.streamRun(org, run, after, signal);
+          for await (const e of await runs.streamRun(org, run, after, signal)) if (wanted(e.event)) yield e;
         },
       }),
       {
@@ -145,9 +153,9 @@ export function runRoutes(deps: AgentDeps) {
       })
       .get("/threads/:thread_id/runs", async (c) => {
         const { thread_id } = params(c, S.ThreadPath);
-        const q = query(c, S.RunListQuery);
+        const { select, ...q } = queryWithLists(c, S.RunListQuery);
         await thread(c, thread_id, "read");
-        return c.json(await storage.runs.list(orgOf(c), thread_id, q));
+        return c.json(pick(await storage.runs.list(orgOf(c), thread_id, q), select));
       })
       .get("/threads/:thread_id/runs/:run_id", async (c) => {
         const { thread_id, run_id } = params(c, S.RunPath);
@@ -167,11 +175,12 @@ export function runRoutes(deps: AgentDeps) {
       })
       .get("/threads/:thread_id/runs/:run_id/stream", async (c) => {
         const { thread_id, run_id } = params(c, S.RunPath);
-        const { cancel_on_disconnect } = query(c, S.JoinStreamQuery);
+        const { cancel_on_disconnect, stream_mode } = queryWithLists(c, S.JoinStreamQuery);
         // Leaving may cancel the run: that takes what cancelling takes.
         await thread(c, thread_id, cancel_on_disconnect ? "update" : "read", { run_id });
         const run = await runs.get(orgOf(c), thread_id, run_id);
-        return stream(c, run, false, lastEventId(c.req.header("last-event-id")), cancel_on_disconnect);
+        const after = lastEventId(c.req.header("last-event-id"));
+        return stream(c, run, false, after, cancel_on_disconnect, eventsOfModes(stream_mode));
       })
       .post("/threads/:thread_id/runs/:run_id/cancel", async (c) => {
         const { thread_id, run_id } = params(c, S.RunPath);

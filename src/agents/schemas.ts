@@ -148,6 +148,15 @@ export const GraphQuery = z.object({ xray: z.union([flag, z.coerce.number().int(
 export const SubgraphsQuery = z.object({ recurse: flag });
 
 // ---- threads ---------------------------------------------------------------------------------
+/**
+ * An `extract` path of a thread search: a field of the thread (`values`, `metadata`, …) and keys below
+ * it, dot-separated, each optionally indexed (`values.messages[-1].content`; a negative index counts
+ * from the end).
+ */
+const EXTRACT_PATH = /^[A-Za-z_][\w-]*(\[-?\d{1,6}\])*(\.[\w-]+(\[-?\d{1,6}\])*){0,15}$/;
+const EXTRACT_PATH_RULE =
+  "must be a path of at most 16 dot-separated keys, each optionally indexed, like values.messages[-1].content";
+export const MAX_EXTRACTS = 16;
 const superstep = z.object({
   updates: z.array(
     z.object({
@@ -210,9 +219,51 @@ export const ThreadSearch = z.object({
     .default("created_at"),
   sort_order: sortOrder,
   select: z.array(queryText()).nullish(),
+  extract: z
+    .record(queryText().min(1), z.string().regex(EXTRACT_PATH, { message: EXTRACT_PATH_RULE }), {
+      error: "must be an object of alias → path",
+    })
+    .refine((e) => Object.keys(e).length <= MAX_EXTRACTS, {
+      message: `must hold at most ${MAX_EXTRACTS} paths`,
+    })
+    .nullish(),
 });
 
 export const ThreadCount = z.object(threadFilters);
+
+/** A list the SDK sends as repeated query parameters (`a=x&a=y`) or one comma-separated value. */
+const queryList = <T extends string>(values: readonly [T, ...T[]], what: string) =>
+  z
+    .union([z.string(), z.array(z.string())])
+    .describe(`One or more of: ${values.join(", ")} (the parameter repeated, or comma-separated).`)
+    .optional()
+    .transform((v) => (v === undefined ? [] : [v].flat().flatMap((s) => s.split(","))).map((s) => s.trim()))
+    .pipe(z.array(z.enum(values, { error: `must be ${what}: ${values.join(", ")}` })).max(values.length * 4));
+
+/** `GET /threads/{id}?include=ttl`: fields a thread leaves out unless asked for. */
+export const ThreadGetQuery = z.object({ include: queryList(["ttl"], "a field to include") });
+
+/** `POST /threads/prune`. */
+export const MAX_PRUNE_THREADS = 1000;
+export const ThreadPrune = z.object({
+  thread_ids: z
+    .array(uuid)
+    .min(1, { message: "must name at least one thread" })
+    .max(MAX_PRUNE_THREADS, { message: `must name at most ${MAX_PRUNE_THREADS} threads` }),
+  strategy: z
+    .enum(["delete", "keep_latest"], { error: 'must be "delete" or "keep_latest"' })
+    .default("delete"),
+});
+
+export const THREAD_STREAM_MODES = ["run_modes", "lifecycle", "state_update"] as const;
+/**
+ * `GET /threads/{id}/stream`: the official API names the parameter `stream_modes`, the JS SDK sends
+ * `stream_mode`; either (or both) is taken. Default `run_modes`.
+ */
+export const ThreadStreamQuery = z.object({
+  stream_mode: queryList(THREAD_STREAM_MODES, "a thread stream mode"),
+  stream_modes: queryList(THREAD_STREAM_MODES, "a thread stream mode"),
+});
 
 const checkpointRef = z.object({
   checkpoint_id: checkpointKey.nullish(),
@@ -299,10 +350,24 @@ export const RunCreate = z.object({
 
 export const RunBatch = z.array(RunCreate).min(1);
 
+export const RUN_FIELDS = [
+  "run_id",
+  "thread_id",
+  "assistant_id",
+  "created_at",
+  "updated_at",
+  "status",
+  "metadata",
+  "kwargs",
+  "multitask_strategy",
+  "cancel_reason",
+] as const;
+
 export const RunListQuery = z.object({
   limit: limit(1000, 10),
   offset,
   status: z.enum(RUN_STATUSES).optional(),
+  select: queryList(RUN_FIELDS, "a run field"),
 });
 
 /** `POST /runs/search` (a Hangar extension): runs of every thread, newest first. */
@@ -324,7 +389,11 @@ export const CancelQuery = z.object({
   action: z.enum(["interrupt", "rollback"]).default("interrupt"),
 });
 
-export const JoinStreamQuery = z.object({ cancel_on_disconnect: flag });
+export const JoinStreamQuery = z.object({
+  cancel_on_disconnect: flag,
+  /** Only these modes' events come back (plus `metadata`, `error` and the end); default every mode. */
+  stream_mode: queryList(STREAM_MODES, "a stream mode"),
+});
 
 export const BulkCancel = z.object({
   thread_id: uuid.nullish(),

@@ -1,14 +1,42 @@
 import { randomUUID } from "node:crypto";
 import { Hono } from "hono";
 import type { AuthAction } from "../auth/custom.js";
-import { conflict, notFound } from "../errors.js";
+import { conflict, isNotFound, notFound } from "../errors.js";
 import { type AppEnv, orgOf } from "../http/context.js";
-import { body, params, query } from "../http/validation.js";
+import { sseResponse } from "../http/sse.js";
+import { body, params, query, queryWithLists } from "../http/validation.js";
+import { type ThreadStreamMode, threadStreamStart } from "../runtime/runs/thread-stream.js";
 import { matchesFilter } from "../storage/filter.js";
-import type { JsonObject, Thread } from "../storage/ports.js";
+import type { JsonObject, Thread, ThreadTtl } from "../storage/ports.js";
 import { authorize, visible, visibleThread } from "./authz.js";
 import { type AgentDeps, pick } from "./context.js";
 import * as S from "./schemas.js";
+
+/** A thread's TTL as `include=ttl` shows it (the official API's shape). */
+const ttlView = (ttl: ThreadTtl, updatedAt: string) => ({
+  strategy: ttl.strategy,
+  ttl_minutes: ttl.minutes,
+  expires_at: new Date(Date.parse(updatedAt) + ttl.minutes * 60_000).toISOString(),
+});
+
+/**
+ * `extract` of a thread search: each alias's path read from the thread (`values.messages[-1].content`);
+ * a path that leads nowhere gives null.
+ */
+function extractPaths(thread: Thread, paths: Record<string, string>): Record<string, unknown> {
+  const step = (at: unknown, key: string): unknown => {
+    if (Array.isArray(at) && /^-?\d+$/.test(key)) return at.at(Number(key));
+    return at !== null && typeof at === "object" && Object.hasOwn(at, key)
+      ? (at as Record<string, unknown>)[key]
+      : undefined;
+  };
+  const read = (path: string) =>
+    path
+      .replace(/\[(-?\d+)\]/g, ".$1")
+      .split(".")
+      .reduce<unknown>(step, thread) ?? null;
+  return Object.fromEntries(Object.entries(paths).map(([alias, path]) => [alias, read(path)]));
+}
 
 export function threadRoutes(deps: AgentDeps) {
   const { storage, runs, state } = deps;
@@ -58,7 +86,37 @@ export function threadRoutes(deps: AgentDeps) {
       });
       c.header("X-Pagination-Total", String(total));
       if (b.offset + items.length < total) c.header("X-Pagination-Next", String(b.offset + items.length));
-      return c.json(pick(items, b.select));
+      const extract = b.extract;
+      const found = extract ? items.map((t) => ({ ...t, extracted: extractPaths(t, extract) })) : items;
+      // `extracted` comes with whatever `select` keeps.
+      return c.json(
+        extract && b.select?.length ? pick(found, [...b.select, "extracted"]) : pick(found, b.select),
+      );
+    })
+    .post("/threads/prune", async (c) => {
+      const b = await body(c, S.ThreadPrune);
+      const org = orgOf(c);
+      let pruned = 0;
+      // One thread at a time: each is authorized as its deletion would be (a hidden or absent thread
+      // is skipped, not counted), and a long list never holds many transactions at once.
+      for (const threadId of new Set(b.thread_ids)) {
+        const thread = await storage.threads.get(org, threadId);
+        const allowed = await visible(deps, c, "threads", "delete", threadId, thread, {}).then(
+          () => true,
+          (err: unknown) => (isNotFound(err) ? false : Promise.reject(err)),
+        );
+        if (!allowed) continue;
+        if (b.strategy === "keep_latest") {
+          if (await storage.threads.keepLatest(org, threadId)) pruned += 1;
+          continue;
+        }
+        const deleted = await runs.deleteThread(org, threadId).then(
+          () => true,
+          (err: unknown) => (isNotFound(err) ? false : Promise.reject(err)),
+        );
+        if (deleted) pruned += 1;
+      }
+      return c.json({ pruned_count: pruned });
     })
     .post("/threads/count", async (c) => {
       const b = await body(c, S.ThreadCount);
@@ -72,7 +130,30 @@ export function threadRoutes(deps: AgentDeps) {
         }),
       );
     })
-    .get("/threads/:thread_id", async (c) => c.json(await load(c)))
+    .get("/threads/:thread_id", async (c) => {
+      const { include } = queryWithLists(c, S.ThreadGetQuery);
+      const thread = await load(c);
+      if (!include.includes("ttl")) return c.json(thread);
+      const ttl = await storage.threads.ttl(orgOf(c), thread.thread_id);
+      return c.json({ ...thread, ttl: ttl && ttlView(ttl, thread.updated_at) });
+    })
+    .get("/threads/:thread_id/stream", async (c) => {
+      const q = queryWithLists(c, S.ThreadStreamQuery);
+      const thread = await load(c);
+      const asked = [...q.stream_mode, ...q.stream_modes];
+      const modes = new Set<ThreadStreamMode>(asked.length ? asked : ["run_modes"]);
+      const start = threadStreamStart(c.req.header("last-event-id"));
+      const org = orgOf(c);
+      return sseResponse((signal) => deps.threadStreams.follow(org, thread.thread_id, modes, start, signal), {
+        withIds: true,
+      });
+    })
+    .get("/threads/:thread_id/storage", async (c) => {
+      const thread = await load(c);
+      const usage = await storage.threads.checkpointStorage(thread.thread_id);
+      const total = usage.checkpoints.bytes + usage.channel_values.bytes + usage.pending_writes.bytes;
+      return c.json({ thread_id: thread.thread_id, total_bytes: total, ...usage });
+    })
     .patch("/threads/:thread_id", async (c) => {
       const { thread_id } = params(c, S.ThreadPath);
       const b = await body(c, S.ThreadPatch);

@@ -15,8 +15,11 @@ export interface SseOptions {
  * The one SSE writer: framing, ids, heartbeat comments while idle, and disconnects. `open` receives
  * an AbortSignal that fires when the client goes away, and returns the events to send.
  */
+/** An event to send: a run's (numeric id), or a thread stream's (text id, or none). */
+export type SseEvent = Omit<RunEvent, "id"> & { id?: number | string };
+
 export function sseResponse(
-  open: (signal: AbortSignal) => AsyncIterable<RunEvent>,
+  open: (signal: AbortSignal) => AsyncIterable<SseEvent>,
   opts: SseOptions,
 ): Response {
   const disconnect = new AbortController();
@@ -27,7 +30,7 @@ export function sseResponse(
       heartbeat = setInterval(() => controller.enqueue(encoder.encode(": heartbeat\n\n")), HEARTBEAT_MS);
       try {
         for await (const e of open(disconnect.signal)) {
-          const id = opts.withIds ? `id: ${e.id}\n` : "";
+          const id = opts.withIds && e.id !== undefined ? `id: ${e.id}\n` : "";
           controller.enqueue(encoder.encode(`event: ${e.event}\ndata: ${e.data}\n${id}\n`));
         }
         finished = true;

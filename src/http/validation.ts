@@ -40,5 +40,16 @@ export async function body<S extends z.ZodType>(c: Context, schema: S): Promise<
 export const query = <S extends z.ZodType>(c: Context, schema: S): z.output<S> =>
   parse("query", schema, c.req.query());
 
+/**
+ * `query`, with a parameter given more than once as the list of its values (`a=x&a=y` → ["x", "y"]),
+ * as the SDKs send lists; once, it stays a string.
+ */
+export const queryWithLists = <S extends z.ZodType>(c: Context, schema: S): z.output<S> =>
+  parse(
+    "query",
+    schema,
+    Object.fromEntries(Object.entries(c.req.queries()).map(([k, v]) => [k, v.length === 1 ? v[0] : v])),
+  );
+
 export const params = <S extends z.ZodType>(c: Context, schema: S): z.output<S> =>
   parse("path", schema, c.req.param());

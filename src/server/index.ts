@@ -22,6 +22,7 @@ import { importProjectExport } from "../runtime/graphs/project-module.js";
 import { Dispatcher } from "../runtime/runs/dispatcher.js";
 import { ExecutorThreads } from "../runtime/runs/executor-pool.js";
 import { RunService } from "../runtime/runs/service.js";
+import { ThreadStreams } from "../runtime/runs/thread-stream.js";
 import { ThreadSweeper } from "../runtime/runs/thread-sweeper.js";
 import { WorkerStatsTable } from "../runtime/runs/worker-stats.js";
 import { loadStoreSettings } from "../runtime/store/config.js";
@@ -139,9 +140,23 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const scheduler = new CronScheduler({ crons: storage.crons, runs, log });
     const crons = new CronService(storage, runs, () => scheduler.nudge());
     const state = new ThreadStateService(storage, graphs);
+    const threadStreams = new ThreadStreams(runs, storage);
     const sandboxes = buildSandboxes(config, storage, log);
     const app = createServerApp(
-      { config, storage, graphs, runs, store, crons, state, sandboxes, auth, workers: workerStats, ui },
+      {
+        config,
+        storage,
+        graphs,
+        runs,
+        threadStreams,
+        store,
+        crons,
+        state,
+        sandboxes,
+        auth,
+        workers: workerStats,
+        ui,
+      },
       log,
       customApp,
     );

@@ -93,6 +93,22 @@ export type ThreadInput = Pick<Thread, "thread_id" | "metadata"> & { ttl?: Threa
 
 export type ThreadState = { values: unknown; interrupts: Record<string, Interrupt[]>; hasNext: boolean };
 
+/** Rows and bytes of one part of a thread's checkpoint storage. */
+export interface StorageSection {
+  count: number;
+  bytes: number;
+}
+
+/**
+ * What a thread's checkpoints occupy, as stored: checkpoint rows (less their channel values), the
+ * channel values (in all, and per channel), and pending writes.
+ */
+export interface CheckpointStorage {
+  checkpoints: StorageSection;
+  channel_values: StorageSection & { channels: Record<string, StorageSection> };
+  pending_writes: StorageSection;
+}
+
 /** What one sweep did: thread ids deleted, and thread ids whose older checkpoints were pruned. */
 export interface ThreadSweep {
   deleted: string[];
@@ -328,6 +344,16 @@ export interface ThreadsRepo {
   recordState(org: OrgId, threadId: string, state: ThreadState): Promise<void>;
   /** Sets graph_id/assistant_id metadata and config on a thread before its first state update. */
   bindGraph(org: OrgId, threadId: string, graphId: string, assistantId: string): Promise<void>;
+  /**
+   * Prunes the thread's checkpoints to the latest of each namespace, and what a delta channel needs to
+   * rebuild its value from (`keep_latest`); false, and nothing done, when the thread is absent or has a
+   * run pending or running (its checkpoints are being written).
+   */
+  keepLatest(org: OrgId, threadId: string): Promise<boolean>;
+  /** The thread's own TTL (null when it has none, or is absent). */
+  ttl(org: OrgId, threadId: string): Promise<ThreadTtl | null>;
+  /** What the thread's checkpoints occupy in the database (`GET /threads/{id}/storage`). */
+  checkpointStorage(threadId: string): Promise<CheckpointStorage>;
   /**
    * Applies the TTLs that ran out by `now` (epoch ms), every organization's, to at most `limit` threads,
    * oldest first. Each thread is swept by one caller only, however many sweep at once.

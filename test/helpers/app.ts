@@ -15,6 +15,7 @@ import { CronService } from "../../src/runtime/crons/service.js";
 import { GraphRegistry } from "../../src/runtime/graphs/graphs.js";
 import { Dispatcher } from "../../src/runtime/runs/dispatcher.js";
 import { RunService } from "../../src/runtime/runs/service.js";
+import { ThreadStreams } from "../../src/runtime/runs/thread-stream.js";
 import { HangarStore } from "../../src/runtime/store/store.js";
 import { createServerApp } from "../../src/server/http.js";
 import { buildSandboxes } from "../../src/server/sandboxes.js";
@@ -55,6 +56,7 @@ export async function buildApp(
         storage,
         graphs,
         runs,
+        threadStreams: new ThreadStreams(runs, storage),
         store: new HangarStore(storage.store, DEFAULT_ORG),
         crons: new CronService(storage, runs),
         state: new ThreadStateService(storage, graphs),

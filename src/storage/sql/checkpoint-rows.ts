@@ -3,7 +3,7 @@
  * part of their own transactions (`yield*`): a thread's deletion, a run's rollback, a thread's copy,
  * a TTL's pruning.
  */
-import { all, changed, type Executor, type TxSteps } from "./database.js";
+import { all, changed, type Executor, first, type TxSteps } from "./database.js";
 
 /** A pending write's columns, key first, as `putWrites` binds them (`thread_id` first: the copy swaps it). */
 export const WRITE_KEY = ["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"] as const;
@@ -42,24 +42,85 @@ export function* deleteRunCheckpoints(tx: Executor, threadId: string, runId: str
   yield* changed(tx.deleteFrom("checkpoints").where("thread_id", "=", threadId).where("run_id", "=", runId));
 }
 
+/** A checkpoint row as `keepLatestCheckpoints` reads it. */
+interface StoredCheckpoint {
+  checkpoint_id: string;
+  parent_checkpoint_id: string | null;
+  type: string | null;
+  checkpoint: Buffer;
+}
+
+/**
+ * The channels whose values the stored checkpoint holds; undefined when its serialization is not
+ * JSON (then nothing can be told, and the caller keeps what it would otherwise delete).
+ */
+function channelsWithValues(row: StoredCheckpoint): Set<string> | undefined {
+  if ((row.type ?? "json") !== "json") return undefined;
+  const parsed = JSON.parse(row.checkpoint.toString("utf8")) as { channel_values?: object | null };
+  return new Set(Object.keys(parsed?.channel_values ?? {}));
+}
+
+/**
+ * The delta channels (LangGraph's `DeltaChannel`) a checkpoint holds no value of: their value is
+ * rebuilt on read by replaying the writes of its ancestors down to the nearest one that stores a value
+ * (a snapshot). Metadata `counters_since_delta_snapshot` names every delta channel written or stepped
+ * since its last snapshot (a channel snapshotted at this very checkpoint has its value here).
+ */
+function deltaChannelsToRebuild(row: StoredCheckpoint & { metadata: Buffer }): Set<string> {
+  const metadata = JSON.parse(row.metadata.toString("utf8")) as {
+    counters_since_delta_snapshot?: Record<string, unknown>;
+  } | null;
+  const delta = Object.keys(metadata?.counters_since_delta_snapshot ?? {});
+  const stored = channelsWithValues(row);
+  return new Set(delta.filter((channel) => !stored?.has(channel)));
+}
+
 /**
  * Deletes all but the latest checkpoint of each of the thread's namespaces, with their pending writes
- * (checkpoint ids grow with time, so the latest is the greatest).
+ * (checkpoint ids grow with time, so the latest is the greatest) — except the ancestors the latest one
+ * still needs: for a delta channel, from the latest back to the nearest checkpoint holding its value,
+ * with their writes, which LangGraph replays to rebuild the channel (`getDeltaChannelHistory`). Keeping
+ * only the latest would silently empty such a channel (a `DeltaValue` message history). The one prune
+ * both `POST /threads/prune` and a TTL's `keep_latest` sweep do.
  */
 export function* keepLatestCheckpoints(tx: Executor, threadId: string): TxSteps<void> {
-  const latest = tx
-    .selectFrom("checkpoints as l")
-    .select((eb) => ["l.checkpoint_ns", eb.fn.max("l.checkpoint_id").as("latest")])
-    .where("l.thread_id", "=", threadId)
-    .groupBy("l.checkpoint_ns")
-    .$asTuple("checkpoint_ns", "latest");
-  for (const table of ["checkpoint_writes", "checkpoints"] as const) {
-    yield* changed(
+  const namespaces = yield* all(
+    tx
+      .selectFrom("checkpoints")
+      .select((eb) => ["checkpoint_ns", eb.fn.max("checkpoint_id").as("latest")])
+      .where("thread_id", "=", threadId)
+      .groupBy("checkpoint_ns"),
+  );
+  const row = (ns: string, id: string) =>
+    first(
       tx
-        .deleteFrom(table)
+        .selectFrom("checkpoints")
+        .select(["checkpoint_id", "parent_checkpoint_id", "type", "checkpoint", "metadata"])
         .where("thread_id", "=", threadId)
-        .where((eb) => eb(eb.refTuple("checkpoint_ns", "checkpoint_id"), "not in", latest)),
+        .where("checkpoint_ns", "=", ns)
+        .where("checkpoint_id", "=", id),
     );
+  for (const { checkpoint_ns: ns, latest } of namespaces) {
+    const head = yield* row(ns, latest);
+    if (!head) continue;
+    const kept = [head.checkpoint_id];
+    const missing = deltaChannelsToRebuild(head);
+    for (let parent = head.parent_checkpoint_id; missing.size > 0 && parent !== null; ) {
+      const ancestor = yield* row(ns, parent);
+      if (!ancestor) break;
+      kept.push(ancestor.checkpoint_id);
+      for (const channel of channelsWithValues(ancestor) ?? []) missing.delete(channel);
+      parent = ancestor.parent_checkpoint_id;
+    }
+    for (const table of ["checkpoint_writes", "checkpoints"] as const) {
+      yield* changed(
+        tx
+          .deleteFrom(table)
+          .where("thread_id", "=", threadId)
+          .where("checkpoint_ns", "=", ns)
+          .where("checkpoint_id", "not in", kept),
+      );
+    }
   }
 }
 

@@ -11,6 +11,23 @@ import { type Row, recordOf, type Tables, THREAD_JSON } from "./tables.js";
 
 export type ThreadRow = Row<"threads">;
 
+/** Checkpoint rows read per query while measuring a thread's storage. */
+const STORAGE_PAGE = 100;
+
+/**
+ * Each channel's value in a stored checkpoint, with its size in bytes as serialized JSON (the form the
+ * checkpointer stores it in); none when the checkpoint is not stored as JSON.
+ */
+function channelValueBytes(row: { type: string | null; checkpoint: Buffer }): [string, number][] {
+  if ((row.type ?? "json") !== "json") return [];
+  const values = (JSON.parse(row.checkpoint.toString("utf8")) as { channel_values?: object | null })
+    ?.channel_values;
+  return Object.entries(values ?? {}).map(([channel, value]) => [
+    channel,
+    Buffer.byteLength(JSON.stringify(value) ?? "", "utf8"),
+  ]);
+}
+
 /**
  * Run statuses in WHERE clauses are SQL literals, not parameters, and so are constant LIMITs: SQLite
  * re-prepares a statement on every execution when a bound parameter is compared with a partial index's
@@ -267,6 +284,80 @@ export class SqlThreads extends SqlRepo implements Port.ThreadsRepo {
 
   async bindGraph(org: Port.OrgId, threadId: string, graphId: string, assistantId: string): Promise<void> {
     await this.patch(org, threadId, { graph_id: graphId, assistant_id: assistantId });
+  }
+
+  async keepLatest(org: Port.OrgId, threadId: string): Promise<boolean> {
+    return this.transaction(function* (tx) {
+      if (!(yield* first(this.dialect.lock(threadRow(tx, threadId, org))))) return false;
+      if (yield* first(runsInFlight(tx, threadId).select("run_id"))) return false;
+      yield* keepLatestCheckpoints(tx, threadId);
+      return true;
+    });
+  }
+
+  async ttl(org: Port.OrgId, threadId: string): Promise<Port.ThreadTtl | null> {
+    const row = await threadRow(this.database.db, threadId, org)
+      .clearSelect()
+      .select(["ttl_minutes", "ttl_strategy"])
+      .executeTakeFirst();
+    if (!row || row.ttl_minutes === null || row.ttl_strategy === null) return null;
+    return { minutes: Number(row.ttl_minutes), strategy: row.ttl_strategy as Port.ThreadTtl["strategy"] };
+  }
+
+  /**
+   * Reads the thread's checkpoints a page at a time (memory stays one page however long the history),
+   * measuring each stored blob; channel values are measured inside the checkpoint blobs, where this
+   * checkpointer stores them.
+   */
+  async checkpointStorage(threadId: string): Promise<Port.CheckpointStorage> {
+    const db = this.database.db;
+    const usage: Port.CheckpointStorage = {
+      checkpoints: { count: 0, bytes: 0 },
+      channel_values: { count: 0, bytes: 0, channels: Object.create(null) },
+      pending_writes: { count: 0, bytes: 0 },
+    };
+    const page = (after?: { ns: string; id: string }) =>
+      db
+        .selectFrom("checkpoints")
+        .select(["checkpoint_ns", "checkpoint_id", "type", "checkpoint", "metadata"])
+        .where("thread_id", "=", threadId)
+        .$if(after !== undefined, (q) =>
+          q.where((eb) =>
+            eb(eb.refTuple("checkpoint_ns", "checkpoint_id"), ">", eb.tuple(after!.ns, after!.id)),
+          ),
+        )
+        .orderBy("checkpoint_ns")
+        .orderBy("checkpoint_id")
+        .limit(STORAGE_PAGE)
+        .execute();
+    for (let rows = await page(); rows.length > 0; ) {
+      for (const row of rows) {
+        let valueBytes = 0;
+        for (const [channel, bytes] of channelValueBytes(row)) {
+          const entry = usage.channel_values.channels[channel] ?? { count: 0, bytes: 0 };
+          usage.channel_values.channels[channel] = entry;
+          entry.count += 1;
+          entry.bytes += bytes;
+          usage.channel_values.count += 1;
+          valueBytes += bytes;
+        }
+        usage.channel_values.bytes += valueBytes;
+        usage.checkpoints.count += 1;
+        usage.checkpoints.bytes += row.checkpoint.length + row.metadata.length - valueBytes;
+      }
+      const last = rows[rows.length - 1]!;
+      rows = rows.length < STORAGE_PAGE ? [] : await page({ ns: last.checkpoint_ns, id: last.checkpoint_id });
+    }
+    const writes = await db
+      .selectFrom("checkpoint_writes")
+      .select((eb) => [
+        eb.fn.countAll<number>().as("n"),
+        eb.fn.coalesce(eb.fn.sum<number>(eb.fn("length", ["value"])), sql.lit(0)).as("bytes"),
+      ])
+      .where("thread_id", "=", threadId)
+      .executeTakeFirstOrThrow();
+    usage.pending_writes = { count: Number(writes.n), bytes: Number(writes.bytes) };
+    return usage;
   }
 
   /**
