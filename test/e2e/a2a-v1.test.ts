@@ -25,7 +25,7 @@ import {
   JsonRpcTransportFactory,
 } from "@a2a-js/sdk-v1/client";
 import { isLegacyAgentCard, LegacyJsonRpcTransport } from "@a2a-js/sdk-v1/compat/v0_3/client";
-import { TaskNotCancelableError, TaskNotFoundError } from "@a2a-js/sdk-v1/errors";
+import { TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk-v1/errors";
 import type { Client as LangGraphClient } from "@langchain/langgraph-sdk";
 import {
   client,
@@ -345,6 +345,56 @@ describe("A2A 1.0", () => {
             // drained
           }
         }, /-32004|ended/);
+      },
+    );
+
+    test(
+      "interrupt(): INPUT_REQUIRED; a message naming the task (taskId alone) answers it in its context",
+      T,
+      async () => {
+        const c = await a2a("interrupt");
+        const asked = asTask(await c.sendMessage({ message: userMessage("deploy") } as never));
+        assert.equal(asked.status?.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+        assert.equal(asked.artifacts[0]?.name, "Interrupt");
+        const part = asked.artifacts[0]?.parts[0]?.content;
+        assert.equal(part?.$case, "data");
+        assert.deepEqual((part!.value as { value: unknown }).value, { question: "approve?" });
+
+        const answered = asTask(
+          await c.sendMessage({ message: userMessage("yes", { taskId: asked.id }) } as never),
+        );
+        assert.equal(answered.contextId, asked.contextId, "the context is the task's");
+        assert.equal(answered.status?.state, TaskState.TASK_STATE_COMPLETED);
+        assert.equal(artifactText(answered), "approved: yes");
+        // A task that has ended takes no more messages; an unknown one is not found; a mismatch is refused.
+        await assert.rejects(
+          c.sendMessage({ message: userMessage("again", { taskId: answered.id }) } as never),
+          UnsupportedOperationError,
+        );
+        await assert.rejects(
+          c.sendMessage({ message: userMessage("who?", { taskId: randomUUID() }) } as never),
+          TaskNotFoundError,
+        );
+        const mismatch = await rpc(
+          {
+            jsonrpc: "2.0",
+            id: 7,
+            method: "SendMessage",
+            params: {
+              message: {
+                messageId: randomUUID(),
+                role: "ROLE_USER",
+                parts: [{ text: "x" }],
+                taskId: asked.id,
+                contextId: randomUUID(),
+              },
+            },
+          },
+          { "A2A-Version": "1.0" },
+          "interrupt",
+        );
+        assert.equal(mismatch.body.error?.code, -32602, mismatch.text);
+        assert.match(mismatch.body.error.message, /does not match the context of task/);
       },
     );
 

@@ -270,7 +270,8 @@ export class A2AService {
   ): Promise<Started> {
     const incoming = readIncomingMessage(params);
     const assistant = await this.assistant(org, pathId);
-    const contextId = incoming.contextId ?? randomUUID();
+    const continued = await this.referencedContext(org, incoming, assistant);
+    const contextId = continued ?? randomUUID();
     // As a run on a thread (threads:create_run): a context of another user is not found.
     const asked = await this.access.authorize("threads", "create_run", {
       thread_id: contextId,
@@ -278,7 +279,7 @@ export class A2AService {
       metadata: {} as Record<string, unknown>,
       if_not_exists: "create",
     });
-    const thread = incoming.contextId ? await this.deps.storage.threads.get(org, contextId) : null;
+    const thread = continued ? await this.deps.storage.threads.get(org, contextId) : null;
     if (thread && !matchesFilter(thread.metadata, asked.filter))
       throw invalidParams(`Failed to create run: Thread with ID ${contextId} not found`);
     // A message to a thread stopped at interrupt() answers it: the graph resumes with the message.
@@ -301,6 +302,34 @@ export class A2AService {
       throw err;
     }
     return { run, ids: { taskId: run.run_id, contextId }, incoming, assistant };
+  }
+
+  /**
+   * The context a message continues: its `contextId`, or the context of the task its `taskId` names.
+   * A named task must exist (-32001), match the `contextId` if both are given (-32602), and not have
+   * ended (-32004): only a task waiting for input takes another message (both versions' spec).
+   */
+  private async referencedContext(
+    org: OrgId,
+    incoming: IncomingMessage,
+    assistant: Assistant,
+  ): Promise<string | undefined> {
+    const taskId = incoming.message.taskId;
+    if (taskId === undefined) return incoming.contextId;
+    const run = await this.findRun(org, taskId, assistant);
+    if (incoming.contextId !== undefined && incoming.contextId !== run.thread_id) {
+      throw invalidParams(
+        `contextId '${incoming.contextId}' does not match the context of task ${taskId} ('${run.thread_id}')`,
+      );
+    }
+    const { state } = (await this.taskOfRun(org, taskId, run, 0)).status;
+    if (state === "completed" || state === "failed" || state === "canceled" || state === "rejected") {
+      throw new RpcError(
+        A2A_ERRORS.UNSUPPORTED_OPERATION,
+        `Task ${taskId} has ended (${state}) and takes no more messages: send the next one with its contextId alone, which starts a new task`,
+      );
+    }
+    return run.thread_id;
   }
 
   /** Text parts become `messages`: the graph's input (else state) schema must have that key. */
