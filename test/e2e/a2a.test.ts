@@ -512,6 +512,40 @@ describe("A2A", () => {
         assert.fail("the non-blocking task did not complete");
       },
     );
+
+    test(
+      "resubscribeTask (tasks/resubscribe): the running task, then its updates to the final one",
+      T,
+      async () => {
+        const c = await a2a("slow");
+        const slow = asTask(
+          await c.sendMessage({ message: userMessage("follow me"), configuration: { blocking: false } }),
+        );
+        const events: Event[] = [];
+        for await (const e of c.resubscribeTask({ id: slow.id })) events.push(e as Event);
+        assert.equal(events[0]?.kind, "task");
+        assert.equal((events[0] as Task).id, slow.id);
+        const last = events.at(-1) as TaskStatusUpdateEvent;
+        assert.equal(last.kind, "status-update");
+        assert.equal(last.final, true);
+        assert.equal(last.status.state, "completed");
+        assert.equal(statusText(last.status), "slow echo: follow me");
+        // An ended task has no updates left: -32004.
+        const res = await fetch(`${h.url}/a2a/slow`, {
+          method: "POST",
+          headers: { ...JSON_HEADERS, Accept: "text/event-stream" },
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 4,
+            method: "tasks/resubscribe",
+            params: { id: slow.id },
+          }),
+        });
+        const frames = await readSSE(res);
+        assert.equal(frames.length, 1);
+        assert.equal(frames[0]!.data.error.code, -32004, JSON.stringify(frames));
+      },
+    );
   });
 
   describe("errors", () => {
@@ -550,7 +584,16 @@ describe("A2A", () => {
       await code(rpc("agent", { jsonrpc: "2.0", method: "message/send", params: {} }), -32600, null);
       await code(rpc("agent", { jsonrpc: "2.0", id: 9, method: 12 }), -32601, 9);
       await code(call("agent", "tasks/unknown", {}, "s-1"), -32601, "s-1");
-      await code(call("agent", "tasks/resubscribe", { id: randomUUID() }), -32601);
+      // A 1.0 method in a request that says it is 0.3 is not a method of that version.
+      await code(
+        rpc(
+          "agent",
+          { jsonrpc: "2.0", id: 3, method: "GetTask", params: {} },
+          { ...JSON_HEADERS, "A2A-Version": "0.3" },
+        ),
+        -32601,
+        3,
+      );
     });
 
     test(

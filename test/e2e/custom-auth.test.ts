@@ -255,6 +255,46 @@ for (const target of [sqlite, postgres]) {
           params: { message },
         });
         assert.match(send.body.error?.message ?? "", /not found/, send.text);
+        // A2A 1.0 (its method names): the same answers, and ListTasks lists only what the caller may see.
+        for (const method of ["GetTask", "CancelTask"]) {
+          const rpc = await req("bob", "POST", "/a2a/whoami", {
+            jsonrpc: "2.0",
+            id: 1,
+            method,
+            params: { id: run.run_id },
+          });
+          assert.equal(rpc.body.error?.code, -32001, `${method}: ${rpc.text}`);
+        }
+        const list = (who: "alice" | "bob", params: unknown) =>
+          req(who, "POST", "/a2a/whoami", { jsonrpc: "2.0", id: 1, method: "ListTasks", params });
+        const hers = await list("alice", { contextId: id });
+        assert.deepEqual(
+          hers.body.result?.tasks.map((t: { id: string }) => t.id),
+          [run.run_id],
+          hers.text,
+        );
+        assert.equal(hers.body.result.tasks[0].status.state, "TASK_STATE_COMPLETED");
+        const his = await list("bob", { contextId: id });
+        assert.deepEqual(his.body.result?.tasks, [], his.text);
+        const hisAll = await list("bob", {});
+        assert.ok(
+          !hisAll.body.result?.tasks.some((t: { contextId: string }) => t.contextId === id),
+          `bob lists none of alice's tasks: ${hisAll.text}`,
+        );
+        const hijack = await req("bob", "POST", "/a2a/whoami", {
+          jsonrpc: "2.0",
+          id: 1,
+          method: "SendMessage",
+          params: {
+            message: {
+              messageId: randomUUID(),
+              role: "ROLE_USER",
+              contextId: id,
+              parts: [{ data: { input: "hijack" } }],
+            },
+          },
+        });
+        assert.match(hijack.body.error?.message ?? "", /not found/, hijack.text);
         await alice.runs.delete(id, run.run_id);
       },
     );

@@ -1,9 +1,16 @@
 /**
- * The A2A v0.3 agent card of an assistant (`GET /.well-known/agent-card.json?assistant_id=…`) and the
- * base URL its `url` is built from when `HANGAR_PUBLIC_URL` (config/settings.ts) does not say it.
+ * The agent card of an assistant (`GET /.well-known/agent-card.json?assistant_id=…`), in the shape of
+ * the A2A version the client asks for, and the base URL its URLs are built from when
+ * `HANGAR_PUBLIC_URL` (config/settings.ts) does not say it.
+ *
+ * Both shapes declare both versions served at the one endpoint: the 1.0 card in `supportedInterfaces`
+ * (1.0 first, the preferred); the 0.3 card in its own fields (`url`, `protocolVersion`,
+ * `preferredTransport`) with the same `supportedInterfaces` embedded, as `@a2a-js/sdk`'s own server
+ * does for a client that sends no `A2A-Version`.
  */
 import { createRequire } from "node:module";
 import type { Assistant } from "../../storage/ports.js";
+import { type A2AVersion, SERVED_VERSIONS } from "./versions.js";
 
 /** Hangar's version (package.json), for the card's `version` and MCP's `serverInfo`. */
 export const SERVER_VERSION: string = createRequire(import.meta.url)("../../../package.json").version;
@@ -25,6 +32,35 @@ export function requestBaseUrl(requestUrl: string, headers: Headers): string {
   return `${scheme}://${validHost ? host : url.host}`;
 }
 
+export interface AgentInterface {
+  url: string;
+  protocolBinding: "JSONRPC";
+  protocolVersion: A2AVersion;
+}
+
+type Skill = {
+  id: string;
+  name: string;
+  description: string;
+  tags: string[];
+  examples: string[];
+  inputModes: string[];
+  outputModes: string[];
+};
+
+/** The A2A 1.0 card. */
+export interface AgentCardV1 {
+  name: string;
+  description: string;
+  supportedInterfaces: AgentInterface[];
+  version: string;
+  capabilities: { streaming: boolean; pushNotifications: boolean; extendedAgentCard: boolean };
+  defaultInputModes: string[];
+  defaultOutputModes: string[];
+  skills: Skill[];
+}
+
+/** The A2A 0.3 card, with the 1.0 interfaces embedded. */
 export interface AgentCard {
   protocolVersion: string;
   name: string;
@@ -35,29 +71,25 @@ export interface AgentCard {
   capabilities: { streaming: boolean; pushNotifications: boolean; stateTransitionHistory: boolean };
   defaultInputModes: string[];
   defaultOutputModes: string[];
-  skills: {
-    id: string;
-    name: string;
-    description: string;
-    tags: string[];
-    examples: string[];
-    inputModes: string[];
-    outputModes: string[];
-  }[];
+  skills: Skill[];
   supportsAuthenticatedExtendedCard: boolean;
+  supportedInterfaces: AgentInterface[];
 }
 
-/** The card of one assistant; `base` is the public or request base URL (no trailing slash). */
-export function agentCard(assistant: Assistant, base: string): AgentCard {
+/** The 1.0 card of one assistant; `base` is the public or request base URL (no trailing slash). */
+export function agentCardV1(assistant: Assistant, base: string): AgentCardV1 {
   const description = assistant.description || `${assistant.name} assistant`;
+  const url = `${base}/a2a/${encodeURIComponent(assistant.assistant_id)}`;
   return {
-    protocolVersion: "0.3.0",
     name: assistant.name,
     description,
-    url: `${base}/a2a/${encodeURIComponent(assistant.assistant_id)}`,
-    preferredTransport: "JSONRPC",
+    supportedInterfaces: SERVED_VERSIONS.map((protocolVersion) => ({
+      url,
+      protocolBinding: "JSONRPC",
+      protocolVersion,
+    })),
     version: SERVER_VERSION,
-    capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: false },
+    capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
     defaultInputModes: A2A_MODES,
     defaultOutputModes: A2A_MODES,
     skills: [
@@ -71,6 +103,24 @@ export function agentCard(assistant: Assistant, base: string): AgentCard {
         outputModes: A2A_MODES,
       },
     ],
+  };
+}
+
+/** The 0.3 card of one assistant: the same facts in 0.3's fields, its interfaces embedded. */
+export function agentCard(assistant: Assistant, base: string): AgentCard {
+  const v1 = agentCardV1(assistant, base);
+  return {
+    protocolVersion: "0.3.0",
+    name: v1.name,
+    description: v1.description,
+    url: v1.supportedInterfaces[0].url,
+    preferredTransport: "JSONRPC",
+    version: v1.version,
+    capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: false },
+    defaultInputModes: v1.defaultInputModes,
+    defaultOutputModes: v1.defaultOutputModes,
+    skills: v1.skills,
     supportsAuthenticatedExtendedCard: false,
+    supportedInterfaces: v1.supportedInterfaces,
   };
 }

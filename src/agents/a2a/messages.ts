@@ -7,13 +7,15 @@
  */
 import { invalidParams, isJsonObject, RpcError } from "../jsonrpc.js";
 
-/** A2A-specific JSON-RPC error codes (A2A v0.3 §8.2). */
+/** A2A-specific JSON-RPC error codes (A2A v0.3 §8.2, 1.0 §5.4). */
 export const A2A_ERRORS = {
   TASK_NOT_FOUND: -32001,
   TASK_NOT_CANCELABLE: -32002,
   PUSH_NOTIFICATION_NOT_SUPPORTED: -32003,
   UNSUPPORTED_OPERATION: -32004,
   CONTENT_TYPE_NOT_SUPPORTED: -32005,
+  /** A2A 1.0 only: an `A2A-Version` this endpoint does not serve. */
+  VERSION_NOT_SUPPORTED: -32009,
 } as const;
 
 export type TextPart = { kind: "text"; text: string; metadata?: Record<string, unknown> };

@@ -1,7 +1,10 @@
 /**
- * A2A (agent-to-agent, protocol v0.3, JSON-RPC binding):
- *   GET  /.well-known/agent-card.json?assistant_id=…   the assistant's agent card
- *   POST /a2a/{assistant_id}                           message/send, message/stream, tasks/get, tasks/cancel
+ * A2A (agent-to-agent, protocols 1.0 and 0.3, JSON-RPC binding), the version chosen per request
+ * (versions.ts):
+ *   GET  /.well-known/agent-card.json?assistant_id=…   the assistant's agent card (1.0 or 0.3 shape)
+ *   POST /a2a/{assistant_id}                           SendMessage, SendStreamingMessage, GetTask,
+ *        CancelTask, ListTasks, SubscribeToTask (1.0); message/send, message/stream, tasks/get,
+ *        tasks/cancel, tasks/resubscribe (0.3)
  *   GET  /a2a/{assistant_id}[/.well-known/agent-card.json]   the card again, where A2A clients look for it
  *
  * Every JSON-RPC answer, errors included, is HTTP 200 (the official server's newest convention); only an
@@ -17,8 +20,14 @@ import type { RunEvent } from "../../streams/run-log.js";
 import { accessOf } from "../authz.js";
 import type { AgentDeps } from "../context.js";
 import { accepts, parseEnvelope, RPC, RpcError, type RpcId, rpcError, rpcResult } from "../jsonrpc.js";
-import { agentCard, requestBaseUrl } from "./card.js";
+import { agentCard, agentCardV1, requestBaseUrl } from "./card.js";
+import { A2A_ERRORS } from "./messages.js";
 import { A2AService } from "./service.js";
+import type { ArtifactUpdate, StatusUpdate, Task } from "./tasks.js";
+import { pushNotSupported, sendParamsFromV1, v1StreamResponse, v1Task } from "./v1.js";
+import { type A2AVersion, parseVersion, route, versionNotSupported } from "./versions.js";
+
+const VERSION_HEADER = "A2A-Version";
 
 type C = Context<AppEnv>;
 
@@ -35,13 +44,25 @@ export function a2aRoutes(deps: AgentDeps, log: Logger) {
     return new RpcError(RPC.INTERNAL_ERROR, "Internal server error");
   };
 
+  /** The version a client asks for: the `A2A-Version` header, else the query parameter the spec allows. */
+  const requestedVersion = (c: C) => c.req.header(VERSION_HEADER) ?? c.req.query(VERSION_HEADER);
+
   const card = async (c: C, assistantId: string | undefined) => {
-    const cardError = (message: string) => c.json({ error: { code: RPC.INVALID_PARAMS, message } }, 400);
+    c.header("Vary", VERSION_HEADER);
+    const cardError = (message: string, code: number = RPC.INVALID_PARAMS) =>
+      c.json({ error: { code, message } }, 400);
     if (!assistantId) return cardError("Missing required query parameter: assistant_id");
+    // A 1.0 client (its resolver sends `A2A-Version: 1.0`) gets the 1.0 card; no header means 0.3.
+    const asked = requestedVersion(c)?.trim();
+    const version: A2AVersion | null = asked ? parseVersion(asked) : "0.3";
+    if (!version) {
+      const err = versionNotSupported(asked ?? "");
+      return cardError(err.message, err.code);
+    }
     try {
       // Only a caller who may use the assistant sees its card (assistants:read, as for its messages).
       const assistant = await serviceFor(c).assistant(orgOf(c), assistantId);
-      return c.json(agentCard(assistant, baseOf(c)));
+      return c.json(version === "1.0" ? agentCardV1(assistant, baseOf(c)) : agentCard(assistant, baseOf(c)));
     } catch (err) {
       if (err instanceof RpcError) return cardError(err.message);
       throw err;
@@ -74,19 +95,34 @@ export function a2aRoutes(deps: AgentDeps, log: Logger) {
       );
     }
     const { id, method, params } = envelope;
+    let chosen: ReturnType<typeof route>;
+    try {
+      chosen = route(requestedVersion(c), method);
+    } catch (err) {
+      return c.json(rpcError(id, asRpcError(err, method)));
+    }
+    const { version, operation } = chosen;
+    const v1 = version === "1.0";
     const org = orgOf(c);
     const pathId = c.req.param("assistant_id")!;
     const headers = c.req.raw.headers;
     const accept = c.req.header("accept");
+    /** 1.0 requests carry 1.0 shapes; the service reads and answers in 0.3's. */
+    const sendParams = () => (v1 ? sendParamsFromV1(params) : params);
+    const asTask = (task: Task) => (v1 ? v1Task(task) : task);
 
-    if (method === "message/stream") {
+    if (operation === "stream" || operation === "subscribe") {
       if (!accepts(accept, ["text/event-stream"])) {
         return c.json({ error: "Accept header must include text/event-stream for streaming" }, 400);
       }
-      return sseResponse(
-        (signal) => frames(id, method, serviceFor(c).stream(org, pathId, params, headers, signal)),
-        { withIds: false },
-      );
+      const events = (signal: AbortSignal): AsyncIterable<Task | StatusUpdate | ArtifactUpdate> =>
+        operation === "stream"
+          ? serviceFor(c).stream(org, pathId, sendParams(), headers, signal)
+          : serviceFor(c).subscribe(org, pathId, params, signal);
+      async function* results(signal: AbortSignal) {
+        for await (const event of events(signal)) yield v1 ? v1StreamResponse(event) : event;
+      }
+      return sseResponse((signal) => frames(id, method, results(signal)), { withIds: false });
     }
     if (!accepts(accept, ["application/json"])) {
       return c.json({ error: "Accept header must include application/json" }, 400);
@@ -94,18 +130,30 @@ export function a2aRoutes(deps: AgentDeps, log: Logger) {
     try {
       const signal = c.req.raw.signal;
       let result: unknown;
-      switch (method) {
-        case "message/send":
-          result = await serviceFor(c).send(org, pathId, params, headers, signal);
+      switch (operation) {
+        case "send": {
+          const task = await serviceFor(c).send(org, pathId, sendParams(), headers, signal);
+          result = v1 ? { task: v1Task(task) } : task;
           break;
-        case "tasks/get":
-          result = await serviceFor(c).getTask(org, pathId, params);
+        }
+        case "get":
+          result = asTask(await serviceFor(c).getTask(org, pathId, params));
           break;
-        case "tasks/cancel":
-          result = await serviceFor(c).cancelTask(org, pathId, params, signal);
+        case "cancel":
+          result = asTask(await serviceFor(c).cancelTask(org, pathId, params, signal));
           break;
-        default:
-          throw new RpcError(RPC.METHOD_NOT_FOUND, `Method not found: ${method}`);
+        case "list": {
+          const page = await serviceFor(c).listTasks(org, pathId, params);
+          result = { ...page, tasks: page.tasks.map(v1Task) };
+          break;
+        }
+        case "push-config":
+          throw pushNotSupported();
+        case "extended-card":
+          throw new RpcError(
+            A2A_ERRORS.UNSUPPORTED_OPERATION,
+            "This agent has no extended agent card (capabilities.extendedAgentCard is false): the public card is the whole card",
+          );
       }
       return c.json(rpcResult(id, result));
     } catch (err) {

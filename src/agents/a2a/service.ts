@@ -8,7 +8,7 @@ import { toPlain } from "../../runtime/graphs/serialize.js";
 import type { RunRequest } from "../../runtime/runs/service.js";
 import { matchesFilter } from "../../storage/filter.js";
 import type { Assistant, OrgId, Run } from "../../storage/ports.js";
-import { isFinal } from "../../storage/statuses.js";
+import { isFinal, type RunStatus } from "../../storage/statuses.js";
 import { type Access, OPEN_ACCESS, usableAssistant } from "../authz.js";
 import type { AgentDeps } from "../context.js";
 import { invalidParams, isJsonObject, RpcError } from "../jsonrpc.js";
@@ -37,9 +37,11 @@ import {
   statusUpdate,
   type Task,
   type TaskIds,
+  type TaskState,
   task,
   timestamp,
 } from "./tasks.js";
+import { stateFromV1 } from "./v1.js";
 
 /** LangGraph's cap on `tasks/get` history. */
 const MAX_HISTORY = 10;
@@ -122,6 +124,41 @@ export class A2AService {
   ): AsyncGenerator<Task | StatusUpdate | ArtifactUpdate> {
     const { run, ids, incoming, assistant } = await this.start(org, pathId, params, headers, ["messages"]);
     yield task(ids, { state: "submitted", timestamp: timestamp() }, { history: [stamped(incoming, ids)] });
+    yield* this.follow(org, run, ids, assistant, signal);
+  }
+
+  /**
+   * `tasks/resubscribe` / `SubscribeToTask`: the task as it stands, then the same updates as
+   * `message/stream` until it ends (its agent text only if the run was started streaming messages).
+   * A task that has ended has nothing to follow: -32004, as the spec says.
+   */
+  async *subscribe(
+    org: OrgId,
+    pathId: string,
+    params: unknown,
+    signal: AbortSignal,
+  ): AsyncGenerator<Task | StatusUpdate | ArtifactUpdate> {
+    const { id } = taskQuery(params);
+    const assistant = await this.assistant(org, pathId);
+    const run = await this.findRun(org, id, assistant);
+    if (isFinal(run.status)) {
+      throw new RpcError(
+        A2A_ERRORS.UNSUPPORTED_OPERATION,
+        `Task ${id} has already ended (${stateOfRun(run.status, false)}): there are no updates to subscribe to; read it with GetTask / tasks/get`,
+      );
+    }
+    yield await this.taskOfRun(org, id, run, undefined);
+    yield* this.follow(org, run, { taskId: id, contextId: run.thread_id }, assistant, signal);
+  }
+
+  /** A run's updates: working, the agent's text so far at each step, the result artifact, the final status. */
+  private async *follow(
+    org: OrgId,
+    run: Run,
+    ids: TaskIds,
+    assistant: Assistant,
+    signal: AbortSignal,
+  ): AsyncGenerator<StatusUpdate | ArtifactUpdate> {
     const sent = new Map<string, string>();
     let working = false;
     for await (const event of await this.deps.runs.streamRun(org, run, -1, signal)) {
@@ -186,6 +223,43 @@ export class A2AService {
     return this.taskOfRun(org, id, latest, undefined);
   }
 
+  /**
+   * `ListTasks` (1.0): the assistant's tasks the caller may see (threads:search), newest first, a page
+   * at a time; `pageToken` is an offset. A `status` filter selects runs by status; COMPLETED and
+   * INPUT_REQUIRED both end as a successful run, so a page filtered on one may hold fewer tasks.
+   */
+  async listTasks(org: OrgId, pathId: string, params: unknown): Promise<TaskPage> {
+    const q = listQuery(params);
+    const assistant = await this.assistant(org, pathId);
+    const { filter } = await this.access.authorize("threads", "search", {
+      metadata: {} as Record<string, unknown>,
+      status: null,
+      thread_id: q.contextId ?? null,
+      assistant_id: assistant.assistant_id,
+      limit: q.pageSize,
+      offset: q.offset,
+    });
+    const statuses = q.state ? RUN_STATUSES_OF[q.state] : undefined;
+    if (statuses?.length === 0) return { tasks: [], nextPageToken: "", pageSize: q.pageSize, totalSize: 0 };
+    const { items, total } = await this.deps.storage.runs.search(org, {
+      assistant_id: assistant.assistant_id,
+      thread_id: q.contextId,
+      status: statuses,
+      auth: filter,
+      limit: q.pageSize,
+      offset: q.offset,
+    });
+    const tasks: Task[] = [];
+    for (const run of items) {
+      const t = await this.taskOfRun(org, run.run_id, run, q.historyLength);
+      if (q.state && t.status.state !== q.state) continue;
+      if (!q.includeArtifacts) delete t.artifacts;
+      tasks.push(t);
+    }
+    const next = q.offset + items.length;
+    return { tasks, nextPageToken: next < total ? String(next) : "", pageSize: q.pageSize, totalSize: total };
+  }
+
   /** Validates the message, resolves the assistant and thread, and admits the run. */
   private async start(
     org: OrgId,
@@ -196,7 +270,8 @@ export class A2AService {
   ): Promise<Started> {
     const incoming = readIncomingMessage(params);
     const assistant = await this.assistant(org, pathId);
-    const contextId = incoming.contextId ?? randomUUID();
+    const continued = await this.referencedContext(org, incoming, assistant);
+    const contextId = continued ?? randomUUID();
     // As a run on a thread (threads:create_run): a context of another user is not found.
     const asked = await this.access.authorize("threads", "create_run", {
       thread_id: contextId,
@@ -204,7 +279,7 @@ export class A2AService {
       metadata: {} as Record<string, unknown>,
       if_not_exists: "create",
     });
-    const thread = incoming.contextId ? await this.deps.storage.threads.get(org, contextId) : null;
+    const thread = continued ? await this.deps.storage.threads.get(org, contextId) : null;
     if (thread && !matchesFilter(thread.metadata, asked.filter))
       throw invalidParams(`Failed to create run: Thread with ID ${contextId} not found`);
     // A message to a thread stopped at interrupt() answers it: the graph resumes with the message.
@@ -227,6 +302,34 @@ export class A2AService {
       throw err;
     }
     return { run, ids: { taskId: run.run_id, contextId }, incoming, assistant };
+  }
+
+  /**
+   * The context a message continues: its `contextId`, or the context of the task its `taskId` names.
+   * A named task must exist (-32001), match the `contextId` if both are given (-32602), and not have
+   * ended (-32004): only a task waiting for input takes another message (both versions' spec).
+   */
+  private async referencedContext(
+    org: OrgId,
+    incoming: IncomingMessage,
+    assistant: Assistant,
+  ): Promise<string | undefined> {
+    const taskId = incoming.message.taskId;
+    if (taskId === undefined) return incoming.contextId;
+    const run = await this.findRun(org, taskId, assistant);
+    if (incoming.contextId !== undefined && incoming.contextId !== run.thread_id) {
+      throw invalidParams(
+        `contextId '${incoming.contextId}' does not match the context of task ${taskId} ('${run.thread_id}')`,
+      );
+    }
+    const { state } = (await this.taskOfRun(org, taskId, run, 0)).status;
+    if (state === "completed" || state === "failed" || state === "canceled" || state === "rejected") {
+      throw new RpcError(
+        A2A_ERRORS.UNSUPPORTED_OPERATION,
+        `Task ${taskId} has ended (${state}) and takes no more messages: send the next one with its contextId alone, which starts a new task`,
+      );
+    }
+    return run.thread_id;
   }
 
   /** Text parts become `messages`: the graph's input (else state) schema must have that key. */
@@ -340,6 +443,75 @@ function sendConfiguration(params: unknown): { blocking?: boolean; historyLength
     out.historyLength = n;
   }
   return out;
+}
+
+export interface TaskPage {
+  tasks: Task[];
+  nextPageToken: string;
+  pageSize: number;
+  totalSize: number;
+}
+
+/** The run statuses a task state can come from (the inverse of `stateOfRun`). */
+const RUN_STATUSES_OF: Record<TaskState, RunStatus[]> = {
+  submitted: ["pending"],
+  working: ["running"],
+  completed: ["success"],
+  "input-required": ["success"],
+  failed: ["error", "timeout"],
+  canceled: ["interrupted"],
+  rejected: [],
+  "auth-required": [],
+  unknown: [],
+};
+
+const MAX_PAGE = 100;
+
+/** `ListTasksRequest` params, checked: -32602 naming the field for any that is malformed. */
+function listQuery(params: unknown) {
+  const p = params === undefined || params === null ? {} : params;
+  if (!isJsonObject(p)) throw invalidParams("Invalid params: must be an object");
+  const present = (x: unknown) => x !== undefined && x !== null && x !== "";
+  const count = (name: string, max: number): number | undefined => {
+    const n = p[name];
+    if (!present(n)) return undefined;
+    if (typeof n !== "number" || !Number.isInteger(n) || n < 0 || n > max) {
+      throw invalidParams(`Invalid '${name}': must be an integer from 0 to ${max}`);
+    }
+    return n;
+  };
+  let contextId: string | undefined;
+  if (present(p.contextId)) {
+    if (!isUuid(p.contextId))
+      throw invalidParams(`Invalid 'contextId': it is a thread id and must be a UUID`);
+    contextId = p.contextId;
+  }
+  let state: TaskState | undefined;
+  if (present(p.status) && p.status !== "TASK_STATE_UNSPECIFIED" && p.status !== 0) {
+    state = stateFromV1(p.status);
+    if (!state) throw invalidParams(`Invalid 'status': '${String(p.status)}' is not a TaskState`);
+  }
+  let offset = 0;
+  if (present(p.pageToken)) {
+    if (typeof p.pageToken !== "string" || !/^\d{1,9}$/.test(p.pageToken)) {
+      throw invalidParams("Invalid 'pageToken': pass the nextPageToken of the previous page");
+    }
+    offset = Number(p.pageToken);
+  }
+  if (present(p.statusTimestampAfter)) {
+    throw new RpcError(A2A_ERRORS.UNSUPPORTED_OPERATION, "'statusTimestampAfter' is not supported here");
+  }
+  if (p.includeArtifacts !== undefined && typeof p.includeArtifacts !== "boolean") {
+    throw invalidParams("Invalid 'includeArtifacts': must be a boolean");
+  }
+  return {
+    contextId,
+    state,
+    offset,
+    pageSize: count("pageSize", MAX_PAGE) || 50,
+    historyLength: count("historyLength", MAX_HISTORY),
+    includeArtifacts: p.includeArtifacts === true,
+  };
 }
 
 /** `params` of tasks/get and tasks/cancel: `id` (or `taskId`) and an optional `historyLength` ≤ 10. */
