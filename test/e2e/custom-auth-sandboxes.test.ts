@@ -229,7 +229,8 @@ for (const target of targets)
           replicas: 1,
           timeout: 60,
         });
-        await new Promise((r) => setTimeout(r, 5000)); // the pool's warm box boots
+        // The client's createPool waits for the pool's replicas to be ready (`wait_for_ready`): the warm
+        // box has booted when it returns.
         const warmBefore = new Date().toISOString();
         // A warm box keeps the created_at of its boot: one made now was booted cold.
         const bobs = await req("bob", "POST", "/boxes", {

@@ -9,22 +9,22 @@
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import {
-  chmodSync,
-  existsSync,
-  lstatSync,
-  readdirSync,
-  readFileSync,
-  rmdirSync,
-  writeFileSync,
-} from "node:fs";
+import { chmodSync, existsSync, lstatSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { SandboxClient } from "langsmith-sbx/experimental/sandbox";
-import { type Hangar, http, startHangar, unmountUnder, waitFor } from "./server.js";
+import {
+  cgroupHierarchies,
+  cgroupScopeOf,
+  clearCgroupScope,
+  type Hangar,
+  http,
+  startHangar,
+  unmountUnder,
+  waitFor,
+} from "./server.js";
 
 const T = { timeout: 120_000 };
 const IMAGE = "hangar/host";
@@ -36,22 +36,10 @@ const NOBODY = ["--reuid=65534", "--regid=65534", "--clear-groups"];
 const clientOf = (h: Hangar) =>
   new SandboxClient({ apiEndpoint: `${h.url}/v2/sandboxes`, apiKey: "test-key", maxRetries: 0 });
 
-/** Every cgroup hierarchy this machine mounts (v1 controllers, v2's unified). */
-function hierarchies(): string[] {
-  return readFileSync("/proc/self/mountinfo", "utf8")
-    .split("\n")
-    .filter((line) => / - cgroup2? /.test(line))
-    .map((line) => line.split(" ")[4]!);
-}
-
-/** The server's cgroup scope for `dataDir` (cgroups.ts): `hangar/<sha256 of its sandboxes dir>`. */
-const scopeOf = (dataDir: string) =>
-  join("hangar", createHash("sha256").update(resolve(dataDir, "sandboxes")).digest("hex").slice(0, 16));
-
 /** The sandbox's groups that exist, on any hierarchy. */
 const groupsLeft = (dataDir: string, id: string) =>
-  hierarchies()
-    .map((h) => join(h, scopeOf(dataDir), id))
+  cgroupHierarchies()
+    .map((h) => join(h, cgroupScopeOf(dataDir), id))
     .filter((d) => existsSync(d));
 
 /** Host pids in the sandbox's groups, with their start times (so a reused pid is not mistaken). */
@@ -73,44 +61,6 @@ function startTime(pid: string): string | undefined {
     return fields[0] === "Z" ? undefined : fields[19];
   } catch {
     return undefined;
-  }
-}
-
-/** Ends every process in the data dir's groups and removes them: a test's clean-up, whatever happened. */
-async function killScope(dataDir: string): Promise<void> {
-  const scope = scopeOf(dataDir);
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    let alive = 0;
-    for (const h of hierarchies()) {
-      const dir = join(h, scope);
-      if (!existsSync(dir)) continue;
-      for (const group of readdirSync(dir)) {
-        if (!lstatSync(join(dir, group)).isDirectory()) continue;
-        for (const pid of readFileSync(join(dir, group, "cgroup.procs"), "utf8")
-          .split("\n")
-          .filter(Boolean)) {
-          alive++;
-          try {
-            process.kill(Number(pid), "SIGKILL");
-          } catch {}
-        }
-      }
-    }
-    if (alive === 0 || Date.now() > deadline) break;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  for (const h of hierarchies()) {
-    const dir = join(h, scope);
-    if (!existsSync(dir)) continue;
-    for (const group of readdirSync(dir)) {
-      try {
-        rmdirSync(join(dir, group));
-      } catch {}
-    }
-    try {
-      rmdirSync(dir);
-    } catch {}
   }
 }
 
@@ -180,7 +130,7 @@ function serversOn(engine: Engine) {
     for (const child of planted) child.kill("SIGKILL");
     for (const h of servers) await h.kill9();
     for (const dir of dataDirs) {
-      await killScope(dir);
+      clearCgroupScope(dir);
       unmountUnder(dir);
       spawnSync("rm", ["-rf", "--one-file-system", dir]);
     }
@@ -316,8 +266,8 @@ export function sandboxHardeningSuite(engine: Engine) {
       assert.deepEqual(groupsLeft(h.dataDir, plain.id!), []);
       await c.createSandbox("bomber", { name: "kept", timeout: 60 });
       await h.stop();
-      const scopes = hierarchies()
-        .map((d) => join(d, scopeOf(h.dataDir)))
+      const scopes = cgroupHierarchies()
+        .map((d) => join(d, cgroupScopeOf(h.dataDir)))
         .filter((d) => existsSync(d));
       assert.deepEqual(scopes, [], "the server's cgroup scope after its stop");
     });

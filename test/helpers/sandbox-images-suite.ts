@@ -6,19 +6,21 @@
  *
  * The image is built here, as a user's `docker save` would bring it: Debian's busybox-static packed
  * into an OCI layout by umoci, then as an OCI archive (tar of the layout) and as a `docker save`
- * archive (skopeo). Needs root, the engine's tools, umoci, skopeo and busybox-static
+ * archive (skopeo); once per test run, which the three engines' files share (test/helpers/run-cache.ts).
+ * Needs root, the engine's tools, umoci, skopeo and busybox-static
  * (scripts/install-test-deps.sh installs them).
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, symlinkSync } from "node:fs";
-import { copyFile } from "node:fs/promises";
+import { copyFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 import { LangSmithSandboxCreationError, SandboxClient } from "langsmith-sbx/experimental/sandbox";
 import { images } from "./images-cli.js";
-import { type Hangar, REPO_ROOT, startHangar, tempDir } from "./server.js";
+import { madeOncePerRun } from "./run-cache.js";
+import { type Hangar, REPO_ROOT, startHangar } from "./server.js";
 
 const T = { timeout: 120_000 };
 const run = promisify(execFile);
@@ -44,9 +46,16 @@ async function imported(h: Hangar): Promise<{ name: string; digest: string }[]> 
   return JSON.parse((await images(h, "list", "--json")).stdout);
 }
 
-/** A busybox image as an OCI layout, an OCI archive and a docker save archive. */
-async function buildBusyboxImage(dir: string) {
-  const layout = join(dir, "layout");
+/** Where a busybox image's three forms lie in `dir` (the three engines' files share one per run). */
+const busyboxImageIn = (dir: string) => ({
+  layout: join(dir, "layout"),
+  ociArchive: join(dir, "busybox-oci.tar"),
+  dockerArchive: join(dir, "busybox-docker.tar"),
+});
+
+/** A busybox image as an OCI layout, an OCI archive and a docker save archive, written into `dir`. */
+async function buildBusyboxImage(dir: string): Promise<void> {
+  const { layout, ociArchive, dockerArchive } = busyboxImageIn(dir);
   const bundle = join(dir, "bundle");
   await run("umoci", ["init", "--layout", layout]);
   await run("umoci", ["new", "--image", `${layout}:1`]);
@@ -64,11 +73,9 @@ async function buildBusyboxImage(dir: string) {
     "--config.env",
     "GREETING=from the image",
   ]);
-  const ociArchive = join(dir, "busybox-oci.tar");
   await run("tar", ["-C", layout, "-cf", ociArchive, "."]);
-  const dockerArchive = join(dir, "busybox-docker.tar");
   await run("skopeo", ["copy", "--quiet", `oci:${layout}:1`, `docker-archive:${dockerArchive}:busybox:1.36`]);
-  return { layout, ociArchive, dockerArchive };
+  await rm(bundle, { recursive: true });
 }
 
 export function sandboxImagesSuite(engine: "bwrap" | "runsc" | "runc") {
@@ -78,10 +85,10 @@ export function sandboxImagesSuite(engine: "bwrap" | "runsc" | "runc") {
   describe(`sandboxes on imported images (${engine})`, () => {
     let h: Hangar;
     let c: SandboxClient;
-    let image: Awaited<ReturnType<typeof buildBusyboxImage>>;
+    let image: ReturnType<typeof busyboxImageIn>;
 
     before(async () => {
-      image = await buildBusyboxImage(await tempDir("hangar-image-"));
+      image = busyboxImageIn(await madeOncePerRun("busybox-image", buildBusyboxImage));
       h = await onEngine();
       c = new SandboxClient({ apiEndpoint: `${h.url}/v2/sandboxes`, apiKey: "test-key", maxRetries: 0 });
     });

@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { readFileSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";
 import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
@@ -43,6 +43,8 @@ export interface StartOptions {
 const live = new Set<ChildProcess>();
 /** Temp dirs this process created (data dirs, merged configs); removed at exit unless HANGAR_E2E_KEEP=1. */
 const ownedDirs = new Set<string>();
+/** Every data dir a server of this process used: the cgroups of those killed are cleared at exit. */
+const serverDataDirs = new Set<string>();
 let exitHookInstalled = false;
 
 function killAll(): void {
@@ -56,6 +58,8 @@ function installExitHook(): void {
   exitHookInstalled = true;
   process.on("exit", () => {
     killAll();
+    // A server stopped cleanly removed its cgroups; one killed (by a test, or just now) could not.
+    for (const dir of serverDataDirs) clearCgroupScope(dir, 5_000);
     if (process.env.HANGAR_E2E_KEEP === "1") return;
     for (const dir of ownedDirs) {
       try {
@@ -89,6 +93,69 @@ export function unmountUnder(dir: string): void {
     .map((line) => line.split(" ")[4])
     .filter((p): p is string => p?.startsWith(`${dir}/`) === true);
   for (const point of points.reverse()) spawnSync("umount", ["-l", point], { stdio: "ignore" });
+}
+
+/** Every cgroup hierarchy this machine mounts (v1 controllers and named ones, v2's unified). */
+export function cgroupHierarchies(): string[] {
+  return readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
+    .filter((line) => / - cgroup2? /.test(line))
+    .map((line) => line.split(" ")[4]!);
+}
+
+/** A server's cgroup scope (src/sandboxes/engines/cgroups.ts): `hangar/<sha256 of its sandboxes dir>`. */
+export const cgroupScopeOf = (dataDir: string) =>
+  join("hangar", createHash("sha256").update(resolve(dataDir, "sandboxes")).digest("hex").slice(0, 16));
+
+/** A synchronous pause (for the exit hook, where no timer fires). */
+const pauseSync = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
+/**
+ * Ends every process in the cgroups of `dataDir`'s server and removes them, deepest first, on every
+ * hierarchy: what a server killed with SIGKILL leaves (its sandboxes' groups and its scope), which no
+ * later server clears (each clears only its own data dir's). Synchronous, so the exit hook can run it.
+ */
+export function clearCgroupScope(dataDir: string, timeoutMs = 20_000): void {
+  const scopes = cgroupHierarchies()
+    .map((h) => join(h, cgroupScopeOf(dataDir)))
+    .filter((d) => existsSync(d));
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const groups = scopes.flatMap(groupsDeepestFirst);
+    if (groups.length === 0 || Date.now() > deadline) return;
+    for (const dir of groups) {
+      for (const pid of readText(join(dir, "cgroup.procs")).split("\n").filter(Boolean)) {
+        try {
+          process.kill(Number(pid), "SIGKILL");
+        } catch {} // exited meanwhile
+      }
+      try {
+        rmdirSync(dir);
+      } catch {} // EBUSY until its killed processes are reaped: the next round
+    }
+    pauseSync(20);
+  }
+}
+
+const readText = (file: string) => {
+  try {
+    return readFileSync(file, "utf8");
+  } catch {
+    return "";
+  }
+};
+
+/** `dir` and the groups below it, deepest first; none if `dir` is gone. */
+function groupsDeepestFirst(dir: string): string[] {
+  let below: string[];
+  try {
+    below = readdirSync(dir, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => join(dir, e.name));
+  } catch {
+    return [];
+  }
+  return [...below.flatMap(groupsDeepestFirst), dir];
 }
 
 /**
@@ -136,6 +203,7 @@ export async function startHangar(opts: StartOptions = {}): Promise<Hangar> {
   installExitHook();
   const config = opts.config ?? EXAMPLES_CONFIG;
   const dataDir = opts.dataDir ?? (await tempDir("hangar-e2e-"));
+  serverDataDirs.add(dataDir);
   const args = [
     join(REPO_ROOT, "bin", "hangar.js"),
     opts.command ?? "dev",
