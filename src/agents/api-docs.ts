@@ -39,7 +39,7 @@ const RUN_CREATED =
 
 // ---- A2A and MCP ------------------------------------------------------------------------------
 // Their routes parse JSON-RPC by hand (`jsonrpc.ts`, per method), so these envelope schemas exist only
-// to describe the wire (A2A v0.3, reference/a2a-mcp.md); nothing validates with them.
+// to describe the wire (A2A 1.0 and 0.3, docs/a2a-mcp.md); nothing validates with them.
 
 const jsonRpcId = z.union([z.string(), z.number()]).nullable();
 
@@ -47,18 +47,34 @@ export const A2ARequest = z
   .object({
     jsonrpc: z.literal("2.0"),
     id: jsonRpcId,
-    method: z.enum(["message/send", "message/stream", "tasks/get", "tasks/cancel"]),
+    method: z
+      .enum([
+        "SendMessage",
+        "SendStreamingMessage",
+        "GetTask",
+        "CancelTask",
+        "ListTasks",
+        "SubscribeToTask",
+        "message/send",
+        "message/stream",
+        "tasks/get",
+        "tasks/cancel",
+        "tasks/resubscribe",
+      ])
+      .describe("A2A 1.0 (PascalCase) or 0.3 (`a/b`) names; the `A2A-Version` header, if sent, chooses."),
     params: z
       .object({
         message: z
           .object({
             kind: z.literal("message").optional(),
             messageId: z.string(),
-            role: z.enum(["user", "agent"]),
+            role: z
+              .enum(["ROLE_USER", "ROLE_AGENT", "user", "agent"])
+              .describe("1.0: `ROLE_*`; 0.3: lowercase."),
             parts: z.array(
               z.union([
-                z.object({ kind: z.literal("text"), text: z.string() }),
-                z.object({ kind: z.literal("data"), data: obj }),
+                z.object({ kind: z.literal("text").optional(), text: z.string() }),
+                z.object({ kind: z.literal("data").optional(), data: obj }),
               ]),
             ),
             contextId: z.string().optional().describe("The thread id."),
@@ -72,29 +88,38 @@ export const A2ARequest = z
       })
       .loose(),
   })
-  .describe("A JSON-RPC 2.0 request (A2A v0.3).");
+  .describe("A JSON-RPC 2.0 request (A2A 1.0 or 0.3).");
 
 export const JsonRpcResponse = z
   .object({
     jsonrpc: z.literal("2.0"),
     id: jsonRpcId,
-    result: z.unknown().optional().describe("A Task (`message/send`, `tasks/get`) or a Message."),
+    result: z
+      .unknown()
+      .optional()
+      .describe(
+        "0.3: a Task; 1.0: `{task}` for `SendMessage`, a Task for `GetTask`/`CancelTask`, a page for `ListTasks`.",
+      ),
     error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }).optional(),
   })
   .describe("A JSON-RPC 2.0 response: `result` or `error` (errors are answered with HTTP 200).");
 
 export const AgentCard = z
   .object({
-    protocolVersion: z.string(),
+    protocolVersion: z.string().optional().describe("0.3 card only."),
     name: z.string(),
     description: z.string(),
-    url: z.string().describe("The A2A endpoint: `<server>/a2a/<assistant_id>`."),
+    url: z.string().optional().describe("0.3 card only: the A2A endpoint, `<server>/a2a/<assistant_id>`."),
+    supportedInterfaces: z
+      .array(z.object({ url: z.string(), protocolBinding: z.string(), protocolVersion: z.string() }))
+      .describe("Both cards: JSON-RPC 1.0 (preferred) and 0.3, at the same endpoint."),
     version: z.string(),
     preferredTransport: z.string().optional(),
     capabilities: z.object({
       streaming: z.boolean().optional(),
       pushNotifications: z.boolean().optional(),
       stateTransitionHistory: z.boolean().optional(),
+      extendedAgentCard: z.boolean().optional(),
     }),
     defaultInputModes: z.array(z.string()),
     defaultOutputModes: z.array(z.string()),
@@ -105,7 +130,9 @@ export const AgentCard = z
     ),
   })
   .loose()
-  .describe("An A2A agent card (v0.3) for one assistant.");
+  .describe(
+    "An assistant's A2A agent card: 1.0's when the request sends `A2A-Version: 1.0`, else 0.3's (with the 1.0 interfaces embedded).",
+  );
 
 export const AgentCardQuery = z.object({
   assistant_id: z.string().describe("An assistant id or a graph id."),
@@ -483,9 +510,11 @@ const routes: Record<string, RouteDoc> = {
     body: A2ARequest,
     response: JsonRpcResponse,
     description:
-      "`message/send` runs the assistant on the thread named by `contextId` and returns a Task; " +
-      "`message/stream` answers with Server-Sent Events (send `Accept: text/event-stream`); " +
-      `\`tasks/get\` returns a task by id. ${A2A_ERRORS}`,
+      "A2A 1.0 and 0.3 on one endpoint, the version chosen by the `A2A-Version` header, else the method's name. " +
+      "`SendMessage` / `message/send` runs the assistant on the thread named by `contextId` and returns a Task; " +
+      "`SendStreamingMessage` / `message/stream` and `SubscribeToTask` / `tasks/resubscribe` answer with Server-Sent Events " +
+      "(send `Accept: text/event-stream`); `GetTask` / `tasks/get` returns a task by id, `CancelTask` / `tasks/cancel` stops one, " +
+      `\`ListTasks\` pages through them. ${A2A_ERRORS}`,
     responses: {
       400: { description: "Not a JSON-RPC request, or a wrong `Accept` header.", schema: z.unknown() },
     },

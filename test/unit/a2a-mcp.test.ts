@@ -12,7 +12,9 @@ import {
   toA2AMessage,
   toGraphInput,
 } from "../../src/agents/a2a/messages.js";
-import { historyOf, outcomeOf, stateOfRun } from "../../src/agents/a2a/tasks.js";
+import { historyOf, outcomeOf, stateOfRun, statusUpdate } from "../../src/agents/a2a/tasks.js";
+import { sendParamsFromV1, stateFromV1, v1StreamResponse, v1Task } from "../../src/agents/a2a/v1.js";
+import { parseVersion, route } from "../../src/agents/a2a/versions.js";
 import { accepts, parseEnvelope, RpcError, rpcError, rpcResult } from "../../src/agents/jsonrpc.js";
 import { simplifyInputSchema, toolName } from "../../src/agents/mcp/tools.js";
 import { publicBaseUrl } from "../../src/config/settings.js";
@@ -483,5 +485,136 @@ describe("MCP tools", () => {
   test("no schema at all is still an object schema", () => {
     assert.deepEqual(simplifyInputSchema(undefined), { type: "object", properties: {} });
     assert.deepEqual(simplifyInputSchema({ type: "object" }), { type: "object", properties: {} });
+  });
+});
+
+describe("A2A versions and the 1.0 wire", () => {
+  test("versions: major.minor, a patch ignored; only 1.0 and 0.3", () => {
+    assert.equal(parseVersion("1.0"), "1.0");
+    assert.equal(parseVersion("1"), "1.0");
+    assert.equal(parseVersion(" 1.0.7 "), "1.0");
+    assert.equal(parseVersion("0.3.0"), "0.3");
+    for (const v of ["0.2", "1.1", "2.0", "v1", "", "1.0-rc"]) assert.equal(parseVersion(v), null, v);
+  });
+
+  test("route: the header first, else the method's name; each version's own names only", () => {
+    assert.deepEqual(route(undefined, "SendMessage"), { version: "1.0", operation: "send" });
+    assert.deepEqual(route(undefined, "message/send"), { version: "0.3", operation: "send" });
+    assert.deepEqual(route("", "tasks/resubscribe"), { version: "0.3", operation: "subscribe" });
+    assert.deepEqual(route("1.0", "ListTasks"), { version: "1.0", operation: "list" });
+    assert.deepEqual(route("0.3", "tasks/pushNotificationConfig/set"), {
+      version: "0.3",
+      operation: "push-config",
+    });
+    assert.equal(
+      codeOf(() => route("1.0", "message/send")),
+      -32601,
+    );
+    assert.equal(
+      codeOf(() => route("0.3", "SendMessage")),
+      -32601,
+    );
+    assert.equal(
+      codeOf(() => route(undefined, "toString")),
+      -32601,
+      "no prototype keys",
+    );
+    assert.equal(
+      codeOf(() => route(undefined, "tasks/unknown")),
+      -32601,
+    );
+    assert.equal(
+      codeOf(() => route("0.4", "SendMessage")),
+      -32009,
+    );
+  });
+
+  test("1.0 params in: roles and parts translated; file parts -32005; push configs -32003", () => {
+    const params = sendParamsFromV1({
+      message: {
+        messageId: "m1",
+        role: "ROLE_AGENT",
+        contextId: "",
+        parts: [{ text: "hi", metadata: { a: 1 } }, { data: { k: 1 } }],
+      },
+      configuration: { returnImmediately: true, historyLength: 2 },
+    });
+    assert.deepEqual(params, {
+      message: {
+        kind: "message",
+        messageId: "m1",
+        role: "agent",
+        parts: [
+          { kind: "text", text: "hi", metadata: { a: 1 } },
+          { kind: "data", data: { k: 1 } },
+        ],
+      },
+      configuration: { blocking: false, historyLength: 2 },
+    });
+    const msg = (parts: unknown[], role: unknown = "ROLE_USER") => ({
+      message: { messageId: "m", role, parts },
+    });
+    assert.equal(sendParamsFromV1(msg([{ text: "x" }], 1)).message && "ok", "ok", "a proto enum number");
+    assert.equal(
+      codeOf(() => sendParamsFromV1(msg([{ text: "x" }], "user"))),
+      -32602,
+    );
+    assert.equal(
+      codeOf(() => sendParamsFromV1(msg([{ url: "https://x" }]))),
+      -32005,
+    );
+    assert.equal(
+      codeOf(() => sendParamsFromV1(msg([{ raw: "aGk=" }]))),
+      -32005,
+    );
+    assert.equal(
+      codeOf(() => sendParamsFromV1(msg([{ metadata: {} }]))),
+      -32602,
+    );
+    assert.equal(
+      codeOf(() =>
+        sendParamsFromV1({
+          ...msg([{ text: "x" }]),
+          configuration: { taskPushNotificationConfig: { url: "u" } },
+        }),
+      ),
+      -32003,
+    );
+  });
+
+  test("1.0 shapes out: enums by name, no kind, the stream's wrappers, no final", () => {
+    const status = {
+      state: "input-required" as const,
+      timestamp: "t",
+      message: toA2AMessage({ type: "ai", content: "?" }, { ...IDS, fallbackId: "s" }),
+    };
+    const task = { kind: "task" as const, id: "task-1", contextId: CTX, status };
+    assert.deepEqual(v1Task(task), {
+      id: "task-1",
+      contextId: CTX,
+      status: {
+        state: "TASK_STATE_INPUT_REQUIRED",
+        message: {
+          messageId: "s",
+          role: "ROLE_AGENT",
+          parts: [{ text: "?" }],
+          taskId: "task-1",
+          contextId: CTX,
+        },
+        timestamp: "t",
+      },
+    });
+    assert.deepEqual(Object.keys(v1StreamResponse(task)), ["task"]);
+    const update = v1StreamResponse(statusUpdate(IDS, { state: "completed", timestamp: "t" }, true));
+    assert.deepEqual(update, {
+      statusUpdate: {
+        taskId: "task-1",
+        contextId: CTX,
+        status: { state: "TASK_STATE_COMPLETED", timestamp: "t" },
+      },
+    });
+    assert.equal(stateFromV1("TASK_STATE_FAILED"), "failed");
+    assert.equal(stateFromV1(3), "completed");
+    assert.equal(stateFromV1("completed"), undefined);
   });
 });

@@ -85,8 +85,8 @@ export function route(
   } else {
     version = hasMethod("1.0", method) ? "1.0" : "0.3";
   }
-  const operation = METHODS[version][method];
-  if (operation) return { version, operation };
+  // Own keys only: a method named `toString` is not an operation.
+  if (hasMethod(version, method)) return { version, operation: METHODS[version][method]! };
   const other = SERVED_VERSIONS.find((v) => v !== version && hasMethod(v, method));
   const hint = other
     ? ` ('${method}' is an A2A ${other} method; this request speaks A2A ${version}${asked ? " as its A2A-Version header says" : ""})`
