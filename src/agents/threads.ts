@@ -38,6 +38,13 @@ function extractPaths(thread: Thread, paths: Record<string, string>): Record<str
   return Object.fromEntries(Object.entries(paths).map(([alias, path]) => [alias, read(path)]));
 }
 
+/** True when `step` succeeds, false when it finds nothing (a 404); other errors propagate. */
+const succeeds = (step: Promise<unknown>): Promise<boolean> =>
+  step.then(
+    () => true,
+    (err: unknown) => (isNotFound(err) ? false : Promise.reject(err)),
+  );
+
 export function threadRoutes(deps: AgentDeps) {
   const { storage, runs, state } = deps;
   /** The path's thread, if this user may `action` it (404 otherwise). */
@@ -101,20 +108,12 @@ export function threadRoutes(deps: AgentDeps) {
       // is skipped, not counted), and a long list never holds many transactions at once.
       for (const threadId of new Set(b.thread_ids)) {
         const thread = await storage.threads.get(org, threadId);
-        const allowed = await visible(deps, c, "threads", "delete", threadId, thread, {}).then(
-          () => true,
-          (err: unknown) => (isNotFound(err) ? false : Promise.reject(err)),
-        );
-        if (!allowed) continue;
+        if (!(await succeeds(visible(deps, c, "threads", "delete", threadId, thread, {})))) continue;
         if (b.strategy === "keep_latest") {
           if (await storage.threads.keepLatest(org, threadId)) pruned += 1;
           continue;
         }
-        const deleted = await runs.deleteThread(org, threadId).then(
-          () => true,
-          (err: unknown) => (isNotFound(err) ? false : Promise.reject(err)),
-        );
-        if (deleted) pruned += 1;
+        if (await succeeds(runs.deleteThread(org, threadId))) pruned += 1;
       }
       return c.json({ pruned_count: pruned });
     })
