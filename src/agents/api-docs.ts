@@ -33,6 +33,10 @@ const PAGINATION =
   "The response carries `X-Pagination-Total` (all matches) and, when more follow, `X-Pagination-Next` " +
   "(the offset of the next page).";
 
+const STATE_SELECT =
+  "`select` keeps only the fields named (`values`, `next`, `tasks`, `checkpoint`, `metadata`, " +
+  "`created_at`, `parent_checkpoint`, `interrupts`); `values.<key>` keeps that key of the values.";
+
 const RUN_CREATED =
   "The response carries `Content-Location` with the run's URL. The run is stored before the response " +
   "is sent and executes as soon as the thread has no other run in flight (`multitask_strategy`).";
@@ -328,6 +332,7 @@ const routes: Record<string, RouteDoc> = {
   "GET /threads/{thread_id}/state": thread("Get the thread's current state", {
     query: S.StateQuery,
     response: R.ThreadState,
+    description: STATE_SELECT,
   }),
   "POST /threads/{thread_id}/state": thread("Update the thread's state", {
     body: S.StateUpdate,
@@ -340,11 +345,13 @@ const routes: Record<string, RouteDoc> = {
   "POST /threads/{thread_id}/state/checkpoint": thread("Get the state at a checkpoint (or a subgraph's)", {
     body: S.StateCheckpoint,
     response: R.ThreadState,
+    description: STATE_SELECT,
   }),
   "GET /threads/{thread_id}/state/{checkpoint_id}": thread("Get the state at a checkpoint", {
     params: S.CheckpointPath,
     query: S.StateQuery,
     response: R.ThreadState,
+    description: STATE_SELECT,
   }),
   "GET /threads/{thread_id}/history": thread("List past states, newest first", {
     query: S.HistoryQuery,
@@ -353,6 +360,7 @@ const routes: Record<string, RouteDoc> = {
   "POST /threads/{thread_id}/history": thread("List past states, newest first (with filters)", {
     body: S.HistoryBody,
     response: R.ThreadStateList,
+    description: STATE_SELECT,
   }),
 
   // ---- thread runs

@@ -272,9 +272,37 @@ const checkpointRef = z.object({
   thread_id: queryText().nullish(),
 });
 
-export const StateQuery = z.object({ subgraphs: flag });
+/** Fields of a thread state `select` may name; `values.<key>` keeps one key of the values. */
+export const STATE_FIELDS = [
+  "values",
+  "next",
+  "tasks",
+  "checkpoint",
+  "metadata",
+  "created_at",
+  "parent_checkpoint",
+  "interrupts",
+] as const;
+const STATE_FIELD_RULE = `must be one of ${STATE_FIELDS.join(", ")}, or values.<key>`;
+const stateField = queryText().refine(
+  (f) => (STATE_FIELDS as readonly string[]).includes(f) || /^values\.[^.]+$/.test(f),
+  { message: STATE_FIELD_RULE },
+);
+const stateSelect = z.array(stateField).max(64).nullish();
 
-export const StateCheckpoint = z.object({ checkpoint: checkpointRef, subgraphs: z.boolean().nullish() });
+export const StateQuery = z.object({
+  subgraphs: flag,
+  select: z
+    .union([stateField, z.array(stateField).max(64)])
+    .optional()
+    .transform((v) => (v === undefined ? undefined : [v].flat())),
+});
+
+export const StateCheckpoint = z.object({
+  checkpoint: checkpointRef,
+  subgraphs: z.boolean().nullish(),
+  select: stateSelect,
+});
 
 export const StateUpdate = z.object({
   values: z
@@ -293,6 +321,7 @@ export const HistoryBody = z.object({
   before: z.union([z.string(), z.object({ configurable: checkpointRef }), checkpointRef]).nullish(),
   metadata: optionalFilter,
   checkpoint: checkpointRef.nullish(),
+  select: stateSelect,
 });
 
 // ---- runs ------------------------------------------------------------------------------------

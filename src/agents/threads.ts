@@ -38,6 +38,36 @@ function extractPaths(thread: Thread, paths: Record<string, string>): Record<str
   return Object.fromEntries(Object.entries(paths).map(([alias, path]) => [alias, read(path)]));
 }
 
+/**
+ * A thread state as `select` asks for it (SDK 1.15 `getState`/`getHistory`): only the fields named,
+ * `values.<key>` keeping that key of the values; every field without a selection.
+ */
+function selectState<T extends object>(state: T, select: readonly string[] | null | undefined): Partial<T> {
+  if (!select?.length) return state;
+  const out: Record<string, unknown> = {};
+  const values = (state as { values?: unknown }).values;
+  for (const field of select) {
+    if (!field.startsWith("values.")) {
+      if (field in state) out[field] = (state as Record<string, unknown>)[field];
+      continue;
+    }
+    const key = field.slice("values.".length);
+    if (out.values === undefined || out.values === null || Array.isArray(out.values)) out.values = {};
+    if (values !== null && typeof values === "object" && Object.hasOwn(values, key))
+      (out.values as Record<string, unknown>)[key] = (values as Record<string, unknown>)[key];
+  }
+  // A whole `values` named besides `values.<key>` wins.
+  if (select.includes("values")) out.values = values;
+  return out as Partial<T>;
+}
+
+/** True when `step` succeeds, false when it finds nothing (a 404); other errors propagate. */
+const succeeds = (step: Promise<unknown>): Promise<boolean> =>
+  step.then(
+    () => true,
+    (err: unknown) => (isNotFound(err) ? false : Promise.reject(err)),
+  );
+
 export function threadRoutes(deps: AgentDeps) {
   const { storage, runs, state } = deps;
   /** The path's thread, if this user may `action` it (404 otherwise). */
@@ -101,20 +131,12 @@ export function threadRoutes(deps: AgentDeps) {
       // is skipped, not counted), and a long list never holds many transactions at once.
       for (const threadId of new Set(b.thread_ids)) {
         const thread = await storage.threads.get(org, threadId);
-        const allowed = await visible(deps, c, "threads", "delete", threadId, thread, {}).then(
-          () => true,
-          (err: unknown) => (isNotFound(err) ? false : Promise.reject(err)),
-        );
-        if (!allowed) continue;
+        if (!(await succeeds(visible(deps, c, "threads", "delete", threadId, thread, {})))) continue;
         if (b.strategy === "keep_latest") {
           if (await storage.threads.keepLatest(org, threadId)) pruned += 1;
           continue;
         }
-        const deleted = await runs.deleteThread(org, threadId).then(
-          () => true,
-          (err: unknown) => (isNotFound(err) ? false : Promise.reject(err)),
-        );
-        if (deleted) pruned += 1;
+        if (await succeeds(runs.deleteThread(org, threadId))) pruned += 1;
       }
       return c.json({ pruned_count: pruned });
     })
@@ -191,8 +213,8 @@ export function threadRoutes(deps: AgentDeps) {
     })
     .get("/threads/:thread_id/state", async (c) => {
       const thread = await load(c);
-      const { subgraphs } = query(c, S.StateQuery);
-      return c.json(await state.get(thread, {}, subgraphs));
+      const { subgraphs, select } = queryWithLists(c, S.StateQuery);
+      return c.json(selectState(await state.get(thread, {}, subgraphs), select));
     })
     .post("/threads/:thread_id/state", async (c) => {
       const thread = await load(c, "update");
@@ -219,16 +241,16 @@ export function threadRoutes(deps: AgentDeps) {
     .post("/threads/:thread_id/state/checkpoint", async (c) => {
       const thread = await load(c);
       const b = await body(c, S.StateCheckpoint);
-      return c.json(await state.get(thread, b.checkpoint, b.subgraphs ?? false));
+      return c.json(selectState(await state.get(thread, b.checkpoint, b.subgraphs ?? false), b.select));
     })
     .get("/threads/:thread_id/state/:checkpoint_id", async (c) => {
       const thread = await load(c);
       const { checkpoint_id } = params(c, S.CheckpointPath);
-      const { subgraphs } = query(c, S.StateQuery);
+      const { subgraphs, select } = queryWithLists(c, S.StateQuery);
       const found = await state.get(thread, { checkpoint_id }, subgraphs);
       if (found.checkpoint === null && thread.metadata.graph_id)
         throw notFound(`Checkpoint ${checkpoint_id} not found`);
-      return c.json(found);
+      return c.json(selectState(found, select));
     })
     .get("/threads/:thread_id/history", async (c) => {
       const thread = await load(c);
@@ -245,13 +267,12 @@ export function threadRoutes(deps: AgentDeps) {
             ? b.before.configurable
             : b.before;
       const before = (typeof ref === "string" ? ref : ref?.checkpoint_id) ?? undefined;
-      return c.json(
-        await state.history(thread, {
-          limit: b.limit,
-          before,
-          metadata: b.metadata ?? undefined,
-          checkpoint: b.checkpoint ?? undefined,
-        }),
-      );
+      const states = await state.history(thread, {
+        limit: b.limit,
+        before,
+        metadata: b.metadata ?? undefined,
+        checkpoint: b.checkpoint ?? undefined,
+      });
+      return c.json(states.map((s) => selectState(s as object, b.select)));
     });
 }

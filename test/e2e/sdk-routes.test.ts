@@ -289,6 +289,28 @@ function routesSuite(
       for (const r of runs) assert.deepEqual(Object.keys(r).sort(), ["run_id", "status"]);
     });
 
+    test("select on getState and getHistory: only those fields, values.<key> one key", T, async () => {
+      const t = await deltaThread(c, ["p", "q"]);
+      const full = await c.threads.getState(t);
+      assert.deepEqual(await c.threads.getState(t, undefined, { select: ["values.history"] }), {
+        values: { history: ["p", "q"] },
+      });
+      const some = await c.threads.getState(t, undefined, { select: ["next", "checkpoint"] });
+      assert.deepEqual(some, { next: full.next, checkpoint: full.checkpoint });
+      const atCheckpoint = await c.threads.getState(t, full.checkpoint.checkpoint_id!, {
+        select: ["values"],
+      });
+      assert.deepEqual(atCheckpoint, { values: full.values });
+      const byConfig = await c.threads.getState(t, full.checkpoint, { select: ["metadata"] });
+      assert.deepEqual(byConfig, { metadata: full.metadata });
+      const history = await c.threads.getHistory(t, { limit: 3, select: ["values.item", "created_at"] });
+      assert.equal(history.length, 3);
+      for (const s of history) assert.deepEqual(Object.keys(s).sort(), ["created_at", "values"]);
+      assert.deepEqual(history[0]!.values, { item: "q" });
+      assertValidation(await http(h.url, "GET", `/threads/${t}/state?select=secrets`), "select");
+      assertValidation(await http(h.url, "POST", `/threads/${t}/history`, { select: ["values."] }), "select");
+    });
+
     test("bad input is a 4xx naming the problem", T, async () => {
       const t = (await c.threads.create()).thread_id;
       await checkAll([
