@@ -1,12 +1,16 @@
 #!/usr/bin/env node
 // Hangar runs its own TypeScript sources, and users' .ts graph files, without a build step: import
-// the packages it loads anyway (preload.js says why), register tsx's ESM loader, then hand over to
+// the packages a server loads anyway (preload.js says why), register tsx's ESM loader, then hand over to
 // the CLI.
 import v8 from "node:v8";
 import { register } from "tsx/esm/api";
-import { HTTP_PACKAGES, preload, RUN_PACKAGES } from "./preload.js";
+import { ADMIN_PACKAGES, HTTP_PACKAGES, preload, RUN_PACKAGES } from "./preload.js";
 
-await preload([...RUN_PACKAGES, ...HTTP_PACKAGES]);
+// An administration command is the first argument (src/cli/main.ts); any other starts a server.
+const command = process.argv[2] ?? "";
+await preload(
+  Object.hasOwn(ADMIN_PACKAGES, command) ? ADMIN_PACKAGES[command] : [...RUN_PACKAGES, ...HTTP_PACKAGES],
+);
 
 // Node runs loader hooks on a thread of their own. While modules load, V8 grows that thread's young
 // generation to its default (two 16 MB semi-spaces) and keeps it, though the thread has little to do
