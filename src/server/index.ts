@@ -14,6 +14,7 @@ import { loadCustomApp } from "../http/custom-app.js";
 import { underPrefix } from "../http/mount-prefix.js";
 import { webSocketOriginAllowed } from "../http/ws-origin.js";
 import type { Logger } from "../logger.js";
+import { ThreadEventBuffer, ThreadEventHub } from "../protocol/buffer.js";
 import { CronScheduler } from "../runtime/crons/scheduler.js";
 import { CronService } from "../runtime/crons/service.js";
 import { defaultAssistantId, GraphRegistry } from "../runtime/graphs/graphs.js";
@@ -114,9 +115,17 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const logs: RunLogs = redis ? new RedisRunLogs(redis, retention) : new MemoryRunLogs(retention);
     const localFetch = (request: Request) => Promise.resolve(app.fetch(request));
     const leaseMs = config.leaseSeconds * 1000;
+    // Protocol-v2 thread events: written by whichever process executes a run, followed from any.
+    const threadEventFeed = new ThreadEventHub(storage.threadEvents, clusterBus);
+    const threadEvents = new ThreadEventBuffer(
+      storage.threadEvents,
+      { maxEvents: config.threadEventsMax, maxBytes: config.threadEventsMaxBytes },
+      threadEventFeed.notify,
+      log,
+    );
     // With executor threads, this thread's dispatcher executes nothing: it wakes and signals them.
     const dispatcher = new Dispatcher(
-      { graphs, storage, logs, log, localFetch, store, webhooks: config.webhooks, apiUrl },
+      { graphs, storage, logs, log, localFetch, store, webhooks: config.webhooks, apiUrl, threadEvents },
       {
         concurrency: threads ? 0 : config.workers,
         leaseMs,
@@ -141,7 +150,20 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const state = new ThreadStateService(storage, graphs);
     const sandboxes = buildSandboxes(config, storage, log);
     const app = createServerApp(
-      { config, storage, graphs, runs, store, crons, state, sandboxes, auth, workers: workerStats, ui },
+      {
+        config,
+        storage,
+        graphs,
+        runs,
+        store,
+        crons,
+        state,
+        sandboxes,
+        auth,
+        workers: workerStats,
+        ui,
+        threadEvents: threadEventFeed,
+      },
       log,
       customApp,
     );
@@ -155,7 +177,13 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       ? loopbackUrl(config.host, (server.address() as AddressInfo).port) + (prefix ?? "")
       : null;
     heard(serverUrl);
-    threads?.start({ serverUrl, logs, localFetch, onStoreExpiry: (at) => sweeper.expiresAt(at) });
+    threads?.start({
+      serverUrl,
+      logs,
+      localFetch,
+      onStoreExpiry: (at) => sweeper.expiresAt(at),
+      onThreadEvents: (org, threadId) => threadEventFeed.wake(org, threadId),
+    });
     // Executor threads spawn when a run needs them: now, if the queue holds runs from before.
     if (threads && (await storage.runs.stats()).n_pending > 0) threads.wakeWorkers();
     await dispatcher.start();
@@ -183,6 +211,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         await sandboxes.boxes.close(); // every sandbox process is gone before the process exits
         await ui?.close();
         await logs.close();
+        await threadEventFeed.close();
         if (server && "closeAllConnections" in server) server.closeAllConnections();
         await redis?.close();
         await storage.close();
