@@ -50,9 +50,14 @@ export const ProtocolCommand = z
 const ThreadIdPath = z.object({ thread_id: z.string() });
 
 /** A 400 in the protocol's error shape, naming the problem. */
-class BadRequest extends Error {}
+export class BadRequest extends Error {}
 
-function errorResponse(id: number | null, error: ErrorCode, message: string, meta?: object): ErrorResponse {
+export function errorResponse(
+  id: number | null,
+  error: ErrorCode,
+  message: string,
+  meta?: object,
+): ErrorResponse {
   return { type: "error", id, error, message, ...(meta && { meta }) };
 }
 
@@ -81,7 +86,7 @@ async function jsonBody(c: C): Promise<unknown> {
   }
 }
 
-function threadIdOf(c: C): string {
+export function threadIdOf(c: C): string {
   const threadId = c.req.param("thread_id") ?? "";
   if (!UUID.test(threadId)) throw new BadRequest(`thread_id must be a UUID, got ${JSON.stringify(threadId)}`);
   return threadId;
@@ -90,51 +95,86 @@ function threadIdOf(c: C): string {
 const problem = (error: z.ZodError) =>
   error.issues.map((i) => `${i.path.length ? `${i.path.join(".")}: ` : ""}${i.message}`).join("; ");
 
+/** The wire form of a kept event (`event_id` = `seq`, also the SSE id); the same on the WebSocket. */
+export function wireEvent(e: ThreadEvent): Event {
+  return {
+    type: "event",
+    event_id: String(e.seq),
+    seq: e.seq,
+    method: e.method,
+    params: {
+      namespace: e.namespace,
+      timestamp: e.timestamp,
+      ...(e.node !== undefined && { node: e.node }),
+      data: e.data,
+    },
+  } as Event;
+}
+
+/** What a reader is told when events it asked for are no longer kept; then its stream goes on. */
+export function missedError(item: Extract<ThreadEventItem, { kind: "missed" }>) {
+  return {
+    ...errorResponse(
+      null,
+      "invalid_argument",
+      `Events ${item.from} to ${item.to} of this thread are no longer kept (the thread's event buffer holds the newest only); the stream goes on from ${item.to + 1}`,
+    ),
+    missed: { from: item.from, to: item.to },
+  };
+}
+
+/**
+ * Who may read a thread's events: whoever may read the thread. A thread not created yet (run.start
+ * creates it) may be followed ahead of it, unless a custom auth filter decides who sees threads:
+ * then only a thread that exists and passes it.
+ */
+export async function mayRead(deps: ProtocolDeps, c: C, threadId: string): Promise<void> {
+  const thread = await deps.storage.threads.get(orgOf(c), threadId);
+  if (thread) return void (await visibleThread(deps, c, threadId, "read"));
+  const { filter } = await authorize(deps, c, "threads", "read", { thread_id: threadId });
+  if (filter && !matchesFilter({}, filter)) await visibleThread(deps, c, threadId, "read"); // 404
+}
+
+/**
+ * One command of the registry, answered as the protocol says: the result, or the error a handler
+ * refused with (`CommandError`, or the REST routes' errors mapped by `codeOf`); anything else throws.
+ * The same for `POST …/commands` and the WebSocket.
+ */
+export async function runCommand(
+  deps: ProtocolDeps,
+  c: C,
+  threadId: string,
+  { id, method, params = {} }: { id: number; method: string; params?: Record<string, unknown> },
+): Promise<CommandResponse | ErrorResponse> {
+  const handler = Object.hasOwn(COMMANDS, method) ? COMMANDS[method] : undefined;
+  const meta = async () => ({
+    thread_id: threadId,
+    applied_through_seq: await deps.threadEvents.lastSeq(orgOf(c), threadId),
+  });
+  if (!handler)
+    return errorResponse(id, "unknown_command", `Unknown command ${JSON.stringify(method)}`, await meta());
+  try {
+    const result = await handler(params, { deps, c, threadId });
+    return { type: "success", id, result, meta: await meta() } as CommandResponse;
+  } catch (err) {
+    const known = codeOf(err);
+    if (!known) throw err;
+    return errorResponse(id, known.code, known.message, await meta());
+  }
+}
+
 export function protocolRoutes(deps: ProtocolDeps) {
   const feed = deps.threadEvents;
-
-  /** The wire form of a kept event (`event_id` = `seq`, also the SSE id). */
-  const wire = (e: ThreadEvent): RunEvent => {
-    const event = {
-      type: "event",
-      event_id: String(e.seq),
-      seq: e.seq,
-      method: e.method,
-      params: {
-        namespace: e.namespace,
-        timestamp: e.timestamp,
-        ...(e.node !== undefined && { node: e.node }),
-        data: e.data,
-      },
-    } as Event;
-    return { id: e.seq, event: e.method, data: JSON.stringify(event) };
-  };
-
-  /** What a reader is told when events it asked for are no longer kept: an error event, then the stream goes on. */
+  const sse = (e: ThreadEvent): RunEvent => ({
+    id: e.seq,
+    event: e.method,
+    data: JSON.stringify(wireEvent(e)),
+  });
   const missed = (item: Extract<ThreadEventItem, { kind: "missed" }>): RunEvent => ({
     id: item.to,
     event: "error",
-    data: JSON.stringify({
-      ...errorResponse(
-        null,
-        "invalid_argument",
-        `Events ${item.from} to ${item.to} of this thread are no longer kept (the thread's event buffer holds the newest only); the stream goes on from ${item.to + 1}`,
-      ),
-      missed: { from: item.from, to: item.to },
-    }),
+    data: JSON.stringify(missedError(item)),
   });
-
-  /**
-   * Who may read a thread's events: whoever may read the thread. A thread not created yet (run.start
-   * creates it) may be followed ahead of it, unless a custom auth filter decides who sees threads:
-   * then only a thread that exists and passes it.
-   */
-  const mayRead = async (c: C, threadId: string) => {
-    const thread = await deps.storage.threads.get(orgOf(c), threadId);
-    if (thread) return void (await visibleThread(deps, c, threadId, "read"));
-    const { filter } = await authorize(deps, c, "threads", "read", { thread_id: threadId });
-    if (filter && !matchesFilter({}, filter)) await visibleThread(deps, c, threadId, "read"); // 404
-  };
 
   return new Hono<AppEnv>()
     .onError((err, c) => {
@@ -145,30 +185,13 @@ export function protocolRoutes(deps: ProtocolDeps) {
       const threadId = threadIdOf(c);
       const parsed = ProtocolCommand.safeParse(await jsonBody(c));
       if (!parsed.success) throw new BadRequest(`not a protocol command: ${problem(parsed.error)}`);
-      const { id, method, params = {} } = parsed.data;
-      const handler = Object.hasOwn(COMMANDS, method) ? COMMANDS[method] : undefined;
-      const meta = async () => ({
-        thread_id: threadId,
-        applied_through_seq: await feed.lastSeq(orgOf(c), threadId),
-      });
-      if (!handler)
-        return c.json(
-          errorResponse(id, "unknown_command", `Unknown command ${JSON.stringify(method)}`, await meta()),
-        );
-      try {
-        const result = await handler(params, { deps, c, threadId });
-        return c.json({ type: "success", id, result, meta: await meta() } satisfies CommandResponse);
-      } catch (err) {
-        const known = codeOf(err);
-        if (!known) throw err;
-        return c.json(errorResponse(id, known.code, known.message, await meta()));
-      }
+      return c.json(await runCommand(deps, c, threadId, parsed.data));
     })
     .post("/threads/:thread_id/stream/events", async (c) => {
       const threadId = threadIdOf(c);
       const parsed = EventStreamRequest.safeParse(await jsonBody(c));
       if (!parsed.success) throw new BadRequest(`not an event stream request: ${problem(parsed.error)}`);
-      await mayRead(c, threadId);
+      await mayRead(deps, c, threadId);
       const filter: EventFilter = parsed.data;
       const org = orgOf(c);
       return sseResponse(
@@ -176,7 +199,7 @@ export function protocolRoutes(deps: ProtocolDeps) {
           (async function* () {
             for await (const item of feed.follow(org, threadId, parsed.data.since, signal)) {
               if (item.kind === "missed") yield missed(item);
-              else if (matches(item.event, filter)) yield wire(item.event);
+              else if (matches(item.event, filter)) yield sse(item.event);
             }
           })(),
         { withIds: true },

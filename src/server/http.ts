@@ -24,6 +24,7 @@ import type { ApiDocs } from "../http/openapi.js";
 import type { Logger } from "../logger.js";
 import { ThreadEventHub } from "../protocol/buffer.js";
 import { protocolApiDocs, protocolRoutes } from "../protocol/routes.js";
+import { protocolSocketRoutes } from "../protocol/socket.js";
 import type { ThreadEventFeed } from "../protocol/thread-events.js";
 import { sandboxRoutes } from "../sandboxes/routes.js";
 import { uiApiDocs, uiRoutes } from "../ui/routes.js";
@@ -65,14 +66,14 @@ function mountRouteGroups(app: Hono<AppEnv>, deps: ServerAppDeps, log: Logger): 
   if (!http.disable_threads) app.route("/", threadRoutes(deps));
   if (!http.disable_runs) app.route("/", runRoutes(deps));
   // The thread-centric streaming protocol: commands start runs, streams read threads.
-  if (!http.disable_runs && !http.disable_threads)
-    app.route(
-      "/",
-      protocolRoutes({
-        ...deps,
-        threadEvents: deps.threadEvents ?? new ThreadEventHub(deps.storage.threadEvents),
-      }),
-    );
+  if (!http.disable_runs && !http.disable_threads) {
+    const protocol = {
+      ...deps,
+      threadEvents: deps.threadEvents ?? new ThreadEventHub(deps.storage.threadEvents),
+    };
+    app.route("/", protocolRoutes(protocol));
+    app.route("/", protocolSocketRoutes(protocol)); // the same over a WebSocket
+  }
   if (!http.disable_runs) app.route("/", cronRoutes(deps)); // crons make runs: they go with the runs group
   if (!http.disable_store) app.route("/", storeRoutes(deps));
   if (!http.disable_a2a) app.route("/", a2aRoutes(deps, log));

@@ -9,12 +9,15 @@ import { ThreadStateService } from "../agents/state.js";
 import { CustomAuth } from "../auth/custom.js";
 import type { ClusterBus, RedisLink } from "../cluster/redis.js";
 import type { Config } from "../config/index.js";
+import { webSocketProtocol } from "../console/routes.js";
 import { secureDataDir } from "../data-dir.js";
 import { loadCustomApp } from "../http/custom-app.js";
 import { underPrefix } from "../http/mount-prefix.js";
+import { upgradeHandler } from "../http/upgrade.js";
 import { webSocketOriginAllowed } from "../http/ws-origin.js";
 import type { Logger } from "../logger.js";
 import { ThreadEventBuffer, ThreadEventHub } from "../protocol/buffer.js";
+import { isProtocolSocketPath } from "../protocol/socket.js";
 import { CronScheduler } from "../runtime/crons/scheduler.js";
 import { CronService } from "../runtime/crons/service.js";
 import { defaultAssistantId, GraphRegistry } from "../runtime/graphs/graphs.js";
@@ -28,7 +31,6 @@ import { WorkerStatsTable } from "../runtime/runs/worker-stats.js";
 import { loadStoreSettings } from "../runtime/store/config.js";
 import { HangarStore } from "../runtime/store/store.js";
 import { StoreSweeper } from "../runtime/store/sweeper.js";
-import { upgradeHandler } from "../sandboxes/dataplane.js";
 import { sandboxDirs } from "../sandboxes/engines/index.js";
 import { DEFAULT_ORG, type Storage } from "../storage/ports.js";
 import { openStorage } from "../storage/sql/index.js";
@@ -235,10 +237,16 @@ async function listen(
   config: Config,
 ) {
   const server = serve({ fetch, hostname: config.host, port: config.port });
-  // Sandbox data-plane WebSockets (`/execute/ws`): the upgrade goes through the app like any request.
+  // WebSockets (the sandbox data plane's `/execute/ws`, the protocol's stream): the upgrade goes
+  // through the app like any request; the protocol's rejections are close codes.
   server.on(
     "upgrade",
-    upgradeHandler((request, env) => fetch(request, env), webSocketOriginAllowed(config.http.cors)),
+    upgradeHandler(
+      (request, env) => fetch(request, env),
+      webSocketOriginAllowed(config.http.cors),
+      isProtocolSocketPath,
+      webSocketProtocol,
+    ),
   );
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);

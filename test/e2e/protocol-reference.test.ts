@@ -4,6 +4,8 @@
  * SDK 1.15.0's `client.threads.stream()`) runs on Hangar, and every event, command answer, replay and
  * error answer is compared with what `@langchain/langgraph-api` 1.5.1 sent for the same requests,
  * recorded once in fixtures/protocol/reference-events.json by scripts/protocol-reference/record.ts.
+ * The recording was made over SSE; Hangar is driven over SSE and over the WebSocket, and both must
+ * match it: the transports carry the same events and answers.
  *
  * Compared after `normalize` (ids by first appearance, timestamps) and after `DIFFERENCES`: each is a
  * place where Hangar follows the spec rather than the reference, as README's list of differences says.
@@ -51,63 +53,74 @@ const shape = (events: WireEvent[]) =>
   });
 
 let hangar: Hangar;
-let recording: Recording;
+const recordings: Record<string, Recording> = {};
 
 before(async () => {
   hangar = await startHangar({ config: join(FIXTURE, "langgraph.json") });
-  recording = await runScenario(hangar.url);
+  recordings.sse = await runScenario(hangar.url);
+  recordings.websocket = await runScenario(hangar.url, { transport: "websocket" });
 });
 after(async () => {
   await hangar?.stop();
 });
 
-test("the events of a subscription to every channel equal the reference's, one by one", () => {
-  const ours = normalize(shape(recording.events));
-  const theirs = normalize(shape(reference.events));
-  assert.equal(ours.length, theirs.length, "as many events as the reference");
-  for (let i = 0; i < theirs.length; i++) {
-    assert.deepEqual(ours[i], theirs[i], `event ${i + 1} (${theirs[i]!.method})`);
-  }
-});
+for (const transport of ["sse", "websocket"]) {
+  test(`${transport}: the events of a subscription to every channel equal the reference's, one by one`, () => {
+    const recording = recordings[transport]!;
+    const ours = normalize(shape(recording.events));
+    const theirs = normalize(shape(reference.events));
+    assert.equal(ours.length, theirs.length, "as many events as the reference");
+    for (let i = 0; i < theirs.length; i++) {
+      assert.deepEqual(ours[i], theirs[i], `event ${i + 1} (${theirs[i]!.method})`);
+    }
+  });
 
-test("events are numbered from 1 with no gap, and event_id is the seq", () => {
-  assert.deepEqual(
-    recording.events.map((e) => e.seq),
-    recording.events.map((_, i) => i + 1),
-  );
-  for (const e of recording.events) assert.equal(e.event_id, String(e.seq));
-});
-
-test("the commands' answers equal the reference's", () => {
-  assert.deepEqual(
-    normalize(
-      recording.commands.map((c) => ({ request: c.request, status: c.status, response: c.response })),
-    ),
-    normalize(
-      reference.commands.map((c) => ({ request: c.request, status: c.status, response: c.response })),
-    ),
-  );
-});
-
-test("a late reader's replays (whole, by namespace and depth, from since) equal the reference's", () => {
-  assert.equal(recording.replays.length, reference.replays.length);
-  for (const [i, replay] of reference.replays.entries()) {
-    assert.deepEqual(recording.replays[i]!.request, replay.request);
+  test(`${transport}: events are numbered from 1 with no gap, and event_id is the seq`, () => {
+    const recording = recordings[transport]!;
     assert.deepEqual(
-      recording.replays[i]!.events.map((e) => e.seq),
-      replay.events.map((e) => e.seq),
-      `replay of ${JSON.stringify(replay.request)}`,
+      recording.events.map((e) => e.seq),
+      recording.events.map((_, i) => i + 1),
     );
-    assert.deepEqual(normalize(shape(recording.replays[i]!.events)), normalize(shape(replay.events)));
-  }
-});
+    for (const e of recording.events) assert.equal(e.event_id, String(e.seq));
+  });
 
-test("bad commands are answered with the protocol's error shape, as the reference does", () => {
-  for (const [i, theirs] of reference.errors.entries()) {
-    const ours = recording.errors[i]!;
-    assert.equal(ours.status, 200, `${JSON.stringify(theirs.request)}: HTTP 200`);
-    const o = ours.response as { type: string; id: number; error: string };
-    const t = theirs.response as { type: string; id: number; error: string };
-    assert.deepEqual({ type: o.type, id: o.id, error: o.error }, { type: t.type, id: t.id, error: t.error });
-  }
-});
+  test(`${transport}: the commands' answers equal the reference's`, () => {
+    const recording = recordings[transport]!;
+    assert.deepEqual(
+      normalize(
+        recording.commands.map((c) => ({ request: c.request, status: c.status, response: c.response })),
+      ),
+      normalize(
+        reference.commands.map((c) => ({ request: c.request, status: c.status, response: c.response })),
+      ),
+    );
+  });
+
+  test(`${transport}: a late reader's replays (whole, by namespace and depth, from since) equal the reference's`, () => {
+    const recording = recordings[transport]!;
+    assert.equal(recording.replays.length, reference.replays.length);
+    for (const [i, replay] of reference.replays.entries()) {
+      assert.deepEqual(recording.replays[i]!.request, replay.request);
+      assert.deepEqual(
+        recording.replays[i]!.events.map((e) => e.seq),
+        replay.events.map((e) => e.seq),
+        `replay of ${JSON.stringify(replay.request)}`,
+      );
+      assert.deepEqual(normalize(shape(recording.replays[i]!.events)), normalize(shape(replay.events)));
+    }
+  });
+
+  test(`${transport}: bad commands are answered with the protocol's error shape, as the reference does`, () => {
+    const recording = recordings[transport]!;
+    for (const [i, theirs] of reference.errors.entries()) {
+      const ours = recording.errors[i]!;
+      assert.equal(ours.status, 200, `${JSON.stringify(theirs.request)}: HTTP 200`);
+      const o = ours.response as { type: string; id: number; error: string };
+      const t = theirs.response as { type: string; id: number; error: string };
+      assert.deepEqual(
+        { type: o.type, id: o.id, error: o.error },
+        { type: t.type, id: t.id, error: t.error },
+      );
+    }
+  });
+}
