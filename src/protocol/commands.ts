@@ -17,6 +17,7 @@ import type { RunRequest } from "../runtime/runs/service.js";
 import type { JsonObject, Thread } from "../storage/ports.js";
 import { MULTITASK_STRATEGIES, type MultitaskStrategy } from "../storage/statuses.js";
 import { isChannel } from "./filter.js";
+import { STATE_COMMANDS } from "./state-commands.js";
 import { ANSWERED_INTERRUPTS_KWARG, THREAD_EVENTS_KWARG, type ThreadEventFeed } from "./thread-events.js";
 
 export interface ProtocolDeps extends AgentDeps {
@@ -51,6 +52,7 @@ export const COMMANDS: Record<string, CommandHandler> = {
   "state.get": stateGet,
   "subscription.subscribe": subscribeOverHttp,
   "subscription.unsubscribe": unsubscribeOverHttp,
+  ...STATE_COMMANDS,
 };
 
 /** The thread's pending interrupts (the last run's, as stored): interrupt id → where it waits. */

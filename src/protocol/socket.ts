@@ -117,7 +117,8 @@ function filterOf(id: unknown): EventFilter | null {
 
 export function handleProtocolSocket(ws: WebSocket, ctx: SocketContext): void {
   const { org, threadId, feed } = ctx;
-  const subscriptions = new Map<string, AbortController>();
+  /** The connection's subscriptions: each with the last seq it was given (or skipped). */
+  const subscriptions = new Map<string, { filter: EventFilter; delivered: number }>();
   let closed = false;
 
   // Flow control: waiters for the send queue to drain, resolved from send callbacks.
@@ -155,11 +156,58 @@ export function handleProtocolSocket(ws: WebSocket, ctx: SocketContext): void {
     return new Promise((resolve) => drained.push(resolve));
   };
 
+  /**
+   * One reader of the thread's events per connection, in seq order, fanned out to every subscription
+   * that matches and has not had it (so events reach the client in order across subscriptions). It
+   * restarts from further back when a new subscription needs a replay before where it is.
+   */
+  let pump: AbortController | null = null;
+  let position = Number.POSITIVE_INFINITY; // the last seq the pump read
+  /** Missed-event notes up to this seq were already answered (`subscription.reconnect`'s `missed_events`). */
+  let missedAnswered = 0;
+  const runPump = (from: number) => {
+    pump?.abort();
+    const abort = new AbortController();
+    pump = abort;
+    position = from;
+    void (async () => {
+      for await (const item of feed.follow(org, threadId, from, abort.signal)) {
+        if (abort.signal.aborted) return;
+        if (item.kind === "missed") {
+          const behind = [...subscriptions.values()].filter((sub) => sub.delivered < item.to);
+          // Reported, not fatal: what is still kept follows.
+          if (behind.length && item.to > missedAnswered) send(missedError(item));
+          for (const sub of behind) sub.delivered = item.to;
+          position = item.to;
+          continue;
+        }
+        const event = item.event;
+        for (const sub of subscriptions.values()) {
+          if (event.seq <= sub.delivered) continue;
+          sub.delivered = event.seq;
+          if (!matches(event, sub.filter)) continue;
+          await writable();
+          if (abort.signal.aborted) return;
+          send(wireEvent(event));
+        }
+        position = event.seq;
+      }
+    })().catch((err) => {
+      if (!abort.signal.aborted)
+        send(failure(null, "unknown_error", `Event stream ended: ${(err as Error).message}`));
+    });
+  };
+  /** Adds a subscription that wants the events after `from`. */
+  const start = (id: string, filter: EventFilter, from: number) => {
+    subscriptions.set(id, { filter, delivered: from });
+    if (!pump || from < position) runPump(Math.min(from, position));
+  };
+
   const shutdown = () => {
     if (closed) return;
     closed = true;
     clearTimeout(stalledTimer);
-    for (const abort of subscriptions.values()) abort.abort();
+    pump?.abort();
     subscriptions.clear();
     for (const resolve of drained) resolve();
     drained = [];
@@ -171,15 +219,10 @@ export function handleProtocolSocket(ws: WebSocket, ctx: SocketContext): void {
    * Reads the thread's kept events once to find where its latest run began and how many of that
    * run's events match `filter` (`replayed_events`), keeping no event in memory.
    */
-  async function latestRun(
-    filter: EventFilter,
-    signal: AbortSignal,
-  ): Promise<{ from: number; count: number }> {
+  async function latestRun(filter: EventFilter): Promise<{ from: number; count: number }> {
     const last = await feed.lastSeq(org, threadId);
     if (last === 0) return { from: 0, count: 0 };
     const scan = new AbortController();
-    const stop = () => scan.abort();
-    signal.addEventListener("abort", stop);
     let runId: string | undefined;
     let from = 0;
     let count = 0;
@@ -196,63 +239,31 @@ export function handleProtocolSocket(ws: WebSocket, ctx: SocketContext): void {
         if (event.seq >= last) break;
       }
     } finally {
-      signal.removeEventListener("abort", stop);
       scan.abort();
     }
     return { from, count };
   }
 
-  /** Sends the events after `since` that match `filter`, live, until the subscription ends. */
-  async function deliver(filter: EventFilter, since: number, signal: AbortSignal, missedAnswered = false) {
-    try {
-      for await (const item of feed.follow(org, threadId, since, signal)) {
-        if (signal.aborted) return;
-        if (item.kind === "missed") {
-          if (missedAnswered) {
-            missedAnswered = false; // `subscription.reconnect` counted these in `missed_events`
-            continue;
-          }
-          // Reported, not fatal: what is still kept follows.
-          send(missedError(item));
-          continue;
-        }
-        if (matches(item.event, filter)) {
-          await writable();
-          if (signal.aborted) return;
-          send(wireEvent(item.event));
-        }
-      }
-    } catch (err) {
-      if (!signal.aborted)
-        send(failure(null, "unknown_error", `Subscription ended: ${(err as Error).message}`));
-    }
-  }
-
-  function open(id: string): AbortController | string {
-    if (subscriptions.has(id)) return `Subscription ${id} is already active on this connection.`;
-    if (subscriptions.size >= MAX_SUBSCRIPTIONS) {
-      return `A connection holds at most ${MAX_SUBSCRIPTIONS} subscriptions; unsubscribe one first.`;
-    }
-    const abort = new AbortController();
-    subscriptions.set(id, abort);
-    return abort;
-  }
+  const tooMany = () =>
+    subscriptions.size >= MAX_SUBSCRIPTIONS
+      ? `A connection holds at most ${MAX_SUBSCRIPTIONS} subscriptions; unsubscribe one first.`
+      : null;
 
   async function subscribe(command: ProtocolCommand): Promise<void> {
     const filter = parseFilter(command.params ?? {}, "subscription.subscribe");
     if (typeof filter === "string") return send(failure(command.id, "invalid_argument", filter));
+    const full = tooMany();
+    if (full) return send(failure(command.id, "invalid_argument", full));
     const id = subscriptionId(filter);
-    const abort = open(id);
-    if (typeof abort === "string") return send(failure(command.id, "invalid_argument", abort));
-    const { from, count } = await latestRun(filter, abort.signal);
-    if (abort.signal.aborted) return;
+    const { from, count } = await latestRun(filter);
+    if (closed) return;
     send({
       type: "success",
       id: command.id,
       result: { subscription_id: id, replayed_events: count },
       meta: { thread_id: threadId, applied_through_seq: await feed.lastSeq(org, threadId) },
     });
-    void deliver(filter, from, abort.signal);
+    start(id, filter, from);
   }
 
   async function reconnect(command: ProtocolCommand): Promise<void> {
@@ -283,30 +294,32 @@ export function handleProtocolSocket(ws: WebSocket, ctx: SocketContext): void {
     const starts: (() => void)[] = [];
     for (const id of ids) {
       const filter = filterOf(id);
-      if (!filter || subscriptions.has(id as string)) {
-        restored &&= !!filter;
-        continue;
-      }
-      const abort = open(id as string);
-      if (typeof abort === "string") {
+      if (!filter || tooMany()) {
         restored = false;
         continue;
       }
-      const from = since ?? (await latestRun(filter, abort.signal)).from;
-      // The first item says whether events after `from` were dropped; it is read before answering.
-      const items = feed.follow(org, threadId, from, abort.signal)[Symbol.asyncIterator]();
+      if (subscriptions.has(id as string)) continue;
+      const from = since ?? (await latestRun(filter)).from;
+      // Whether events after `from` were dropped is read before answering.
+      const peek = new AbortController();
+      const items = feed.follow(org, threadId, from, peek.signal)[Symbol.asyncIterator]();
       const first = await firstItem(items, await feed.lastSeq(org, threadId), from);
-      if (first?.kind === "missed") missed = Math.max(missed, first.to - first.from + 1);
-      void items.return?.(); // it only peeked: deliver() follows on its own
-      starts.push(() => void deliver(filter, from, abort.signal, first?.kind === "missed"));
+      peek.abort();
+      void items.return?.();
+      if (first?.kind === "missed") {
+        missed = Math.max(missed, first.to - first.from + 1);
+        missedAnswered = Math.max(missedAnswered, first.to);
+      }
+      starts.push(() => start(id as string, filter, from));
     }
+    if (closed) return;
     send({
       type: "success",
       id: command.id,
       result: { restored, ...(since !== undefined && { missed_events: missed }) },
       meta: { thread_id: threadId, applied_through_seq: await feed.lastSeq(org, threadId) },
     });
-    for (const start of starts) start();
+    for (const begin of starts) begin();
   }
 
   async function handle(command: ProtocolCommand): Promise<void> {
@@ -322,10 +335,12 @@ export function handleProtocolSocket(ws: WebSocket, ctx: SocketContext): void {
             failure(command.id, "invalid_argument", "subscription.unsubscribe requires a subscription_id."),
           );
         }
-        const abort = subscriptions.get(id);
-        if (!abort) return send(failure(command.id, "no_such_subscription", `Unknown subscription: ${id}`));
-        abort.abort();
-        subscriptions.delete(id);
+        if (!subscriptions.delete(id))
+          return send(failure(command.id, "no_such_subscription", `Unknown subscription: ${id}`));
+        if (subscriptions.size === 0) {
+          pump?.abort(); // nothing to follow until the next subscription
+          pump = null;
+        }
         return send({ type: "success", id: command.id, result: {} });
       }
       default:
