@@ -5,72 +5,16 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { client, type Hangar, iterSSE, REPO_ROOT, startHangar } from "../helpers/server.js";
-
-const CONFIG = join(REPO_ROOT, "test", "e2e", "fixtures", "protocol", "langgraph.json");
-const ALL = [
-  "values",
-  "updates",
-  "messages",
-  "tools",
-  "lifecycle",
-  "input",
-  "checkpoints",
-  "tasks",
-  "custom",
-];
-
-const post = (h: Hangar, path: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(h.url + path, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: typeof body === "string" ? body : JSON.stringify(body),
-  });
-
-const command = async (h: Hangar, threadId: string, method: string, params: unknown, headers = {}) => {
-  const res = await post(h, `/threads/${threadId}/commands`, { id: 1, method, params }, headers);
-  return { status: res.status, body: (await res.json()) as any };
-};
-
-/** The protocol events of a thread's SSE stream until `until` holds for one (or `ms` pass). */
-async function readEvents(
-  h: Hangar,
-  threadId: string,
-  request: Record<string, unknown>,
-  until: (e: any) => boolean,
-  ms = 30_000,
-  headers: Record<string, string> = {},
-): Promise<any[]> {
-  const ac = new AbortController();
-  const timer = setTimeout(() => ac.abort(), ms);
-  const out: any[] = [];
-  try {
-    const res = await fetch(`${h.url}/threads/${threadId}/stream/events`, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...headers },
-      body: JSON.stringify(request),
-      signal: ac.signal,
-    });
-    if (res.status !== 200) assert.fail(`stream answered ${res.status}: ${await res.text()}`);
-    for await (const e of iterSSE(res)) {
-      out.push(e.data);
-      if (until(e.data)) break;
-    }
-  } catch (err) {
-    if (!ac.signal.aborted) throw err;
-  } finally {
-    clearTimeout(timer);
-    ac.abort();
-  }
-  return out;
-}
-
-const rootEnd = (e: any) =>
-  e?.method === "lifecycle" &&
-  e.params.namespace.length === 0 &&
-  ["completed", "failed", "interrupted"].includes(e.params.data.event);
+import {
+  ALL_CHANNELS as ALL,
+  PROTOCOL_CONFIG as CONFIG,
+  command,
+  post,
+  readEvents,
+  rootEnd,
+} from "../helpers/protocol.js";
+import { client, type Hangar, startHangar } from "../helpers/server.js";
 
 describe("protocol v2 over SSE (SQLite)", () => {
   let h: Hangar;

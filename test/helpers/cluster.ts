@@ -23,6 +23,9 @@ export class Cluster {
   #db: FreshDatabase | undefined;
   readonly #prefix = `hangar-e2e-${randomBytes(5).toString("hex")}:`;
 
+  /** `config`: the langgraph.json every process serves (default: the examples'). */
+  constructor(private readonly opts: { config?: string } = {}) {}
+
   get uri(): string {
     if (!this.#db) throw new Error("create() the cluster first");
     return this.#db.uri;
@@ -36,6 +39,7 @@ export class Cluster {
   #start(command: "serve" | "worker"): Promise<Hangar> {
     return startHangar({
       command,
+      ...(this.opts.config && { config: this.opts.config }),
       args: command === "serve" ? ["--no-workers"] : ["--workers", "8"],
       env: {
         POSTGRES_URI: this.uri,
