@@ -1,5 +1,5 @@
 // Module resolve hook for the reference server (registered by record.ts --serve): the fixture graph
-// (test/e2e/fixtures/protocol) imports `@langchain/*` and `zod`; loaded normally they would resolve to
+// (test/e2e/fixtures/protocol-clients) imports `@langchain/*` and `zod`; loaded normally they would resolve to
 // Hangar's node_modules. For the reference they resolve from this folder's pinned copies, so the
 // server and the graph share one LangGraph.
 const PINNED = /^(@langchain\/(langgraph|langgraph-checkpoint|langgraph-sdk|core)|zod)(\/.*)?$/;

@@ -1,7 +1,7 @@
 /**
  * Records what the reference JS Agent Server (@langchain/langgraph-api 1.5.1, the newest release that
- * serves the thread-centric protocol) sends for test/e2e/fixtures/protocol/scenario.ts on the fixture
- * graph, into test/e2e/fixtures/protocol/reference-events.json, which
+ * serves the thread-centric protocol) sends for test/e2e/fixtures/protocol-clients/scenario.ts on the fixture
+ * graph, into test/e2e/fixtures/protocol-clients/reference-events.json, which
  * test/e2e/protocol-reference.test.ts compares Hangar with. Run it again only when the scenario or the
  * graph changes:
  *
@@ -21,7 +21,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const FIXTURE = path.resolve(here, "..", "..", "test", "e2e", "fixtures", "protocol");
+const FIXTURE = path.resolve(here, "..", "..", "test", "e2e", "fixtures", "protocol-clients");
 const OUT = path.join(FIXTURE, "reference-events.json");
 
 async function serve(port: number, stateDir: string): Promise<void> {

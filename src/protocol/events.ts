@@ -123,11 +123,27 @@ export class ThreadEventConverter {
       this.#push("input.answered", [], { interrupt_ids: answeredInterruptIds } satisfies InputAnsweredData);
   }
 
+  /**
+   * `values` held until the next chunk: LangGraph streams a step's values before the checkpoint that
+   * holds them, and the protocol has the checkpoint first (clients pair them by adjacent seq).
+   */
+  #heldValues: [string[], unknown][] = [];
+
+  #releaseValues(): void {
+    const held = this.#heldValues;
+    this.#heldValues = [];
+    for (const [ns, data] of held) this.#values(ns, data);
+  }
+
   /** One chunk of the graph's stream (namespace `[]`: the root graph). */
   chunk(ns: string[], mode: string, data: unknown): void {
+    const isCheckpoint =
+      mode === "checkpoints" ||
+      (mode === "debug" && (data as { type?: unknown } | null)?.type === "checkpoint");
+    if (!isCheckpoint) this.#releaseValues();
     switch (mode) {
       case "values":
-        this.#values(ns, data);
+        this.#heldValues.push([ns, data]);
         break;
       case "updates":
         this.#updates(ns, data);
@@ -143,12 +159,15 @@ export class ThreadEventConverter {
         break;
       case "checkpoints":
         this.#checkpoint(ns, data);
+        this.#releaseValues();
         break;
       case "debug": {
         // Releases without the `tasks`/`checkpoints` modes (0.2): the same facts, wrapped.
         const d = data as { type?: string; payload?: unknown } | null;
-        if (d?.type === "checkpoint") this.#checkpoint(ns, d.payload);
-        else if (d?.type === "task" || d?.type === "task_result") this.#task(ns, d.payload);
+        if (d?.type === "checkpoint") {
+          this.#checkpoint(ns, d.payload);
+          this.#releaseValues();
+        } else if (d?.type === "task" || d?.type === "task_result") this.#task(ns, d.payload);
         break;
       }
     }
@@ -186,6 +205,8 @@ export class ThreadEventConverter {
         this.#interrupts(ns, values);
         continue;
       }
+      // The node returned: its model's messages are complete (root nodes' messages stream in its namespace).
+      this.#finishMessages((m) => m.node === node && key(m.ns) === key(ns));
       this.#push("updates", ns, { node, values: this.#toPlain(values) as UpdatesData["values"] }, node);
     }
   }
@@ -220,7 +241,7 @@ export class ThreadEventConverter {
     this.#push("tasks", ns, this.#toPlain(task));
     if (!("result" in data) && !("error" in data)) return;
     const taskNs = [...ns, `${data.name}:${data.id}`];
-    this.#finishMessages((m) => isPrefix(taskNs, m.ns));
+    this.#finishMessages((m) => isPrefix(taskNs, m.ns) || (m.node === data.name && key(m.ns) === key(ns)));
     const failed = data.error != null;
     for (const entry of this.#namespaces.values()) {
       if (entry.ended || !isPrefix(taskNs, entry.ns)) continue;
@@ -340,6 +361,11 @@ export class ThreadEventConverter {
 
   #finish(m: StreamedMessage): void {
     if (!this.#messages.has(m.id)) return;
+    // Tool calls the chunks never showed (a model that sets them whole): a block each, as complete.
+    if (m.open?.kind !== "tool" && !m.acc?.tool_call_chunks?.length)
+      (m.acc?.tool_calls ?? []).forEach((c: any, i: number) => {
+        this.#delta(m, "tool", JSON.stringify(c.args ?? {}), { ...c, index: i });
+      });
     this.#closeBlock(m);
     this.#messages.delete(m.id);
     const usage = m.acc?.usage_metadata;
@@ -369,6 +395,7 @@ export class ThreadEventConverter {
     },
   ): void {
     if (this.#ended) return;
+    this.#releaseValues();
     if (phase === "start") {
       const meta = fields.metadata ?? {};
       const ns =
@@ -423,6 +450,7 @@ export class ThreadEventConverter {
    * error as JSON text, as the reference sends it).
    */
   finish(ending: RunEnding): void {
+    this.#releaseValues();
     this.#finishMessages(() => true);
     const event: AgentStatus =
       ending.status === "error"
@@ -455,7 +483,7 @@ class ToolEvents extends BaseCallbackHandler {
   override awaitHandlers = true;
   override ignoreLLM = true;
   override ignoreChain = true;
-  override ignoreAgent = true;
+  // Not ignoreAgent: LangChain calls tool handlers only on handlers that listen to agents.
   override ignoreRetriever = true;
   override ignoreCustomEvent = true;
 

@@ -1,6 +1,6 @@
 /**
  * `@langchain/react` 1.x (`useStream`, the thread-centric protocol over SSE) in Debian's Chromium
- * against a real Hangar: fixtures/protocol/react-page.tsx, bundled here with esbuild and served from
+ * against a real Hangar: fixtures/protocol-clients/react-page.tsx, bundled here with esbuild and served from
  * 127.0.0.1, chats with the `chat` graph. A submitted message streams its reply (seen growing while the
  * page says loading); a reload mid-run rejoins and shows the final reply; an interrupt is shown and
  * resumed; a second message; switching threads. On SQLite (one process), and on Postgres + Redis with
@@ -17,7 +17,7 @@ import { launchChromium } from "../helpers/browser.js";
 import { Cluster, SKIP } from "../helpers/cluster.js";
 import { type Hangar, REPO_ROOT, startHangar } from "../helpers/server.js";
 
-const FIXTURE = join(REPO_ROOT, "test", "e2e", "fixtures", "protocol");
+const FIXTURE = join(REPO_ROOT, "test", "e2e", "fixtures", "protocol-clients");
 const CONFIG = join(FIXTURE, "langgraph.json");
 const T = { timeout: 120_000 };
 /** Per character of a reply: long enough to see it grow and to reload in the middle. */
@@ -228,7 +228,7 @@ describe("@langchain/react on SQLite (one process)", () => {
 });
 
 describe("@langchain/react on Postgres + Redis, two API processes", { skip: SKIP }, () => {
-  const cluster = new Cluster(CONFIG, { HANGAR_TEST_REPLY_MS: REPLY_MS });
+  const cluster = new Cluster({ config: CONFIG, env: { HANGAR_TEST_REPLY_MS: REPLY_MS } });
   before(async () => {
     await (await cluster.create()).up();
   });

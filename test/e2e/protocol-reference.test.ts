@@ -1,9 +1,9 @@
 /**
- * The thread-centric protocol as the reference server speaks it: fixtures/protocol/scenario.ts (a run
+ * The thread-centric protocol as the reference server speaks it: fixtures/protocol-clients/scenario.ts (a run
  * with a streamed tool call, a tool, a subgraph, a custom event and an interrupt, then its resume, over
  * SDK 1.15.0's `client.threads.stream()`) runs on Hangar, and every event, command answer, replay and
  * error answer is compared with what `@langchain/langgraph-api` 1.5.1 sent for the same requests,
- * recorded once in fixtures/protocol/reference-events.json by scripts/protocol-reference/record.ts.
+ * recorded once in fixtures/protocol-clients/reference-events.json by scripts/protocol-reference/record.ts.
  * The recording was made over SSE; Hangar is driven over SSE and over the WebSocket, and both must
  * match it: the transports carry the same events and answers.
  *
@@ -15,9 +15,14 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { type Hangar, REPO_ROOT, startHangar } from "../helpers/server.js";
-import { normalize, type Recording, runScenario, type WireEvent } from "./fixtures/protocol/scenario.js";
+import {
+  normalize,
+  type Recording,
+  runScenario,
+  type WireEvent,
+} from "./fixtures/protocol-clients/scenario.js";
 
-const FIXTURE = join(REPO_ROOT, "test", "e2e", "fixtures", "protocol");
+const FIXTURE = join(REPO_ROOT, "test", "e2e", "fixtures", "protocol-clients");
 const reference = JSON.parse(readFileSync(join(FIXTURE, "reference-events.json"), "utf8")) as Recording;
 
 /**

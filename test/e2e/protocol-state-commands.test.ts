@@ -10,9 +10,9 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Client } from "@langchain/langgraph-sdk";
 import { type Hangar, REPO_ROOT, startHangar, waitFor } from "../helpers/server.js";
-import { recordingWebSocket } from "./fixtures/protocol/scenario.js";
+import { recordingWebSocket } from "./fixtures/protocol-clients/scenario.js";
 
-const FIXTURE = join(REPO_ROOT, "test", "e2e", "fixtures", "protocol");
+const FIXTURE = join(REPO_ROOT, "test", "e2e", "fixtures", "protocol-clients");
 
 let hangar: Hangar;
 before(async () => {

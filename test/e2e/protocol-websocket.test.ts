@@ -14,7 +14,7 @@ import { SignJWT } from "jose";
 import WebSocket from "ws";
 import { type Hangar, REPO_ROOT, startHangar } from "../helpers/server.js";
 
-const FIXTURE = join(REPO_ROOT, "test", "e2e", "fixtures", "protocol");
+const FIXTURE = join(REPO_ROOT, "test", "e2e", "fixtures", "protocol-clients");
 const AUTH_FIXTURE = join(REPO_ROOT, "test", "e2e", "fixtures", "auth", "langgraph.json");
 
 type Frame = { type: "success" | "error" | "event"; id?: number | null; [key: string]: any };
