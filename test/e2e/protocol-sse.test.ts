@@ -1,11 +1,12 @@
 /**
  * The thread-centric streaming protocol over SSE + commands, against a real server: driven through
  * `client.threads.stream()` of @langchain/langgraph-sdk 1.15.0 and through raw HTTP where the test
- * needs the wire (seq, since, errors). Graphs: test/e2e/fixtures/protocol-clients/graphs.ts.
+ * needs the wire (seq, since, errors). Graphs: test/e2e/fixtures/protocol/graphs.ts.
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
+import WebSocket from "ws";
 import {
   ALL_CHANNELS as ALL,
   PROTOCOL_CONFIG as CONFIG,
@@ -25,73 +26,81 @@ describe("protocol v2 over SSE (SQLite)", () => {
     await h?.stop();
   });
 
-  test("SDK: a message streams its reply in content blocks, a tool call, a subgraph's namespaced events", async () => {
-    const sdk = client(h.url);
-    const thread = sdk.threads.stream({ assistantId: "agent" });
-    const events: any[] = [];
-    const sub = await thread.subscribe(["messages", "tools", "lifecycle", "values"] as const);
-    const done = (async () => {
-      for await (const e of sub as AsyncIterable<any>) {
-        events.push(e);
-        if (rootEnd(e)) break;
-      }
-    })();
-    await thread.run.start({
-      input: { messages: [{ type: "human", content: "weather?", id: "client-msg-1" }] },
-    });
-    await Promise.race([done, new Promise((_, rej) => setTimeout(() => rej(new Error("no end")), 60_000))]);
-    await thread.close();
+  // The same over the WebSocket transport (src/protocol/socket.ts): the SDK's commands and subscriptions go on one socket.
+  for (const transport of ["sse", "websocket"] as const)
+    test(`SDK (${transport}): a message streams its reply in content blocks, a tool call, a subgraph's namespaced events`, async () => {
+      const sdk = client(h.url);
+      const thread = sdk.threads.stream({
+        assistantId: "agent",
+        ...(transport === "websocket" && {
+          transport: "websocket" as const,
+          webSocketFactory: (url: string) => new WebSocket(url) as unknown as globalThis.WebSocket,
+        }),
+      });
+      const events: any[] = [];
+      const sub = await thread.subscribe(["messages", "tools", "lifecycle", "values"] as const);
+      const done = (async () => {
+        for await (const e of sub as AsyncIterable<any>) {
+          events.push(e);
+          if (rootEnd(e)) break;
+        }
+      })();
+      await thread.run.start({
+        input: { messages: [{ type: "human", content: "weather?", id: "client-msg-1" }] },
+      });
+      await Promise.race([done, new Promise((_, rej) => setTimeout(() => rej(new Error("no end")), 60_000))]);
+      await thread.close();
 
-    const root = events.filter((e) => e.method === "lifecycle" && e.params.namespace.length === 0);
-    assert.deepEqual(
-      root.map((e) => e.params.data.event),
-      ["running", "completed"],
-    );
-    const messages = events.filter((e) => e.method === "messages");
-    const starts = messages.filter((e) => e.params.data.event === "message-start");
-    assert.ok(starts.every((e) => e.params.data.role === "ai"));
-    const toolCall = messages.find(
-      (e) => e.params.data.event === "content-block-finish" && e.params.data.content.type === "tool_call",
-    );
-    assert.deepEqual(toolCall.params.data.content, {
-      type: "tool_call",
-      id: "call_weather_1",
-      name: "get_weather",
-      args: { city: "Paris" },
-    });
-    const rootText = messages
-      .filter((e) => e.params.namespace.length === 0 && e.params.data.delta?.type === "text-delta")
-      .map((e) => e.params.data.delta.text)
-      .join("");
-    assert.equal(rootText, "The weather in Paris is sunny.");
-    const tools = events.filter((e) => e.method === "tools").map((e) => e.params.data.event);
-    assert.deepEqual(tools, ["tool-started", "tool-finished"]);
-    const sub1 = messages.filter((e) => e.params.namespace[0]?.startsWith("research:"));
-    assert.equal(
-      sub1
-        .filter((e) => e.params.data.delta?.type === "text-delta")
+      const root = events.filter((e) => e.method === "lifecycle" && e.params.namespace.length === 0);
+      assert.deepEqual(
+        root.map((e) => e.params.data.event),
+        ["running", "completed"],
+      );
+      const messages = events.filter((e) => e.method === "messages");
+      const starts = messages.filter((e) => e.params.data.event === "message-start");
+      assert.ok(starts.every((e) => e.params.data.role === "ai"));
+      const toolCall = messages.find(
+        (e) => e.params.data.event === "content-block-finish" && e.params.data.content.type === "tool_call",
+      );
+      assert.deepEqual(toolCall.params.data.content, {
+        type: "tool_call",
+        id: "call_weather_1",
+        name: "get_weather",
+        args: { city: "Paris" },
+      });
+      const rootText = messages
+        .filter((e) => e.params.namespace.length === 0 && e.params.data.delta?.type === "text-delta")
         .map((e) => e.params.data.delta.text)
-        .join(""),
-      "Found it.",
-    );
-    const research = events.filter(
-      (e) => e.method === "lifecycle" && e.params.namespace[0]?.startsWith("research:"),
-    );
-    assert.deepEqual(
-      research.map((e) => e.params.data.event),
-      ["started", "completed"],
-    );
-    // The client's message id is kept; streamed message ids are those stored in state.
-    const state = await sdk.threads.getState(thread.threadId);
-    const ids = ((state.values as any).messages as any[]).map((m) => m.id);
-    assert.equal(ids[0], "client-msg-1");
-    for (const s of starts.filter((e) => e.params.namespace.length === 0))
-      assert.ok(ids.includes(s.params.data.id));
-    // Ordinary runs: listed by REST.
-    const runs = await sdk.runs.list(thread.threadId);
-    assert.equal(runs.length, 1);
-    assert.equal(runs[0]!.status, "success");
-  });
+        .join("");
+      assert.equal(rootText, "The weather in Paris is sunny.");
+      const tools = events.filter((e) => e.method === "tools").map((e) => e.params.data.event);
+      assert.deepEqual(tools, ["tool-started", "tool-finished"]);
+      const sub1 = messages.filter((e) => e.params.namespace[0]?.startsWith("research:"));
+      assert.equal(
+        sub1
+          .filter((e) => e.params.data.delta?.type === "text-delta")
+          .map((e) => e.params.data.delta.text)
+          .join(""),
+        "Found it.",
+      );
+      const research = events.filter(
+        (e) => e.method === "lifecycle" && e.params.namespace[0]?.startsWith("research:"),
+      );
+      assert.deepEqual(
+        research.map((e) => e.params.data.event),
+        ["started", "completed"],
+      );
+      // The client's message id is kept; streamed message ids are those stored in state.
+      const state = await sdk.threads.getState(thread.threadId);
+      const ids = ((state.values as any).messages as any[]).map((m) => m.id);
+      assert.equal(ids[0], "client-msg-1");
+      for (const s of starts.filter((e) => e.params.namespace.length === 0))
+        assert.ok(ids.includes(s.params.data.id));
+      // Ordinary runs: listed by REST.
+      const runs = await sdk.runs.list(thread.threadId);
+      assert.equal(runs.length, 1);
+      assert.equal(runs[0]!.status, "success");
+    });
 
   test("an interrupt is shown and resumed with input.respond; input.answered follows", async () => {
     const threadId = randomUUID();
