@@ -3,7 +3,8 @@
  * by frame with the `ws` package: invalid frames, subscriptions (answered at once, across runs,
  * overlapping, unsubscribed), replay on subscribe, `subscription.reconnect`, rejections as close codes
  * with API keys and custom auth (credentials as headers and as subprotocols), and a client that stops
- * reading, watched by the server process's memory.
+ * reading, watched by the server process's memory; and scaled out, a socket on one API process following
+ * a run started on the other, restored there by `subscription.reconnect`.
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
@@ -12,6 +13,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { SignJWT } from "jose";
 import WebSocket from "ws";
+import { Cluster, SKIP } from "../helpers/cluster.js";
 import { type Hangar, REPO_ROOT, startHangar } from "../helpers/server.js";
 
 const FIXTURE = join(REPO_ROOT, "test", "e2e", "fixtures", "protocol-clients");
@@ -417,5 +419,56 @@ describe("protocol WebSocket credentials", () => {
     });
     assert.equal((await owner.command("subscription.subscribe", { channels: ["values"] })).type, "success");
     owner.close();
+  });
+});
+
+describe("protocol WebSocket scaled out (2 API + 2 workers, Postgres + Redis)", { skip: SKIP }, () => {
+  const cluster = new Cluster({
+    config: join(FIXTURE, "langgraph.json"),
+    env: { HANGAR_TEST_REPLY_MS: "5" },
+  });
+  before(async () => {
+    await (await cluster.create()).up();
+  });
+  after(() => cluster.destroy());
+
+  test("a socket on one API process follows a worker's run started on the other; reconnect restores it on the first", async () => {
+    const [a, b] = cluster.apis.map((api) => api.url);
+    const threadId = randomUUID();
+    const onB = await Socket.open(`${b}/threads/${threadId}/stream/events`);
+    const sub = await onB.command("subscription.subscribe", { channels: ["lifecycle", "messages"] });
+    const started = await fetch(`${a}/threads/${threadId}/commands`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        id: 1,
+        method: "run.start",
+        params: { assistant_id: "chat", input: human("far") },
+      }),
+    });
+    const { result } = await started.json();
+    await onB.until(rootDone, 60_000);
+    const all = onB.events();
+    const text = all
+      .filter((e) => e.method === "messages" && e.params.data.delta?.type === "text-delta")
+      .map((e) => e.params.data.delta.text)
+      .join("");
+    assert.equal(text, "You said: far. That is all.");
+    onB.close();
+    const cut = all[Math.floor(all.length / 2)]!.seq;
+    const onA = await Socket.open(`${a}/threads/${threadId}/stream/events`);
+    const restored = await onA.command("subscription.reconnect", {
+      run_id: result.run_id,
+      last_event_id: String(cut),
+      subscriptions: [sub.result.subscription_id],
+    });
+    assert.deepEqual(restored.result, { restored: true, missed_events: 0 });
+    const expected = all.filter((e) => e.seq > cut).map((e) => e.seq);
+    await onA.until(() => onA.events().length >= expected.length);
+    assert.deepEqual(
+      onA.events().map((e) => e.seq),
+      expected,
+    );
+    onA.close();
   });
 });
