@@ -7,7 +7,7 @@ import { body, params, query, queryWithLists } from "../http/validation.js";
 import type { RunRequest } from "../runtime/runs/service.js";
 import { eventsOfModes } from "../runtime/runs/stream-modes.js";
 import { matchesFilter } from "../storage/filter.js";
-import type { Run, RunWithError } from "../storage/ports.js";
+import type { JsonObject, Run, RunWithError } from "../storage/ports.js";
 import type { RunStatus } from "../storage/statuses.js";
 import { accessOf, assertUsableAssistant, authorize, visibleThread } from "./authz.js";
 import { type AgentDeps, pick } from "./context.js";
@@ -29,38 +29,47 @@ const withErrorFor = (deps: Pick<AgentDeps, "auth">, run: RunWithError): RunWith
 const runPath = (run: Run, stateless: boolean) =>
   stateless ? `/runs/${run.run_id}` : `/threads/${run.thread_id}/runs/${run.run_id}`;
 
+/**
+ * Admits a run as this user may (`threads:create_run`): the thread, when it exists, must be visible
+ * to them, the handler may stamp the run's metadata (a thread the run creates gets it too), and the
+ * user goes into the run's config for the graph. `kwargs`: more of the run's kwargs (the protocol's).
+ */
+export async function admitRun(
+  deps: Pick<AgentDeps, "auth" | "runs" | "storage">,
+  c: C,
+  threadId: string | null,
+  b: RunRequest,
+  kwargs?: JsonObject,
+): Promise<Run> {
+  await assertUsableAssistant(deps, orgOf(c), accessOf(deps, c), b.assistant_id);
+  const { filter, value } = await authorize(deps, c, "threads", "create_run", {
+    thread_id: threadId,
+    assistant_id: b.assistant_id,
+    status: "pending",
+    metadata: b.metadata ?? {},
+    kwargs: { input: b.input, command: b.command, config: b.config, context: b.context },
+    multitask_strategy: b.multitask_strategy ?? null,
+    if_not_exists: b.if_not_exists ?? null,
+    after_seconds: b.after_seconds ?? null,
+  });
+  if (threadId !== null && filter) {
+    const thread = await deps.storage.threads.get(orgOf(c), threadId);
+    if (thread && !matchesFilter(thread.metadata, filter)) throw notFound(`Thread ${threadId} not found`);
+  }
+  return deps.runs.create(
+    orgOf(c),
+    threadId,
+    { ...b, metadata: value.metadata },
+    c.req.raw.headers,
+    c.get("auth"),
+    kwargs,
+  );
+}
+
 export function runRoutes(deps: AgentDeps) {
   const { runs, storage } = deps;
 
-  /**
-   * Admits a run as this user may (`threads:create_run`): the thread, when it exists, must be visible
-   * to them, the handler may stamp the run's metadata (a thread the run creates gets it too), and the
-   * user goes into the run's config for the graph.
-   */
-  const admit = async (c: C, threadId: string | null, b: RunRequest) => {
-    await assertUsableAssistant(deps, orgOf(c), accessOf(deps, c), b.assistant_id);
-    const { filter, value } = await authorize(deps, c, "threads", "create_run", {
-      thread_id: threadId,
-      assistant_id: b.assistant_id,
-      status: "pending",
-      metadata: b.metadata ?? {},
-      kwargs: { input: b.input, command: b.command, config: b.config, context: b.context },
-      multitask_strategy: b.multitask_strategy ?? null,
-      if_not_exists: b.if_not_exists ?? null,
-      after_seconds: b.after_seconds ?? null,
-    });
-    if (threadId !== null && filter) {
-      const thread = await storage.threads.get(orgOf(c), threadId);
-      if (thread && !matchesFilter(thread.metadata, filter)) throw notFound(`Thread ${threadId} not found`);
-    }
-    return runs.create(
-      orgOf(c),
-      threadId,
-      { ...b, metadata: value.metadata },
-      c.req.raw.headers,
-      c.get("auth"),
-    );
-  };
+  const admit = (c: C, threadId: string | null, b: RunRequest) => admitRun(deps, c, threadId, b);
 
   /** Creates a run from the request body; `threadId` null = stateless. */
   const create = async (c: C, threadId: string | null) => {

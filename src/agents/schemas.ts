@@ -73,6 +73,8 @@ export const STREAM_MODES = [
   "events",
   "tasks",
   "checkpoints",
+  "tools",
+  "lifecycle",
 ] as const;
 
 // ---- path parameters -------------------------------------------------------------------------

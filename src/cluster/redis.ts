@@ -118,11 +118,27 @@ export class ClusterBus {
   readonly #link: RedisLink;
   readonly #wakeChannel: string;
   readonly #stopChannel: string;
+  readonly #threadEventsChannel: string;
 
   constructor(link: RedisLink) {
     this.#link = link;
     this.#wakeChannel = `${link.prefix}wake`;
     this.#stopChannel = `${link.prefix}stop`;
+    this.#threadEventsChannel = `${link.prefix}thread-events`;
+  }
+
+  /** A thread's protocol events grew (src/protocol/buffer.ts): its followers in other processes look again. */
+  notifyThreadEvents(org: string, threadId: string): void {
+    void this.#link.commands
+      .publish(this.#threadEventsChannel, JSON.stringify([org, threadId]))
+      .catch(() => undefined);
+  }
+
+  onThreadEvents(handler: (org: string, threadId: string) => void): Promise<() => void> {
+    return this.#link.subscribe(this.#threadEventsChannel, (message) => {
+      const [org, threadId] = JSON.parse(message) as [unknown, unknown];
+      if (typeof org === "string" && typeof threadId === "string") handler(org, threadId);
+    });
   }
 
   wakeWorkers(): void {

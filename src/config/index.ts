@@ -136,6 +136,13 @@ export interface Config {
   sqliteSynchronous: SqliteSynchronous;
   /** How long a finished run's event log stays joinable. */
   streamRetentionSeconds: number;
+  /**
+   * What each thread keeps of its protocol-v2 events (`/threads/{id}/stream/events`), at most: this many
+   * events (`HANGAR_THREAD_EVENTS_MAX`) and this many bytes of their JSON (`HANGAR_THREAD_EVENTS_MAX_BYTES`);
+   * the oldest go first.
+   */
+  threadEventsMax: number;
+  threadEventsMaxBytes: number;
   logLevel: LogLevel;
   /** From `LANGGRAPH_CONFIG`: `{ "<graph id>": { ...config, context?: {...} } }`, applied to default assistants. */
   defaultAssistantConfigs: Record<string, Record<string, unknown>>;
@@ -220,6 +227,8 @@ export const DEFAULTS = Object.freeze({
   maxExecutorThreads: 4,
   sqliteSynchronous: "normal" as SqliteSynchronous,
   streamRetentionSeconds: 300,
+  threadEventsMax: 10_000,
+  threadEventsMaxBytes: 16 * 1024 * 1024,
   logLevel: "info" as LogLevel,
   redisPrefix: "hangar:",
   leaseSeconds: 30,
@@ -270,6 +279,8 @@ export function loadConfig(opts: LoadConfigOptions): Config {
   );
   const logLevel = first(["--log-level", flags.logLevel], ["HANGAR_LOG_LEVEL", env.HANGAR_LOG_LEVEL]);
   const retention = first(["HANGAR_STREAM_RETENTION_SECONDS", env.HANGAR_STREAM_RETENTION_SECONDS]);
+  const threadEventsMax = first(["HANGAR_THREAD_EVENTS_MAX", env.HANGAR_THREAD_EVENTS_MAX]);
+  const threadEventsMaxBytes = first(["HANGAR_THREAD_EVENTS_MAX_BYTES", env.HANGAR_THREAD_EVENTS_MAX_BYTES]);
   const postgres = first(["--postgres-uri", flags.postgresUri], ["POSTGRES_URI", env.POSTGRES_URI]);
   if (postgres && !/^postgres(ql)?:\/\//.test(String(postgres[1]))) {
     throw new ConfigError(`${postgres[0]}: must be a postgres:// or postgresql:// URI`);
@@ -366,6 +377,10 @@ export function loadConfig(opts: LoadConfigOptions): Config {
     streamRetentionSeconds: retention
       ? integer(retention, 0, Number.MAX_SAFE_INTEGER)
       : DEFAULTS.streamRetentionSeconds,
+    threadEventsMax: threadEventsMax ? integer(threadEventsMax, 1, 10_000_000) : DEFAULTS.threadEventsMax,
+    threadEventsMaxBytes: threadEventsMaxBytes
+      ? integer(threadEventsMaxBytes, 1024, Number.MAX_SAFE_INTEGER)
+      : DEFAULTS.threadEventsMaxBytes,
     logLevel: logLevel ? oneOf(logLevel, LOG_LEVELS) : DEFAULTS.logLevel,
     defaultAssistantConfigs,
     apiKeys: parseApiKeys(env.HANGAR_API_KEYS),

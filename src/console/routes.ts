@@ -127,7 +127,8 @@ export function webSocketProtocol(offered: Set<string>): string | false {
  * A WebSocket upgrade from the console carries its API key and Authorization header as subprotocols
  * (`hangar.key.<base64url>`, `hangar.authorization.<base64url>`): they become the request's
  * `X-Api-Key` and `Authorization` headers (when it has none), so authentication reads them as for any
- * request. Only for the data plane's `/execute/ws` upgrades; a value that is no valid header value is
+ * request. Only for the data plane's `/execute/ws` and the protocol's `/threads/{id}/stream/events`
+ * upgrades (a browser's WebSocket cannot send headers, and the SDK refuses them there); a value that is no valid header value is
  * dropped (authentication then refuses the request). Runs before authentication. The handshake must
  * answer a subprotocol the client offered, and never a credential (`webSocketProtocol`): an upgrade
  * that offers credentials and no other subprotocol (`hangar.console`) is a 400 saying so.
@@ -138,7 +139,7 @@ export const consoleWebSocketCredentials: MiddlewareHandler<AppEnv> = async (c, 
     offered &&
     c.req.method === "GET" &&
     c.req.header("upgrade")?.toLowerCase() === "websocket" &&
-    c.req.path.endsWith("/execute/ws")
+    WEBSOCKET_PATHS.test(c.req.path)
   ) {
     const protocols = offered.split(",").map((p) => p.trim());
     if (protocols.some(carriesCredential) && webSocketProtocol(new Set(protocols)) === false) {
@@ -163,6 +164,9 @@ export const consoleWebSocketCredentials: MiddlewareHandler<AppEnv> = async (c, 
   }
   return next();
 };
+
+/** The WebSockets that take credentials as subprotocols: the data plane's and the protocol's stream. */
+const WEBSOCKET_PATHS = /\/execute\/ws$|\/threads\/[^/]+\/stream\/events$/;
 
 /** Visible ASCII and inner spaces: what a key or an Authorization value can be. */
 const HEADER_VALUE = /^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$/;

@@ -25,25 +25,35 @@ export function sseResponse(
   const disconnect = new AbortController();
   let finished = false;
   let heartbeat: NodeJS.Timeout | undefined;
+  let events: AsyncIterator<SseEvent> | undefined;
+  // Pulled: the next event is read only when the client took the last one, so a slow reader holds the
+  // server to one event (and its heartbeats), never a growing queue.
   const stream = new ReadableStream<Uint8Array>({
-    async start(controller) {
+    start(controller) {
       heartbeat = setInterval(() => controller.enqueue(encoder.encode(": heartbeat\n\n")), HEARTBEAT_MS);
+      events = open(disconnect.signal)[Symbol.asyncIterator]();
+    },
+    async pull(controller) {
       try {
-        for await (const e of open(disconnect.signal)) {
-          const id = opts.withIds && e.id !== undefined ? `id: ${e.id}\n` : "";
-          controller.enqueue(encoder.encode(`event: ${e.event}\ndata: ${e.data}\n${id}\n`));
+        const next = await events!.next();
+        if (next.done) {
+          finished = true;
+          clearInterval(heartbeat);
+          controller.close();
+          return;
         }
-        finished = true;
-        controller.close();
+        const e = next.value;
+        const id = opts.withIds && e.id !== undefined ? `id: ${e.id}\n` : "";
+        controller.enqueue(encoder.encode(`event: ${e.event}\ndata: ${e.data}\n${id}\n`));
       } catch (err) {
-        if (!disconnect.signal.aborted) controller.error(err);
-      } finally {
         clearInterval(heartbeat);
+        if (!disconnect.signal.aborted) controller.error(err);
       }
     },
     cancel() {
       clearInterval(heartbeat);
       disconnect.abort();
+      void events?.return?.().catch(() => undefined);
       if (!finished) opts.onDisconnect?.();
     },
   });

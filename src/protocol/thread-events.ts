@@ -55,3 +55,6 @@ export interface ThreadEventFeed {
  * protocol events into the thread's buffer (runs created over REST do not pay for it).
  */
 export const THREAD_EVENTS_KWARG = "thread_events";
+
+/** Set beside it by a resume (`input.respond`, `run.start` on an interrupted thread): the interrupt ids it answers (`input.answered`). */
+export const ANSWERED_INTERRUPTS_KWARG = "thread_events_answered";

@@ -10,25 +10,20 @@
  * - `POST /upload?path=` (multipart, part `file`) → `{path, written}`; `GET /download?path=` → bytes,
  *   both streamed (`files.ts`).
  */
-import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Duplex } from "node:stream";
+import type { ServerResponse } from "node:http";
 import { StringDecoder } from "node:string_decoder";
 import { type Context, Hono } from "hono";
 import type { WebSocketServer } from "ws";
 import { webSocketProtocol } from "../console/routes.js";
 import { HangarError, timedOut, validationFailed } from "../errors.js";
 import { type AppEnv, orgOf } from "../http/context.js";
+import type { UpgradeEnv } from "../http/upgrade.js";
 import { body, params, query } from "../http/validation.js";
 import type { BoxService } from "./boxes.js";
 import type { CommandEvent, StreamName } from "./commands.js";
 import { handleExecSocket } from "./exec-socket.js";
 import { download, upload } from "./files.js";
 import * as S from "./schemas.js";
-
-/** Set by `upgradeHandler` on the request it hands to the app: the raw socket to upgrade. */
-export interface UpgradeEnv {
-  upgrade?: { req: IncomingMessage; socket: Duplex; head: Buffer };
-}
 
 const HOME = "/root";
 /**
@@ -273,60 +268,4 @@ export function dataplaneRoutes(
       await file.body?.cancel(); // the checks' answer without the bytes: the command is stopped
       return new Response(null, { status: file.status, headers: file.headers });
     });
-}
-
-/**
- * The HTTP server's `upgrade` listener: hands the upgrade request to the app (so auth, the route and
- * its checks run as for any request); the WebSocket route upgrades the socket itself, and any other
- * answer (401, 404, 400 NotReady) is written back as a plain HTTP response.
- */
-export function upgradeHandler(
-  fetch: (request: Request, env: UpgradeEnv) => Response | Promise<Response>,
-  /** Whether a browser page at this `Origin` may open it (src/http/ws-origin.ts). */
-  originAllowed: (origin: string | undefined, host: string | undefined) => boolean = () => true,
-) {
-  return async (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    // Node leaves an upgraded socket with no 'error' listener, and auth below awaits: a client that
-    // resets meanwhile would otherwise crash the process (ECONNRESET/EPIPE as an unhandled 'error').
-    socket.on("error", () => socket.destroy());
-    if (!originAllowed(req.headers.origin, req.headers.host)) {
-      const body = JSON.stringify({
-        detail: `WebSocket from origin '${req.headers.origin}' refused: the CORS policy (langgraph.json http.cors) does not allow it`,
-      });
-      socket.end(
-        "HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\n" +
-          `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-      );
-      return;
-    }
-    // Only a GET is upgraded (RFC 6455): any other method would reach the app as a GET of its path.
-    if (req.method !== "GET") {
-      const body = JSON.stringify({ detail: `Only GET requests can be upgraded, got ${req.method}` });
-      socket.end(
-        "HTTP/1.1 405 Method Not Allowed\r\nallow: GET\r\ncontent-type: application/json\r\n" +
-          `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-      );
-      return;
-    }
-    const host = req.headers.host ?? "localhost";
-    const headers = new Headers();
-    for (const [key, value] of Object.entries(req.headers)) {
-      if (typeof value === "string") headers.set(key, value);
-      else if (Array.isArray(value)) for (const v of value) headers.append(key, v);
-    }
-    try {
-      const response = await fetch(new Request(`http://${host}${req.url ?? "/"}`, { headers }), {
-        upgrade: { req, socket, head },
-      });
-      if (response.headers.get("x-hangar-upgraded") === "1") return;
-      const text = await response.text();
-      socket.end(
-        `HTTP/1.1 ${response.status} ${response.statusText || "Error"}\r\n` +
-          `content-type: ${response.headers.get("content-type") ?? "text/plain"}\r\n` +
-          `content-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
-      );
-    } catch {
-      socket.destroy();
-    }
-  };
 }

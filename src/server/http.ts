@@ -22,12 +22,18 @@ import type { AppEnv } from "../http/context.js";
 import { docsRoutes } from "../http/docs-routes.js";
 import type { ApiDocs } from "../http/openapi.js";
 import type { Logger } from "../logger.js";
+import { ThreadEventHub } from "../protocol/buffer.js";
+import { protocolApiDocs, protocolRoutes } from "../protocol/routes.js";
+import { protocolSocketRoutes } from "../protocol/socket.js";
+import type { ThreadEventFeed } from "../protocol/thread-events.js";
 import { sandboxRoutes } from "../sandboxes/routes.js";
 import { uiApiDocs, uiRoutes } from "../ui/routes.js";
 import type { Sandboxes } from "./sandboxes.js";
 
 export interface ServerAppDeps extends AgentDeps {
   sandboxes: Sandboxes;
+  /** Protocol-v2 thread events, followed from any process (src/protocol/buffer.ts); default: this storage's, unnotified. */
+  threadEvents?: ThreadEventFeed;
 }
 
 const SANDBOXES_MOUNT = "/v2/sandboxes";
@@ -59,6 +65,15 @@ function mountRouteGroups(app: Hono<AppEnv>, deps: ServerAppDeps, log: Logger): 
   if (!http.disable_assistants) app.route("/", assistantRoutes(deps));
   if (!http.disable_threads) app.route("/", threadRoutes(deps));
   if (!http.disable_runs) app.route("/", runRoutes(deps));
+  // The thread-centric streaming protocol: commands start runs, streams read threads.
+  if (!http.disable_runs && !http.disable_threads) {
+    const protocol = {
+      ...deps,
+      threadEvents: deps.threadEvents ?? new ThreadEventHub(deps.storage.threadEvents),
+    };
+    app.route("/", protocolRoutes(protocol));
+    app.route("/", protocolSocketRoutes(protocol)); // the same over a WebSocket
+  }
   if (!http.disable_runs) app.route("/", cronRoutes(deps)); // crons make runs: they go with the runs group
   if (!http.disable_store) app.route("/", storeRoutes(deps));
   if (!http.disable_a2a) app.route("/", a2aRoutes(deps, log));
@@ -80,7 +95,7 @@ async function apiDocAreas(): Promise<ApiDocs[]> {
     import("../agents/api-docs.js"),
     import("../sandboxes/api-docs.js"),
   ]);
-  return [agentApiDocs, sandboxApiDocs, uiApiDocs, consoleApiDocs];
+  return [agentApiDocs, sandboxApiDocs, uiApiDocs, consoleApiDocs, protocolApiDocs];
 }
 
 /** What /openapi.json says the project's auth handler checks: its declared schemes, else a bearer token. */

@@ -9,11 +9,15 @@ import { ThreadStateService } from "../agents/state.js";
 import { CustomAuth } from "../auth/custom.js";
 import type { ClusterBus, RedisLink } from "../cluster/redis.js";
 import type { Config } from "../config/index.js";
+import { webSocketProtocol } from "../console/routes.js";
 import { secureDataDir } from "../data-dir.js";
 import { loadCustomApp } from "../http/custom-app.js";
 import { underPrefix } from "../http/mount-prefix.js";
+import { upgradeHandler } from "../http/upgrade.js";
 import { webSocketOriginAllowed } from "../http/ws-origin.js";
 import type { Logger } from "../logger.js";
+import { ThreadEventBuffer, ThreadEventHub } from "../protocol/buffer.js";
+import { isProtocolSocketPath } from "../protocol/socket.js";
 import { CronScheduler } from "../runtime/crons/scheduler.js";
 import { CronService } from "../runtime/crons/service.js";
 import { defaultAssistantId, GraphRegistry } from "../runtime/graphs/graphs.js";
@@ -28,7 +32,6 @@ import { WorkerStatsTable } from "../runtime/runs/worker-stats.js";
 import { loadStoreSettings } from "../runtime/store/config.js";
 import { HangarStore } from "../runtime/store/store.js";
 import { StoreSweeper } from "../runtime/store/sweeper.js";
-import { upgradeHandler } from "../sandboxes/dataplane.js";
 import { sandboxDirs } from "../sandboxes/engines/index.js";
 import { DEFAULT_ORG, type Storage } from "../storage/ports.js";
 import { openStorage } from "../storage/sql/index.js";
@@ -115,9 +118,17 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     const logs: RunLogs = redis ? new RedisRunLogs(redis, retention) : new MemoryRunLogs(retention);
     const localFetch = (request: Request) => Promise.resolve(app.fetch(request));
     const leaseMs = config.leaseSeconds * 1000;
+    // Protocol-v2 thread events: written by whichever process executes a run, followed from any.
+    const threadEventFeed = new ThreadEventHub(storage.threadEvents, clusterBus);
+    const threadEvents = new ThreadEventBuffer(
+      storage.threadEvents,
+      { maxEvents: config.threadEventsMax, maxBytes: config.threadEventsMaxBytes },
+      threadEventFeed.notify,
+      log,
+    );
     // With executor threads, this thread's dispatcher executes nothing: it wakes and signals them.
     const dispatcher = new Dispatcher(
-      { graphs, storage, logs, log, localFetch, store, webhooks: config.webhooks, apiUrl },
+      { graphs, storage, logs, log, localFetch, store, webhooks: config.webhooks, apiUrl, threadEvents },
       {
         concurrency: threads ? 0 : config.workers,
         leaseMs,
@@ -156,6 +167,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         auth,
         workers: workerStats,
         ui,
+        threadEvents: threadEventFeed,
       },
       log,
       customApp,
@@ -170,7 +182,13 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       ? loopbackUrl(config.host, (server.address() as AddressInfo).port) + (prefix ?? "")
       : null;
     heard(serverUrl);
-    threads?.start({ serverUrl, logs, localFetch, onStoreExpiry: (at) => sweeper.expiresAt(at) });
+    threads?.start({
+      serverUrl,
+      logs,
+      localFetch,
+      onStoreExpiry: (at) => sweeper.expiresAt(at),
+      onThreadEvents: (org, threadId) => threadEventFeed.wake(org, threadId),
+    });
     // Executor threads spawn when a run needs them: now, if the queue holds runs from before.
     if (threads && (await storage.runs.stats()).n_pending > 0) threads.wakeWorkers();
     await dispatcher.start();
@@ -198,6 +216,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         await sandboxes.boxes.close(); // every sandbox process is gone before the process exits
         await ui?.close();
         await logs.close();
+        await threadEventFeed.close();
         if (server && "closeAllConnections" in server) server.closeAllConnections();
         await redis?.close();
         await storage.close();
@@ -221,10 +240,16 @@ async function listen(
   config: Config,
 ) {
   const server = serve({ fetch, hostname: config.host, port: config.port });
-  // Sandbox data-plane WebSockets (`/execute/ws`): the upgrade goes through the app like any request.
+  // WebSockets (the sandbox data plane's `/execute/ws`, the protocol's stream): the upgrade goes
+  // through the app like any request; the protocol's rejections are close codes.
   server.on(
     "upgrade",
-    upgradeHandler((request, env) => fetch(request, env), webSocketOriginAllowed(config.http.cors)),
+    upgradeHandler(
+      (request, env) => fetch(request, env),
+      webSocketOriginAllowed(config.http.cors),
+      isProtocolSocketPath,
+      webSocketProtocol,
+    ),
   );
   await new Promise<void>((resolve, reject) => {
     server.once("listening", resolve);

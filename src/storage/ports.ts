@@ -11,10 +11,12 @@ import type { AuthFilter } from "./filter.js";
 import type { SandboxBoxesRepo, SandboxesRepo } from "./sandbox-ports.js";
 import type { MultitaskStrategy, RunStatus, ThreadStatus } from "./statuses.js";
 import type { StoreRepo } from "./store-ports.js";
+import type { ThreadEventsRepo } from "./thread-event-ports.js";
 
 export type * from "./cron-ports.js";
 export type * from "./sandbox-ports.js";
 export type * from "./store-ports.js";
+export type * from "./thread-event-ports.js";
 
 export type JsonObject = Record<string, unknown>;
 export type SortOrder = "asc" | "desc";
@@ -463,5 +465,7 @@ export interface Storage {
   readonly auth: AuthRepo;
   readonly crons: CronsRepo;
   readonly store: StoreRepo;
+  /** Protocol-v2 thread events (thread-event-ports.ts). */
+  readonly threadEvents: ThreadEventsRepo;
   close(): Promise<void>;
 }

@@ -23,6 +23,9 @@ export class Cluster {
   #db: FreshDatabase | undefined;
   readonly #prefix = `hangar-e2e-${randomBytes(5).toString("hex")}:`;
 
+  /** `config`: the langgraph.json every process serves (default: the examples'); `env`: more environment. */
+  constructor(private readonly opts: { config?: string; env?: Record<string, string> } = {}) {}
+
   get uri(): string {
     if (!this.#db) throw new Error("create() the cluster first");
     return this.#db.uri;
@@ -36,6 +39,7 @@ export class Cluster {
   #start(command: "serve" | "worker"): Promise<Hangar> {
     return startHangar({
       command,
+      ...(this.opts.config && { config: this.opts.config }),
       args: command === "serve" ? ["--no-workers"] : ["--workers", "8"],
       env: {
         POSTGRES_URI: this.uri,
@@ -43,6 +47,7 @@ export class Cluster {
         HANGAR_REDIS_PREFIX: this.#prefix,
         HANGAR_LEASE_SECONDS: "2",
         HANGAR_LOG_LEVEL: "info",
+        ...this.opts.env,
       },
     });
   }

@@ -44,6 +44,8 @@ export type ThreadMessage =
   | { type: "fetch"; request: LocalRequest }
   | { type: "wake" }
   | { type: "store-expiry"; at: number }
+  /** A thread's protocol events were written: followers on the API thread look again. */
+  | { type: "thread-events"; org: string; threadId: string }
   | { type: "closed" };
 
 export type ParentMessage =
@@ -69,6 +71,8 @@ export interface ThreadServices {
   localFetch: (request: Request) => Promise<Response>;
   /** A thread's store write set a TTL: the sweeper should look then. */
   onStoreExpiry: (at: number) => void;
+  /** An executor thread wrote protocol events of a thread (src/protocol/buffer.ts). */
+  onThreadEvents: (org: string, threadId: string) => void;
 }
 
 /** The thread's entry: registers the TypeScript loader (threads do not inherit it), then loads the thread. */
@@ -154,6 +158,8 @@ export class ExecutorThreads implements WorkerBus {
           return this.wakeWorkers();
         case "store-expiry":
           return this.#services?.onStoreExpiry(message.at);
+        case "thread-events":
+          return this.#services?.onThreadEvents(message.org, message.threadId);
         case "closed":
           markClosed();
           return void worker.terminate();

@@ -6,6 +6,7 @@
 
 import { type MessagePort, parentPort, workerData } from "node:worker_threads";
 import { createLogger } from "../../logger.js";
+import { ThreadEventBuffer } from "../../protocol/buffer.js";
 import { DEFAULT_ORG, type StopAction, type Storage } from "../../storage/ports.js";
 import { openStorage } from "../../storage/sql/index.js";
 import type { RunEvent, RunLogs } from "../../streams/run-log.js";
@@ -133,8 +134,25 @@ async function main(): Promise<void> {
     const graphs = await GraphRegistry.load(config.graphs, storage.checkpointer, store, {
       schemaTimeoutMs: config.schemaResolveTimeoutMs,
     });
+    // Protocol events are written here; the API thread's followers are told (they read storage).
+    const threadEvents = new ThreadEventBuffer(
+      storage.threadEvents,
+      { maxEvents: config.threadEventsMax, maxBytes: config.threadEventsMaxBytes },
+      (org, threadId) => send({ type: "thread-events", org, threadId }),
+      log,
+    );
     dispatcher = new Dispatcher(
-      { graphs, storage, logs, log, localFetch: local.fetch, store, webhooks: config.webhooks, apiUrl },
+      {
+        graphs,
+        storage,
+        logs,
+        log,
+        localFetch: local.fetch,
+        store,
+        webhooks: config.webhooks,
+        apiUrl,
+        threadEvents,
+      },
       {
         concurrency: slots,
         leaseMs: config.leaseSeconds * 1000,

@@ -2,6 +2,15 @@ import { BaseCallbackHandler } from "@langchain/core/callbacks/base";
 import { Command, INTERRUPT, Send } from "@langchain/langgraph";
 import type { WebhooksConfig } from "../../config/index.js";
 import type { Logger } from "../../logger.js";
+import type { ThreadEventBuffer, ThreadEventWriter } from "../../protocol/buffer.js";
+import {
+  type ProducedEvent,
+  protocolGraphModes,
+  RestProtocolModes,
+  type RunEnding,
+  ThreadEventConverter,
+} from "../../protocol/events.js";
+import { ANSWERED_INTERRUPTS_KWARG, THREAD_EVENTS_KWARG } from "../../protocol/thread-events.js";
 import type { JsonObject, OrgId, Run, Storage } from "../../storage/ports.js";
 import type { RunLogs } from "../../streams/run-log.js";
 import type { CompiledGraph, GraphRegistry } from "../graphs/graphs.js";
@@ -31,6 +40,8 @@ export interface ExecutorDeps {
   webhooks?: WebhooksConfig;
   /** The API URL runs tell graph code (`langgraph_api_url`, provideGraphHost); absent: none. */
   apiUrl?: () => string | undefined;
+  /** Where runs started through the protocol (`thread_events` in kwargs) write their protocol events. */
+  threadEvents?: ThreadEventBuffer;
 }
 
 /** Stream modes a client may ask for, and the LangGraph mode that feeds each. */
@@ -58,6 +69,8 @@ const GRAPH_MODE: Record<string, string | null> = {
   custom: "custom",
   tasks: "tasks",
   checkpoints: "checkpoints",
+  tools: null, // from callbacks (ProtocolRun)
+  lifecycle: null, // from the chunks of every namespace (ProtocolRun)
   "messages-tuple": "messages",
   messages: "messages",
   events: null, // served from streamEvents
@@ -111,13 +124,16 @@ export async function executeRun(
 
   let graph: CompiledGraph | undefined;
   let outcome: RunOutcome | undefined;
+  const protocol = ProtocolRun.open(deps, run, org, graphId, publish, release?.atLeast(0, 3, 0) ?? true);
   try {
     graph = await deps.graphs.get(graphId, config, { durable: !kwargs.temporary });
     const input = await runInput(storage, run, configurable);
+    protocol?.start();
     // The legacy `messages` mode streams the tokens of every chat model, subgraphs' included, as the
     // reference does (it reads them from streamEvents): the graph streams subgraphs for it, and only
     // their message tuples are kept unless the client asked for subgraphs.
-    const subgraphs = kwargs.stream_subgraphs || kwargs.stream_mode.includes("messages");
+    const subgraphs =
+      kwargs.stream_subgraphs || kwargs.stream_mode.includes("messages") || protocol?.subgraphs === true;
     const emit = modeEmitter(kwargs.stream_mode, kwargs.stream_subgraphs, publish);
     const final = new FinalState(release?.valuesShowStaticInterrupts ?? true);
     const onChunk = (chunk: unknown) => {
@@ -126,12 +142,18 @@ export async function executeRun(
         : [[] as string[], ...(chunk as [string, unknown])];
       if (mode === "values" && ns.length === 0) final.sawValues(data);
       emit(mode, ns, data);
+      protocol?.chunk(ns, mode, data);
     };
     const graphModes = [
       ...new Set([
         "values",
         ...kwargs.stream_mode.map((m) => GRAPH_MODE[m]).filter((m): m is string => Boolean(m)),
+        ...(protocol?.graphModes ?? []),
       ]),
+    ];
+    const callbacks = [
+      ...(showsChunks(kwargs.stream_mode, graphModes) ? [preferStreaming] : []),
+      ...(protocol?.callbacks ?? []),
     ];
     const options = {
       ...config,
@@ -150,7 +172,7 @@ export async function executeRun(
       // `checkpoints` show them (`values` reads them back the same either way). Without a messages mode
       // a handler that only asks them to stream does it; it costs about 1 ms of CPU per run, so only
       // runs that would show the difference get it. (A run's config comes from JSON: no callbacks.)
-      ...(showsChunks(kwargs.stream_mode, graphModes) && { callbacks: [preferStreaming] }),
+      ...(callbacks.length > 0 && { callbacks }),
     };
     if (kwargs.stream_mode.includes("events")) {
       for await (const event of graph.streamEvents(input, { ...options, version: "v2" })) {
@@ -171,6 +193,8 @@ export async function executeRun(
   }
 
   if (outcome.status === "error") publish("error", outcome.error);
+  // The protocol's events are stored before the run counts as ended (a reader that sees it ended has them).
+  await protocol?.finish(outcome);
   try {
     if ((await retryOnce(() => record(storage, run, org, outcome))) === "superseded") {
       // This worker lost the run (its lease expired and another attempt took over): the readers, the
@@ -195,6 +219,100 @@ export async function executeRun(
   // Delivered in the background: a slow receiver must not hold a worker slot.
   if (kwargs.webhook) void sendWebhook(deps, run, outcome);
   return outcome.status;
+}
+
+/**
+ * A run's protocol side: what its graph must stream for the protocol's events (the thread's buffer,
+ * for runs started through the protocol) and for the `tools` / `lifecycle` REST modes, and the
+ * converter both read. Null for a run that asks for neither: it pays nothing.
+ */
+class ProtocolRun {
+  static open(
+    deps: ExecutorDeps,
+    run: Run,
+    org: OrgId,
+    graphId: string,
+    publish: (event: string, data: unknown) => void,
+    streamsTasks: boolean,
+  ): ProtocolRun | null {
+    const modes = run.kwargs.stream_mode;
+    const rest = { tools: modes.includes("tools"), lifecycle: modes.includes("lifecycle") };
+    const writer =
+      run.kwargs[THREAD_EVENTS_KWARG] === true && deps.threadEvents && !run.kwargs.temporary
+        ? deps.threadEvents.writer(org, run.thread_id)
+        : undefined;
+    if (!writer && !rest.tools && !rest.lifecycle) return null;
+    return new ProtocolRun(run, graphId, writer, rest, publish, streamsTasks);
+  }
+
+  readonly graphModes: string[];
+  readonly callbacks: unknown[];
+  /** The graph streams every namespace: protocol events and lifecycle show subgraphs. */
+  readonly subgraphs: boolean;
+  readonly #converter: ThreadEventConverter;
+  readonly #writer: ThreadEventWriter | undefined;
+
+  private constructor(
+    private readonly run: Run,
+    graphId: string,
+    writer: ThreadEventWriter | undefined,
+    rest: { tools: boolean; lifecycle: boolean },
+    publish: (event: string, data: unknown) => void,
+    streamsTasks: boolean,
+  ) {
+    this.#writer = writer;
+    const restModes =
+      rest.tools || rest.lifecycle ? new RestProtocolModes(rest, run.kwargs.stream_subgraphs, publish) : null;
+    this.#converter = new ThreadEventConverter({
+      runId: run.run_id,
+      graphName: graphId,
+      toPlain,
+      emit: (e: ProducedEvent) => {
+        writer?.push(e);
+        restModes?.event(e);
+      },
+    });
+    const allModes = protocolGraphModes(streamsTasks);
+    // A REST run with `lifecycle` only needs what shows namespaces start and end; with `tools` only, callbacks.
+    this.graphModes = writer
+      ? allModes
+      : rest.lifecycle
+        ? allModes.filter((m) => m !== "messages" && m !== "custom")
+        : [];
+    this.subgraphs = Boolean(writer) || rest.lifecycle;
+    this.callbacks = writer || rest.tools ? [this.#converter.toolCallbacks()] : [];
+  }
+
+  /** The root `running`, and `input.answered` for the interrupts this run resumes (set by the command). */
+  start(): void {
+    const answered = this.run.kwargs[ANSWERED_INTERRUPTS_KWARG];
+    this.#converter.start(this.#writer && Array.isArray(answered) && this.run.attempt === 1 ? answered : []);
+  }
+
+  chunk(ns: string[], mode: string, data: unknown): void {
+    this.#converter.chunk(ns, mode, data);
+  }
+
+  async finish(outcome: RunOutcome): Promise<void> {
+    if (outcome.status === "handed_back") {
+      // It executes again (here after a restart, or elsewhere): that attempt ends it.
+      await this.#writer?.close();
+      return;
+    }
+    const ending: RunEnding =
+      outcome.status === "error"
+        ? { status: "error", error: outcome.error }
+        : outcome.status === "success"
+          ? {
+              status: "success",
+              interrupted: Object.keys(outcome.interrupts ?? {}).length > 0 || outcome.hasNext === true,
+            }
+          : { status: "interrupted" };
+    if (outcome.status === "success" && ending.status === "success" && ending.interrupted)
+      this.#converter.chunk([], "values", { __interrupt__: Object.values(outcome.interrupts ?? {}).flat() });
+    this.#converter.finish(ending);
+    await this.#writer?.close();
+  }
 }
 
 async function readFinalState(graph: CompiledGraph, threadId: string): Promise<RunOutcome> {

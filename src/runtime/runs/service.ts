@@ -107,6 +107,8 @@ export class RunService {
     body: RunRequest,
     headers: Headers,
     user?: AuthContext,
+    /** More kwargs for the executor (the protocol's `thread_events`). */
+    extraKwargs?: JsonObject,
   ): Promise<Run> {
     const assistant = await this.assistant(org, body.assistant_id);
     await this.checkWebhook(body.webhook);
@@ -155,6 +157,7 @@ export class RunService {
       feedback_keys: body.feedback_keys ?? undefined,
       durability: durabilityOf(body),
       temporary: stateless && (body.on_completion ?? "delete") === "delete",
+      ...extraKwargs,
     };
     const { run, runningToStop, pendingSettled } = await this.storage.runs.admit(org, {
       run_id: runId,

@@ -8,6 +8,7 @@ import { SqlRuns } from "./runs/index.js";
 import { SqlSandboxBoxes } from "./sandboxes/boxes.js";
 import { SqlSandboxes } from "./sandboxes/volumes-templates.js";
 import { SqlStore } from "./store.js";
+import { SqlThreadEvents } from "./thread-events.js";
 import { SqlThreads } from "./threads.js";
 
 /** The storage port over one SQL database, either engine (database.ts). */
@@ -24,6 +25,7 @@ function storageOver(database: SqlDatabase): Storage {
     auth: new SqlAuth(database),
     crons: new SqlCrons(database),
     store: new SqlStore(database),
+    threadEvents: new SqlThreadEvents(database),
     close: () => database.close(),
   };
 }

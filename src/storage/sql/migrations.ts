@@ -354,6 +354,31 @@ export const MIGRATIONS: HangarMigration[] = [
         (table) => `ALTER TABLE ${table} ADD COLUMN metadata ${t.json} NOT NULL DEFAULT '{}'`,
       ),
   },
+  {
+    // Protocol-v2 thread events (thread-events.ts). Keyed by organization too, with no foreign key to
+    // threads: they go with their thread in deleteThreads.
+    name: "0005_thread_events",
+    up: (t) => [
+      `CREATE TABLE thread_event_heads (
+        org_id ${t.id} NOT NULL,
+        thread_id ${t.id} NOT NULL,
+        last_seq ${t.bigint} NOT NULL,
+        first_seq ${t.bigint} NOT NULL,
+        bytes ${t.bigint} NOT NULL,
+        PRIMARY KEY (org_id, thread_id)
+      )`,
+      `CREATE TABLE thread_events (
+        org_id ${t.id} NOT NULL,
+        thread_id ${t.id} NOT NULL,
+        seq ${t.bigint} NOT NULL,
+        bytes INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (org_id, thread_id, seq)
+      )`,
+      "CREATE INDEX thread_events_thread ON thread_events (thread_id)",
+      "CREATE INDEX thread_event_heads_thread ON thread_event_heads (thread_id)",
+    ],
+  },
 ];
 
 /**

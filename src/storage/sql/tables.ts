@@ -98,6 +98,16 @@ export interface Tables {
   store_vectors: { org_id: string; namespace: string; key: string; field: string; embedding: unknown };
   sandbox_pools: Omit<Stored<PoolRecord, ["metadata"]>, "template_name"> & Seq;
   sandbox_boxes: Omit<Stored<BoxRecord, ["metadata"]>, "template_name"> & Seq;
+  /** Protocol-v2 thread events (thread-events.ts): per thread, the last seq given and what is kept. */
+  thread_event_heads: {
+    org_id: string;
+    thread_id: string;
+    last_seq: number;
+    first_seq: number;
+    bytes: number;
+  };
+  /** `data`: the event's JSON text, as served (not parsed by either engine). */
+  thread_events: { org_id: string; thread_id: string; seq: number; bytes: number; data: string };
 }
 
 /** A row of the table, as read. */

@@ -8,6 +8,7 @@ import { all, changed, type Executor, first, type SqlDatabase, SqlRepo, type TxS
 import { sql } from "./kysely.js";
 import { slots } from "./prepared.js";
 import { type Row, recordOf, type Tables, THREAD_JSON } from "./tables.js";
+import { deleteThreadEvents } from "./thread-events.js";
 
 export type ThreadRow = Row<"threads">;
 
@@ -135,6 +136,7 @@ export function* deleteThreads(tx: Executor, threadIds: string[]): TxSteps<void>
   if (!threadIds.length) return;
   yield* changed(tx.deleteFrom("runs").where("thread_id", "in", threadIds));
   yield* deleteThreadCheckpoints(tx, threadIds);
+  yield* deleteThreadEvents(tx, threadIds);
   yield* changed(tx.deleteFrom("threads").where("thread_id", "in", threadIds));
 }
 
