@@ -111,7 +111,7 @@ export function threadRoutes(deps: AgentDeps) {
     .get("/threads/:thread_id/state", async (c) => {
       const thread = await load(c);
       const { subgraphs } = query(c, S.StateQuery);
-      return c.json(await state.get(thread, {}, subgraphs));
+      return c.json(await state.get(orgOf(c), thread, {}, subgraphs));
     })
     .post("/threads/:thread_id/state", async (c) => {
       const thread = await load(c, "update");
@@ -138,13 +138,13 @@ export function threadRoutes(deps: AgentDeps) {
     .post("/threads/:thread_id/state/checkpoint", async (c) => {
       const thread = await load(c);
       const b = await body(c, S.StateCheckpoint);
-      return c.json(await state.get(thread, b.checkpoint, b.subgraphs ?? false));
+      return c.json(await state.get(orgOf(c), thread, b.checkpoint, b.subgraphs ?? false));
     })
     .get("/threads/:thread_id/state/:checkpoint_id", async (c) => {
       const thread = await load(c);
       const { checkpoint_id } = params(c, S.CheckpointPath);
       const { subgraphs } = query(c, S.StateQuery);
-      const found = await state.get(thread, { checkpoint_id }, subgraphs);
+      const found = await state.get(orgOf(c), thread, { checkpoint_id }, subgraphs);
       if (found.checkpoint === null && thread.metadata.graph_id)
         throw notFound(`Checkpoint ${checkpoint_id} not found`);
       return c.json(found);
@@ -152,7 +152,7 @@ export function threadRoutes(deps: AgentDeps) {
     .get("/threads/:thread_id/history", async (c) => {
       const thread = await load(c);
       const q = query(c, S.HistoryQuery);
-      return c.json(await state.history(thread, { limit: q.limit, before: q.before }));
+      return c.json(await state.history(orgOf(c), thread, { limit: q.limit, before: q.before }));
     })
     .post("/threads/:thread_id/history", async (c) => {
       const thread = await load(c);
@@ -165,7 +165,7 @@ export function threadRoutes(deps: AgentDeps) {
             : b.before;
       const before = (typeof ref === "string" ? ref : ref?.checkpoint_id) ?? undefined;
       return c.json(
-        await state.history(thread, {
+        await state.history(orgOf(c), thread, {
           limit: b.limit,
           before,
           metadata: b.metadata ?? undefined,
