@@ -134,6 +134,7 @@ for (const adapter of ADAPTERS) {
           "type",
           "checkpoint",
           "metadata",
+          "org_id", // added by 0006_org_scoped_ids (Postgres appends a column)
         ]);
         const writeColumns = await columns("checkpoint_writes");
         for (const c of ["task_path", "run_id"]) assert.ok(writeColumns.includes(c), writeColumns.join());
@@ -141,7 +142,7 @@ for (const adapter of ADAPTERS) {
           "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'checkpoints_thread_run'",
           [fx.schema],
         );
-        assert.match(index?.indexdef ?? "", /\(thread_id, run_id\)$/);
+        assert.match(index?.indexdef ?? "", /\(org_id, thread_id, run_id\)$/);
         // A second process opening the schema finds nothing left to migrate.
         await fx.another();
         const applied = await fx.sql<{ name: string }>("SELECT name FROM hangar_migration ORDER BY name");
@@ -352,7 +353,7 @@ for (const adapter of ADAPTERS) {
         ]);
         assert.deepEqual(ids(await collect(saver.list(cfg("t", { ns: "sub:1" })))), [cid(9)]);
         // no thread: every thread
-        assert.equal((await collect(saver.list({}))).length, 8);
+        assert.equal((await collect(saver.list({ configurable: { [CHECKPOINT_ORG_KEY]: ORG } }))).length, 8);
 
         const [top] = await collect(saver.list(root, { limit: 1 }));
         assert.deepEqual(top.parentConfig, {
@@ -378,7 +379,7 @@ for (const adapter of ADAPTERS) {
         assert.equal((await collect(saver.list(cfg("long"), { limit: 150 }))).length, 150);
         const odd = ids(await collect(saver.list(cfg("long"), { filter: { tag: "odd" }, limit: 120 })));
         assert.equal(odd.length, 115);
-        const everything = ids(await collect(saver.list({})));
+        const everything = ids(await collect(saver.list({ configurable: { [CHECKPOINT_ORG_KEY]: ORG } })));
         assert.equal(everything.length, 260);
         assert.equal(new Set(everything).size, 260);
         assert.equal(everything[0], cid(260));
@@ -601,7 +602,7 @@ for (const adapter of ADAPTERS) {
         assert.equal(md(src)?.thread_id, "src");
         // metadata without thread_id (rows not written by put) is copied unchanged
         await fx.sql(
-          "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, type, checkpoint, metadata) SELECT 'raw', checkpoint_ns, checkpoint_id, type, checkpoint, $1 FROM checkpoints WHERE thread_id = 'src' AND checkpoint_id = $2",
+          "INSERT INTO checkpoints (org_id, thread_id, checkpoint_ns, checkpoint_id, type, checkpoint, metadata) SELECT org_id, 'raw', checkpoint_ns, checkpoint_id, type, checkpoint, $1 FROM checkpoints WHERE thread_id = 'src' AND checkpoint_id = $2",
           [Buffer.from(JSON.stringify({ source: "loop", step: 5, parents: {} })), cid(2)],
         );
         await saver.copyThread(ORG, "raw", "raw-copy");
