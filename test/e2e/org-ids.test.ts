@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import { Client } from "@langchain/langgraph-sdk";
+import { CHECKPOINT_ORG_KEY } from "../../src/storage/ports.js";
 import { type FreshDatabase, freshDatabase, PG_SKIP } from "../helpers/postgres.js";
 import { contents, type Hangar, http, human, rejection, startHangar } from "../helpers/server.js";
 
@@ -110,6 +111,28 @@ function suite(engine: "sqlite" | "postgres") {
     await b.assistants.delete(assistantId);
     assert.equal((await a.assistants.get(assistantId)).name, "a's agent");
     assert.match(JSON.stringify((await a.threads.getState(threadId)).values), /a again/);
+  });
+
+  test("a client's configurable or checkpoint cannot name another organization", T, async () => {
+    const threadId = randomUUID();
+    await a.threads.create({ threadId });
+    await a.runs.wait(threadId, "agent", { input: human("a's secret") });
+    await b.threads.create({ threadId });
+    const forged = { [CHECKPOINT_ORG_KEY]: "org-a" };
+    await b.runs.wait(threadId, "agent", { input: human("b forged"), config: { configurable: forged } });
+    const read = await http(
+      h.url,
+      "POST",
+      `/threads/${threadId}/state/checkpoint`,
+      { checkpoint: { thread_id: threadId, ...forged } },
+      as(KEY_B),
+    );
+    assert.equal(read.status, 200);
+    assert.doesNotMatch(read.text, /secret/);
+    assert.doesNotMatch(read.text, /__hangar_org/, "the key stays inside the server");
+    const stateA = JSON.stringify((await a.threads.getState(threadId)).values);
+    assert.match(stateA, /a's secret/);
+    assert.doesNotMatch(stateA, /b forged/);
   });
 
   test("subgraph checkpoints of the same thread id stay in their organization", T, async () => {
