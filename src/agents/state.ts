@@ -2,7 +2,7 @@ import { badRequest, conflict, notFound } from "../errors.js";
 import type { CompiledGraph, GraphRegistry } from "../runtime/graphs/graphs.js";
 import { toPlain } from "../runtime/graphs/serialize.js";
 import { checkpointRef, interruptsByTask } from "../runtime/runs/checkpoint-ref.js";
-import type { OrgId, Storage, Thread } from "../storage/ports.js";
+import { CHECKPOINT_ORG_KEY, type OrgId, type Storage, type Thread } from "../storage/ports.js";
 
 /** A LangGraph StateSnapshot in the wire shape of the official servers (ThreadState). */
 export function toThreadState(snapshot: any): Record<string, unknown> {
@@ -54,11 +54,11 @@ export class ThreadStateService {
     return this.graphs.get(graphId, thread.config);
   }
 
-  async get(thread: Thread, checkpoint: Record<string, unknown> = {}, subgraphs = false) {
+  async get(org: OrgId, thread: Thread, checkpoint: Record<string, unknown> = {}, subgraphs = false) {
     const graph = await this.graphOf(thread);
     if (!graph) return EMPTY_STATE;
     const snapshot = await graph.getState(
-      { configurable: checkpointConfig(thread.thread_id, checkpoint) },
+      { configurable: checkpointConfig(org, thread.thread_id, checkpoint) },
       { subgraphs },
     );
     // LangGraph answers an unknown checkpoint with an empty snapshot (no creation time).
@@ -68,6 +68,7 @@ export class ThreadStateService {
   }
 
   async history(
+    org: OrgId,
     thread: Thread,
     opts: {
       limit: number;
@@ -80,7 +81,7 @@ export class ThreadStateService {
     if (!graph) return [];
     const out: unknown[] = [];
     const config = {
-      configurable: checkpointConfig(thread.thread_id, opts.checkpoint),
+      configurable: checkpointConfig(org, thread.thread_id, opts.checkpoint),
     };
     const iterator = graph.getStateHistory(config, {
       limit: opts.limit,
@@ -102,12 +103,13 @@ export class ThreadStateService {
     const graph = await this.graphOf(thread);
     if (!graph)
       throw badRequest(`Thread ${thread.thread_id} has no graph yet: run it once before updating its state`);
-    const checkpoint = checkpointConfig(thread.thread_id, update.checkpoint);
+    const checkpoint = checkpointConfig(org, thread.thread_id, update.checkpoint);
     const config = await rejectAsBadRequest("state update", () =>
       graph.updateState({ configurable: checkpoint }, update.values, update.asNode),
     );
     await this.record(org, thread.thread_id, graph);
-    return { checkpoint: config.configurable };
+    const { [CHECKPOINT_ORG_KEY]: _, ...written } = config.configurable ?? {};
+    return { checkpoint: written };
   }
 
   /** Applies `supersteps` on a new thread (threads.create with supersteps). */
@@ -116,7 +118,7 @@ export class ThreadStateService {
     if (!graph) throw badRequest("supersteps need metadata.graph_id naming a registered graph");
     await rejectAsBadRequest("supersteps", () =>
       graph.bulkUpdateState(
-        { configurable: { thread_id: thread.thread_id, checkpoint_ns: "" } },
+        { configurable: checkpointConfig(org, thread.thread_id) },
         supersteps.map((s) => ({
           updates: s.updates.map((u) => ({ values: u.values, asNode: u.as_node, command: u.command })),
         })),
@@ -126,7 +128,7 @@ export class ThreadStateService {
   }
 
   async record(org: OrgId, threadId: string, graph: CompiledGraph) {
-    const snapshot = await graph.getState({ configurable: { thread_id: threadId } });
+    const snapshot = await graph.getState({ configurable: checkpointConfig(org, threadId) });
     await this.storage.threads.recordState(org, threadId, {
       values: toPlain(snapshot.values),
       interrupts: interruptsByTask(snapshot),
@@ -151,8 +153,16 @@ async function rejectAsBadRequest<T>(what: string, fn: () => Promise<T>): Promis
  * The LangGraph config of a checkpoint of this thread. Only the checkpoint's id, namespace and map are
  * taken from the request: the thread id is always the one the caller was authorised for.
  */
-function checkpointConfig(threadId: string, ref: Record<string, unknown> = {}): Record<string, unknown> {
-  const config: Record<string, unknown> = { thread_id: threadId, checkpoint_ns: ref.checkpoint_ns ?? "" };
+function checkpointConfig(
+  org: OrgId,
+  threadId: string,
+  ref: Record<string, unknown> = {},
+): Record<string, unknown> {
+  const config: Record<string, unknown> = {
+    thread_id: threadId,
+    checkpoint_ns: ref.checkpoint_ns ?? "",
+    [CHECKPOINT_ORG_KEY]: org,
+  };
   if (ref.checkpoint_id != null) config.checkpoint_id = ref.checkpoint_id;
   if (ref.checkpoint_map != null) config.checkpoint_map = ref.checkpoint_map;
   return config;

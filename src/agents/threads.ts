@@ -172,7 +172,7 @@ export function threadRoutes(deps: AgentDeps) {
     })
     .get("/threads/:thread_id/storage", async (c) => {
       const thread = await load(c);
-      const usage = await storage.threads.checkpointStorage(thread.thread_id);
+      const usage = await storage.threads.checkpointStorage(orgOf(c), thread.thread_id);
       const total = usage.checkpoints.bytes + usage.channel_values.bytes + usage.pending_writes.bytes;
       return c.json({ thread_id: thread.thread_id, total_bytes: total, ...usage });
     })
@@ -214,7 +214,7 @@ export function threadRoutes(deps: AgentDeps) {
     .get("/threads/:thread_id/state", async (c) => {
       const thread = await load(c);
       const { subgraphs, select } = queryWithLists(c, S.StateQuery);
-      return c.json(selectState(await state.get(thread, {}, subgraphs), select));
+      return c.json(selectState(await state.get(orgOf(c), thread, {}, subgraphs), select));
     })
     .post("/threads/:thread_id/state", async (c) => {
       const thread = await load(c, "update");
@@ -241,13 +241,13 @@ export function threadRoutes(deps: AgentDeps) {
     .post("/threads/:thread_id/state/checkpoint", async (c) => {
       const thread = await load(c);
       const b = await body(c, S.StateCheckpoint);
-      return c.json(selectState(await state.get(thread, b.checkpoint, b.subgraphs ?? false), b.select));
+      return c.json(selectState(await state.get(orgOf(c), thread, b.checkpoint, b.subgraphs ?? false), b.select));
     })
     .get("/threads/:thread_id/state/:checkpoint_id", async (c) => {
       const thread = await load(c);
       const { checkpoint_id } = params(c, S.CheckpointPath);
       const { subgraphs, select } = queryWithLists(c, S.StateQuery);
-      const found = await state.get(thread, { checkpoint_id }, subgraphs);
+      const found = await state.get(orgOf(c), thread, { checkpoint_id }, subgraphs);
       if (found.checkpoint === null && thread.metadata.graph_id)
         throw notFound(`Checkpoint ${checkpoint_id} not found`);
       return c.json(selectState(found, select));
@@ -255,7 +255,7 @@ export function threadRoutes(deps: AgentDeps) {
     .get("/threads/:thread_id/history", async (c) => {
       const thread = await load(c);
       const q = query(c, S.HistoryQuery);
-      return c.json(await state.history(thread, { limit: q.limit, before: q.before }));
+      return c.json(await state.history(orgOf(c), thread, { limit: q.limit, before: q.before }));
     })
     .post("/threads/:thread_id/history", async (c) => {
       const thread = await load(c);
@@ -267,7 +267,7 @@ export function threadRoutes(deps: AgentDeps) {
             ? b.before.configurable
             : b.before;
       const before = (typeof ref === "string" ? ref : ref?.checkpoint_id) ?? undefined;
-      const states = await state.history(thread, {
+      const states = await state.history(orgOf(c), thread, {
         limit: b.limit,
         before,
         metadata: b.metadata ?? undefined,

@@ -167,7 +167,7 @@ async function stateGet(params: Record<string, unknown>, { deps, c, threadId }: 
   if (keys !== undefined && (!Array.isArray(keys) || keys.some((k) => typeof k !== "string")))
     throw invalid("keys must be a list of strings");
   const thread = await visibleThread(deps, c, threadId, "read");
-  const state = (await deps.state.get(thread, {}, false)) as {
+  const state = (await deps.state.get(orgOf(c), thread, {}, false)) as {
     values: unknown;
     checkpoint: { checkpoint_id?: string; checkpoint_ns?: string } | null;
   };

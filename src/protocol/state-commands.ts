@@ -117,7 +117,7 @@ async function assertCheckpoint(ctx: CommandContext, thread: Thread | null, id: 
   if (!thread)
     throw new CommandError("no_such_checkpoint", `Checkpoint ${id} not found: the thread has none`);
   try {
-    await ctx.deps.state.get(thread, {
+    await ctx.deps.state.get(orgOf(ctx.c), thread, {
       checkpoint_id: id,
       ...(ns.length && { checkpoint_ns: ns.join("|") }),
     });
@@ -146,7 +146,7 @@ export const stateListCheckpoints: CommandHandler = async (params, ctx) => {
   const thread = await readable(ctx);
   if (!thread) return { checkpoints: [] };
   if (params.before) await assertCheckpoint(ctx, thread, params.before as string, namespace);
-  const history = (await ctx.deps.state.history(thread, {
+  const history = (await ctx.deps.state.history(orgOf(ctx.c), thread, {
     limit: (limit as number) + 1, // the one after shows what ran to make the last
     before: params.before as string | undefined,
     ...(namespace.length && { checkpoint: { checkpoint_ns: namespace.join("|") } }),

@@ -111,10 +111,10 @@ export interface CheckpointStorage {
   pending_writes: StorageSection;
 }
 
-/** What one sweep did: thread ids deleted, and thread ids whose older checkpoints were pruned. */
+/** What one sweep did: the threads deleted, and those whose older checkpoints were pruned. */
 export interface ThreadSweep {
-  deleted: string[];
-  pruned: string[];
+  deleted: { org: OrgId; thread_id: string }[];
+  pruned: { org: OrgId; thread_id: string }[];
 }
 
 export interface ThreadDeletion {
@@ -355,7 +355,7 @@ export interface ThreadsRepo {
   /** The thread's own TTL (null when it has none, or is absent). */
   ttl(org: OrgId, threadId: string): Promise<ThreadTtl | null>;
   /** What the thread's checkpoints occupy in the database (`GET /threads/{id}/storage`). */
-  checkpointStorage(threadId: string): Promise<CheckpointStorage>;
+  checkpointStorage(org: OrgId, threadId: string): Promise<CheckpointStorage>;
   /**
    * Applies the TTLs that ran out by `now` (epoch ms), every organization's, to at most `limit` threads,
    * oldest first. Each thread is swept by one caller only, however many sweep at once.
@@ -415,10 +415,19 @@ export interface RunsRepo {
   stats(): Promise<QueueStats>;
 }
 
+/**
+ * The `configurable` key that tells the checkpointer whose thread a config names: a thread id is unique
+ * within its organization only. Every config the server hands LangGraph carries it (`checkpointConfig`
+ * in agents/state.ts, the executor's run config), LangGraph passes it on to subgraphs and to the saver,
+ * and the saver refuses a config without it. `__`-prefixed, like LangGraph's own internals, it is kept
+ * out of checkpoint metadata and of the configs clients see.
+ */
+export const CHECKPOINT_ORG_KEY = "__hangar_org";
+
 /** The checkpointer plus the few extra operations the server needs on checkpoints. */
 export interface CheckpointStore extends BaseCheckpointSaver {
-  deleteRun(threadId: string, runId: string): void | Promise<void>;
-  copyThread(sourceThreadId: string, targetThreadId: string): void | Promise<void>;
+  deleteRun(org: OrgId, threadId: string, runId: string): void | Promise<void>;
+  copyThread(org: OrgId, sourceThreadId: string, targetThreadId: string): void | Promise<void>;
   fenceRun(runId: string): void;
 }
 

@@ -20,15 +20,19 @@ import {
   TASKS,
 } from "@langchain/langgraph-checkpoint";
 import type { CheckpointStore } from "../../src/storage/ports.js";
-import { copyThreadCheckpoints } from "../../src/storage/sql/checkpoint-rows.js";
+import { CHECKPOINT_ORG_KEY } from "../../src/storage/ports.js";
+import { copyThreadCheckpoints, deleteThreadCheckpoints } from "../../src/storage/sql/checkpoint-rows.js";
 import { SqlCheckpointer } from "../../src/storage/sql/checkpointer.js";
 import { openPostgres, openSqlite, type SqlDatabase } from "../../src/storage/sql/database.js";
 import { MIGRATIONS } from "../../src/storage/sql/migrations.js";
 import { ADAPTERS, type Fixture, PG_URI, useFixtures } from "../helpers/adapters.js";
 
+/** The organization whose threads these checkpoints are. */
+const ORG = "default";
+
 /** What the checkpointer offers beyond the port. */
 type Saver = CheckpointStore & {
-  hasCheckpoints(threadId: string): Promise<boolean>;
+  hasCheckpoints(org: string, threadId: string): Promise<boolean>;
   isFenced(runId: string): boolean;
 };
 
@@ -64,6 +68,7 @@ function meta(step: number, extra: Record<string, unknown> = {}): CheckpointMeta
 function cfg(threadId: string, opts: { ns?: string; id?: string; runId?: string } = {}): RunnableConfig {
   return {
     configurable: {
+      [CHECKPOINT_ORG_KEY]: ORG,
       thread_id: threadId,
       ...(opts.ns !== undefined ? { checkpoint_ns: opts.ns } : {}),
       ...(opts.id !== undefined ? { checkpoint_id: opts.id } : {}),
@@ -129,6 +134,7 @@ for (const adapter of ADAPTERS) {
           "type",
           "checkpoint",
           "metadata",
+          "org_id", // added by 0006_org_scoped_ids (Postgres appends a column)
         ]);
         const writeColumns = await columns("checkpoint_writes");
         for (const c of ["task_path", "run_id"]) assert.ok(writeColumns.includes(c), writeColumns.join());
@@ -136,7 +142,7 @@ for (const adapter of ADAPTERS) {
           "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'checkpoints_thread_run'",
           [fx.schema],
         );
-        assert.match(index?.indexdef ?? "", /\(thread_id, run_id\)$/);
+        assert.match(index?.indexdef ?? "", /\(org_id, thread_id, run_id\)$/);
         // A second process opening the schema finds nothing left to migrate.
         await fx.another();
         const applied = await fx.sql<{ name: string }>("SELECT name FROM hangar_migration ORDER BY name");
@@ -157,13 +163,13 @@ for (const adapter of ADAPTERS) {
         assert.ok(!names.includes("checkpoint_writes_run"));
         const indexColumns = async (index: string) =>
           (await fx.sql<{ name: string }>(`PRAGMA index_info(${index})`)).map((r) => r.name);
-        assert.deepEqual(await indexColumns("checkpoints_thread_run"), ["thread_id", "run_id"]);
+        assert.deepEqual(await indexColumns("checkpoints_thread_run"), ["org_id", "thread_id", "run_id"]);
         const writeColumns = (await fx.sql<{ name: string }>("PRAGMA table_info(checkpoint_writes)")).map(
           (r) => r.name,
         );
         for (const c of ["task_path", "run_id"]) assert.ok(writeColumns.includes(c), writeColumns.join());
         const reopened = await fx.reopen();
-        assert.equal(await (reopened.checkpointer as Saver).hasCheckpoints("none"), false);
+        assert.equal(await (reopened.checkpointer as Saver).hasCheckpoints(ORG, "none"), false);
         const applied = await fx.sql<{ name: string }>("SELECT name FROM hangar_migration ORDER BY name");
         assert.deepEqual(
           applied.map((r) => r.name),
@@ -185,7 +191,12 @@ for (const adapter of ADAPTERS) {
         };
         const returned = await saver.put(cfg("t1"), makeCheckpoint(cid(1), values), meta(-1), {});
         assert.deepEqual(returned, {
-          configurable: { thread_id: "t1", checkpoint_ns: "", checkpoint_id: cid(1) },
+          configurable: {
+            [CHECKPOINT_ORG_KEY]: ORG,
+            thread_id: "t1",
+            checkpoint_ns: "",
+            checkpoint_id: cid(1),
+          },
         });
         await saver.put(cfg("t1", { id: cid(1) }), makeCheckpoint(cid(2), { count: 2 }), meta(0), {});
 
@@ -193,10 +204,20 @@ for (const adapter of ADAPTERS) {
         assert.equal(latest?.checkpoint.id, cid(2));
         assert.deepEqual(latest?.checkpoint.channel_values, { count: 2 });
         assert.deepEqual(latest?.config, {
-          configurable: { thread_id: "t1", checkpoint_ns: "", checkpoint_id: cid(2) },
+          configurable: {
+            [CHECKPOINT_ORG_KEY]: ORG,
+            thread_id: "t1",
+            checkpoint_ns: "",
+            checkpoint_id: cid(2),
+          },
         });
         assert.deepEqual(latest?.parentConfig, {
-          configurable: { thread_id: "t1", checkpoint_ns: "", checkpoint_id: cid(1) },
+          configurable: {
+            [CHECKPOINT_ORG_KEY]: ORG,
+            thread_id: "t1",
+            checkpoint_ns: "",
+            checkpoint_id: cid(1),
+          },
         });
         assert.deepEqual(latest?.pendingWrites, []);
 
@@ -212,7 +233,9 @@ for (const adapter of ADAPTERS) {
         assert.equal(first?.checkpoint.v, 4);
 
         // legacy alias thread_ts is honoured like checkpoint_id
-        const legacy = await saver.getTuple({ configurable: { thread_id: "t1", thread_ts: cid(1) } });
+        const legacy = await saver.getTuple({
+          configurable: { [CHECKPOINT_ORG_KEY]: ORG, thread_id: "t1", thread_ts: cid(1) },
+        });
         assert.equal(legacy?.checkpoint.id, cid(1));
 
         assert.equal(await saver.getTuple(cfg("t1", { id: cid(99) })), undefined);
@@ -236,6 +259,7 @@ for (const adapter of ADAPTERS) {
         await saver.put(
           {
             configurable: {
+              [CHECKPOINT_ORG_KEY]: ORG,
               thread_id: "t",
               checkpoint_ns: "",
               assistant_id: "asst",
@@ -294,7 +318,7 @@ for (const adapter of ADAPTERS) {
         await putChain(saver, "other", 2);
         await saver.put(cfg("t", { ns: "sub:1" }), makeCheckpoint(cid(9)), meta(0), {});
 
-        const root = { configurable: { thread_id: "t", checkpoint_ns: "" } };
+        const root = { configurable: { [CHECKPOINT_ORG_KEY]: ORG, thread_id: "t", checkpoint_ns: "" } };
         assert.deepEqual(ids(await collect(saver.list(root))), [cid(5), cid(4), cid(3), cid(2), cid(1)]);
         assert.deepEqual(ids(await collect(saver.list(root, { limit: 2 }))), [cid(5), cid(4)]);
         assert.deepEqual(ids(await collect(saver.list(root, { limit: 0 }))), []);
@@ -329,11 +353,16 @@ for (const adapter of ADAPTERS) {
         ]);
         assert.deepEqual(ids(await collect(saver.list(cfg("t", { ns: "sub:1" })))), [cid(9)]);
         // no thread: every thread
-        assert.equal((await collect(saver.list({}))).length, 8);
+        assert.equal((await collect(saver.list({ configurable: { [CHECKPOINT_ORG_KEY]: ORG } }))).length, 8);
 
         const [top] = await collect(saver.list(root, { limit: 1 }));
         assert.deepEqual(top.parentConfig, {
-          configurable: { thread_id: "t", checkpoint_ns: "", checkpoint_id: cid(4) },
+          configurable: {
+            [CHECKPOINT_ORG_KEY]: ORG,
+            thread_id: "t",
+            checkpoint_ns: "",
+            checkpoint_id: cid(4),
+          },
         });
         assert.equal(md(top)?.run_id, "run-a");
       });
@@ -350,7 +379,7 @@ for (const adapter of ADAPTERS) {
         assert.equal((await collect(saver.list(cfg("long"), { limit: 150 }))).length, 150);
         const odd = ids(await collect(saver.list(cfg("long"), { filter: { tag: "odd" }, limit: 120 })));
         assert.equal(odd.length, 115);
-        const everything = ids(await collect(saver.list({})));
+        const everything = ids(await collect(saver.list({ configurable: { [CHECKPOINT_ORG_KEY]: ORG } })));
         assert.equal(everything.length, 260);
         assert.equal(new Set(everything).size, 260);
         assert.equal(everything[0], cid(260));
@@ -478,23 +507,26 @@ for (const adapter of ADAPTERS) {
     });
 
     describe("server operations", () => {
-      test("deleteThread removes one thread's checkpoints and writes only", async () => {
+      test("deleteThreadCheckpoints removes one thread's checkpoints and writes only; deleteThread is refused", async () => {
         const { saver, fx } = await fresh();
         await putChain(saver, "a", 3);
         await putChain(saver, "b", 2);
         await saver.putWrites(cfg("a", { id: cid(3) }), [["x", 1]], "task");
         await saver.putWrites(cfg("b", { id: cid(2) }), [["x", 1]], "task");
-        assert.equal(await saver.hasCheckpoints("a"), true);
-        await saver.deleteThread("a");
-        assert.equal(await saver.hasCheckpoints("a"), false);
+        assert.equal(await saver.hasCheckpoints(ORG, "a"), true);
+        await assert.rejects(saver.deleteThread("a"), /organization/);
+        const own = await ownSaver(fx);
+        await own.database.transaction((tx) => deleteThreadCheckpoints(tx, ORG, ["a"]));
+        await own.close();
+        assert.equal(await saver.hasCheckpoints(ORG, "a"), false);
         assert.equal(await saver.getTuple(cfg("a")), undefined);
         const [writes] = await fx.sql<{ n: number }>(
           "SELECT CAST(count(*) AS INTEGER) AS n FROM checkpoint_writes WHERE thread_id = 'a'",
         );
         assert.equal(writes.n, 0);
-        assert.equal(await saver.hasCheckpoints("b"), true);
+        assert.equal(await saver.hasCheckpoints(ORG, "b"), true);
         assert.deepEqual((await saver.getTuple(cfg("b")))?.pendingWrites, [["task", "x", 1]]);
-        assert.equal(await saver.hasCheckpoints("never"), false);
+        assert.equal(await saver.hasCheckpoints(ORG, "never"), false);
       });
 
       test("deleteRun removes that run's checkpoints, their writes and its writes elsewhere, then fences it", async () => {
@@ -506,7 +538,7 @@ for (const adapter of ADAPTERS) {
         await saver.putWrites(cfg("t", { id: cid(3), runId: "r2" }), [["answer", 42]], "task-2");
         await saver.putWrites(cfg("t", { id: cid(5), runId: "r2" }), [["y", 1]], "task-3");
 
-        await saver.deleteRun("t", "r2");
+        await saver.deleteRun(ORG, "t", "r2");
         assert.deepEqual(ids(await collect(saver.list(cfg("t")))), [cid(3), cid(2), cid(1)]);
         const head = await saver.getTuple(cfg("t"));
         assert.deepEqual(head?.pendingWrites, [["task-1", INTERRUPT, "q"]]);
@@ -526,7 +558,10 @@ for (const adapter of ADAPTERS) {
       test("copyThread copies checkpoints and writes, rewriting metadata.thread_id", async () => {
         const { saver, fx } = await fresh();
         await saver.put(
-          { configurable: { thread_id: "src" }, metadata: { run_id: "r1", thread_id: "src" } },
+          {
+            configurable: { [CHECKPOINT_ORG_KEY]: ORG, thread_id: "src" },
+            metadata: { run_id: "r1", thread_id: "src" },
+          },
           makeCheckpoint(cid(1), { v: 1 }),
           meta(-1),
           {},
@@ -542,7 +577,7 @@ for (const adapter of ADAPTERS) {
         // the target's previous contents are replaced
         await putChain(saver, "dst", 4);
 
-        await saver.copyThread("src", "dst");
+        await saver.copyThread(ORG, "src", "dst");
         const copied = await collect(saver.list(cfg("dst")));
         assert.deepEqual(ids(copied), [cid(3), cid(2), cid(1)]);
         const first = copied.find((t) => t.checkpoint.id === cid(1))!;
@@ -554,7 +589,12 @@ for (const adapter of ADAPTERS) {
         assert.deepEqual(second.checkpoint.channel_values, { v: 2 });
         assert.deepEqual(second.pendingWrites, [["task", "w", "x"]]);
         assert.deepEqual(second.parentConfig, {
-          configurable: { thread_id: "dst", checkpoint_ns: "", checkpoint_id: cid(1) },
+          configurable: {
+            [CHECKPOINT_ORG_KEY]: ORG,
+            thread_id: "dst",
+            checkpoint_ns: "",
+            checkpoint_id: cid(1),
+          },
         });
         assert.equal((await saver.getTuple(cfg("dst", { ns: "child:1" })))?.checkpoint.id, cid(3));
         // source untouched
@@ -562,17 +602,17 @@ for (const adapter of ADAPTERS) {
         assert.equal(md(src)?.thread_id, "src");
         // metadata without thread_id (rows not written by put) is copied unchanged
         await fx.sql(
-          "INSERT INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, type, checkpoint, metadata) SELECT 'raw', checkpoint_ns, checkpoint_id, type, checkpoint, $1 FROM checkpoints WHERE thread_id = 'src' AND checkpoint_id = $2",
+          "INSERT INTO checkpoints (org_id, thread_id, checkpoint_ns, checkpoint_id, type, checkpoint, metadata) SELECT org_id, 'raw', checkpoint_ns, checkpoint_id, type, checkpoint, $1 FROM checkpoints WHERE thread_id = 'src' AND checkpoint_id = $2",
           [Buffer.from(JSON.stringify({ source: "loop", step: 5, parents: {} })), cid(2)],
         );
-        await saver.copyThread("raw", "raw-copy");
+        await saver.copyThread(ORG, "raw", "raw-copy");
         assert.deepEqual((await saver.getTuple(cfg("raw-copy")))?.metadata, {
           source: "loop",
           step: 5,
           parents: {},
         });
         // run ids travel with the copy: deleting a run on the copy leaves the source alone
-        await saver.deleteRun("dst", "r1");
+        await saver.deleteRun(ORG, "dst", "r1");
         assert.deepEqual(ids(await collect(saver.list(cfg("dst")))), [cid(3)]);
         assert.equal((await collect(saver.list(cfg("src")))).length, 3);
       });
@@ -584,14 +624,14 @@ for (const adapter of ADAPTERS) {
           await putChain(saver, "src", 2);
           await assert.rejects(
             database.transaction(function* (tx) {
-              yield* copyThreadCheckpoints(tx, "src", "dst");
+              yield* copyThreadCheckpoints(tx, ORG, "src", "dst");
               throw new Error("abort");
             }),
             /abort/,
           );
-          assert.equal(await saver.hasCheckpoints("dst"), false);
-          await database.transaction((tx) => copyThreadCheckpoints(tx, "src", "dst"));
-          assert.equal(await saver.hasCheckpoints("dst"), true);
+          assert.equal(await saver.hasCheckpoints(ORG, "dst"), false);
+          await database.transaction((tx) => copyThreadCheckpoints(tx, ORG, "src", "dst"));
+          assert.equal(await saver.hasCheckpoints(ORG, "dst"), true);
           assert.deepEqual(ids(await collect(saver.list(cfg("dst")))), [cid(2), cid(1)]);
         } finally {
           await close();
@@ -611,7 +651,12 @@ for (const adapter of ADAPTERS) {
           {},
         );
         assert.deepEqual(returned, {
-          configurable: { thread_id: "t", checkpoint_ns: "", checkpoint_id: cid(2) },
+          configurable: {
+            [CHECKPOINT_ORG_KEY]: ORG,
+            thread_id: "t",
+            checkpoint_ns: "",
+            checkpoint_id: cid(2),
+          },
         });
         await saver.putWrites(cfg("t", { id: cid(1), runId: "dead" }), [["x", 1]], "task");
         const t = await saver.getTuple(cfg("t"));
@@ -651,7 +696,7 @@ for (const adapter of ADAPTERS) {
           .addEdge(START, "bot")
           .addEdge("bot", END);
         const graph = builder.compile({ checkpointer: saver });
-        const thread = { configurable: { thread_id: "chat" } };
+        const thread = { configurable: { [CHECKPOINT_ORG_KEY]: ORG, thread_id: "chat" } };
 
         await graph.invoke(
           { messages: [new HumanMessage("one")] },
@@ -695,7 +740,11 @@ for (const adapter of ADAPTERS) {
 
         // time travel: the state at the end of run 1
         const atRun1 = await graph.getState({
-          configurable: { thread_id: "chat", checkpoint_id: history[3].config.configurable.checkpoint_id },
+          configurable: {
+            [CHECKPOINT_ORG_KEY]: ORG,
+            thread_id: "chat",
+            checkpoint_id: history[3].config.configurable.checkpoint_id,
+          },
         });
         assert.equal(atRun1.values.messages.length, 2);
 
@@ -706,7 +755,7 @@ for (const adapter of ADAPTERS) {
         assert.ok(reread.values.messages[3] instanceof AIMessage);
 
         // rolling back run 2 restores the thread to the end of run 1
-        await saver.deleteRun("chat", "run-2");
+        await saver.deleteRun(ORG, "chat", "run-2");
         const rolledBack = await graph.getState(thread);
         assert.deepEqual(
           rolledBack.values.messages.map((m: HumanMessage) => m.content),
@@ -731,7 +780,7 @@ for (const adapter of ADAPTERS) {
           .addEdge("prepare", "ask")
           .addEdge("ask", END)
           .compile({ checkpointer: saver });
-        const thread = { configurable: { thread_id: "hitl" } };
+        const thread = { configurable: { [CHECKPOINT_ORG_KEY]: ORG, thread_id: "hitl" } };
 
         const first = await graph.invoke({ log: ["start"] }, { ...thread, metadata: { run_id: "r1" } });
         assert.deepEqual(first.log, ["start", "prepared"]);
@@ -758,7 +807,7 @@ for (const adapter of ADAPTERS) {
         assert.equal(asked, 2);
 
         // roll back the resume run: the interrupt is pending again and can be answered differently
-        await saver.deleteRun("hitl", "r2");
+        await saver.deleteRun(ORG, "hitl", "r2");
         state = await graph.getState(thread);
         assert.deepEqual(state.next, ["ask"]);
         assert.deepEqual(state.values.log, ["start", "prepared"]);
@@ -794,7 +843,10 @@ for (const adapter of ADAPTERS) {
           .addEdge("a", "b")
           .addEdge("b", END)
           .compile({ checkpointer: saver });
-        const runConfig = { configurable: { thread_id: "retry" }, metadata: { run_id: "r1" } };
+        const runConfig = {
+          configurable: { [CHECKPOINT_ORG_KEY]: ORG, thread_id: "retry" },
+          metadata: { run_id: "r1" },
+        };
         await assert.rejects(graph.invoke({ log: ["in"] }, runConfig), /worker died/);
         const out = await graph.invoke({ log: ["in"] }, runConfig);
         assert.deepEqual(out.log, ["in", "a", "b"]);
@@ -820,7 +872,7 @@ for (const adapter of ADAPTERS) {
           .addEdge(START, "child")
           .addEdge("child", END)
           .compile({ checkpointer: saver });
-        const thread = { configurable: { thread_id: "nested" } };
+        const thread = { configurable: { [CHECKPOINT_ORG_KEY]: ORG, thread_id: "nested" } };
         await graph.invoke({ log: ["x"] }, { ...thread, metadata: { run_id: "r1" } });
         const all = await collect(saver.list(thread));
         const namespaces = new Set(all.map((t) => t.config.configurable?.checkpoint_ns));
@@ -836,16 +888,19 @@ for (const adapter of ADAPTERS) {
         // the child returns its whole state, which the parent's reducer appends (as with MemorySaver)
         assert.deepEqual(resumed.log, ["x", "x", "inner:y"]);
 
-        await saver.deleteRun("nested", "r2");
-        await saver.deleteRun("nested", "r1");
-        assert.equal(await saver.hasCheckpoints("nested"), false);
+        await saver.deleteRun(ORG, "nested", "r2");
+        await saver.deleteRun(ORG, "nested", "r1");
+        assert.equal(await saver.hasCheckpoints(ORG, "nested"), false);
 
         saver.fenceRun("ghost");
         await graph.invoke(
           { log: ["boo"] },
-          { configurable: { thread_id: "ghosted" }, metadata: { run_id: "ghost" } },
+          {
+            configurable: { [CHECKPOINT_ORG_KEY]: ORG, thread_id: "ghosted" },
+            metadata: { run_id: "ghost" },
+          },
         );
-        assert.equal(await saver.hasCheckpoints("ghosted"), false);
+        assert.equal(await saver.hasCheckpoints(ORG, "ghosted"), false);
       });
     });
   });

@@ -12,7 +12,7 @@ import { after, describe, test } from "node:test";
 import { gunzipSync } from "node:zlib";
 import Database from "better-sqlite3";
 import pg from "pg";
-import type { Storage } from "../../src/storage/ports.js";
+import { CHECKPOINT_ORG_KEY, type Storage } from "../../src/storage/ports.js";
 import { openPostgresStorage, openSqliteStorage } from "../../src/storage/sql/index.js";
 import { MIGRATION_TABLE, MIGRATIONS } from "../../src/storage/sql/migrations.js";
 import { PG_URI } from "../helpers/adapters.js";
@@ -62,6 +62,56 @@ async function assertLegacyRecords(storage: Storage) {
 
 const FUTURE = "9999_from_a_newer_hangar";
 
+/**
+ * What the main-0004 fixtures hold: a database made by the storage code of schema 0004 (before
+ * 0006_org_scoped_ids), recorded by scripts/record-schema-fixture.ts: org-a's assistant (two
+ * versions), its thread with a completed run, a checkpoint and a pending write, a cron on that thread;
+ * org-b's thread.
+ */
+const MAIN = {
+  orgA: "org-a",
+  orgB: "org-b",
+  assistant: "a6000000-0000-4000-8000-000000000001",
+  thread: "t6000000-0000-4000-8000-000000000001",
+  threadB: "t6000000-0000-4000-8000-000000000002",
+  run: "r6000000-0000-4000-8000-000000000001",
+  cron: "c6000000-0000-4000-8000-000000000001",
+};
+
+/** The main-0004 records, carried by 0006 to their organizations and readable only there. */
+async function assertOrgScopedRecords(storage: Storage) {
+  const { orgA, orgB } = MAIN;
+  const assistant = await storage.assistants.get(orgA, MAIN.assistant);
+  assert.deepEqual([assistant?.version, assistant?.metadata], [2, { v: 2 }]);
+  assert.deepEqual(
+    (await storage.assistants.versions(orgA, MAIN.assistant, { limit: 10, offset: 0 })).map((v) => v.version),
+    [2, 1],
+  );
+  assert.equal(await storage.assistants.get(orgB, MAIN.assistant), null);
+  const thread = await storage.threads.get(orgA, MAIN.thread);
+  assert.deepEqual([thread?.status, thread?.values], ["idle", { n: 1 }]);
+  assert.equal((await storage.runs.get(orgA, MAIN.thread, MAIN.run))?.status, "success");
+  assert.equal((await storage.crons.get(orgA, MAIN.cron))?.thread_id, MAIN.thread);
+  assert.ok(await storage.threads.get(orgB, MAIN.threadB));
+  const tuple = (org: string) =>
+    storage.checkpointer.getTuple({ configurable: { [CHECKPOINT_ORG_KEY]: org, thread_id: MAIN.thread } });
+  const carried = await tuple(orgA);
+  assert.equal(carried?.checkpoint.id, "cp-1");
+  assert.deepEqual(carried?.pendingWrites, [["task-1", "n", 2]]);
+  assert.equal(await tuple(orgB), undefined);
+  // The migrated keys at work: org-b makes a thread and an assistant of org-a's ids, both live apart.
+  await storage.threads.create(orgB, { thread_id: MAIN.thread, metadata: { owner: "b" } }, "raise");
+  await storage.assistants.create(
+    orgB,
+    { ...assistant!, assistant_id: MAIN.assistant, name: "b's", metadata: {} },
+    "raise",
+  );
+  assert.equal((await storage.assistants.get(orgA, MAIN.assistant))?.name, "main");
+  assert.equal((await storage.threads.delete(orgB, MAIN.thread)).deleted, true);
+  assert.equal((await tuple(orgA))?.checkpoint.id, "cp-1", "org-b's delete left org-a's checkpoints");
+  assert.equal((await storage.crons.get(orgA, MAIN.cron))?.thread_id, MAIN.thread);
+}
+
 describe("migrations: sqlite", () => {
   test("a database made by Hangar 0.1.0 opens with its records; the migrations are recorded once", async () => {
     const dataDir = newDataDir();
@@ -90,6 +140,29 @@ describe("migrations: sqlite", () => {
         .pluck()
         .all();
       assert.ok(indexes.includes("runs_one_running") && !indexes.includes("runs_running"), String(indexes));
+    } finally {
+      raw.close();
+    }
+  });
+
+  test("a database made at schema 0004 is carried to organization-scoped ids (0006)", async () => {
+    const dataDir = newDataDir();
+    mkdirSync(dataDir);
+    writeFileSync(
+      path.join(dataDir, "hangar.sqlite"),
+      gunzipSync(readFileSync(path.join(FIXTURES, "main-0004.sqlite.gz"))),
+    );
+    const storage = await openSqliteStorage({ dataDir, synchronous: "normal" });
+    try {
+      await assertOrgScopedRecords(storage);
+    } finally {
+      await storage.close();
+    }
+    const raw = new Database(path.join(dataDir, "hangar.sqlite"));
+    try {
+      assert.deepEqual(raw.pragma("foreign_key_check"), []);
+      const leftovers = raw.prepare("SELECT name FROM sqlite_master WHERE name LIKE '%_0006'").pluck().all();
+      assert.deepEqual(leftovers, []);
     } finally {
       raw.close();
     }
@@ -162,6 +235,18 @@ describe("migrations: postgres", { skip: PG_URI ? undefined : "HANGAR_TEST_POSTG
     );
     const [old] = await sql("SELECT to_regclass($1) AS present", [`${schema}.hangar_migrations`]);
     assert.equal(old.present, null);
+  });
+
+  test("a database made at schema 0004 is carried to organization-scoped ids (0006)", async () => {
+    const schema = newSchema();
+    const dump = readFileSync(path.join(FIXTURES, "main-0004-postgres.sql"), "utf8");
+    await sql(dump.replaceAll("hangar_main_fixture", schema));
+    const storage = await openPostgresStorage({ uri, schema });
+    try {
+      await assertOrgScopedRecords(storage);
+    } finally {
+      await storage.close();
+    }
   });
 
   test("a database migrated by a newer Hangar is refused with a message", async () => {

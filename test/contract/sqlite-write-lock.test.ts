@@ -10,7 +10,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, test } from "node:test";
 import Database from "better-sqlite3";
+import { CHECKPOINT_ORG_KEY } from "../../src/storage/ports.js";
 import { openSqliteStorage } from "../../src/storage/sql/index.js";
+
+/** The organization whose threads these checkpoints are. */
+const ORG = "default";
 
 const dataDir = mkdtempSync(path.join(tmpdir(), "hangar-write-lock-"));
 after(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -32,7 +36,7 @@ test("a write waits for the lock another connection holds, and its thread keeps 
     const [thread] = await Promise.all([
       storage.threads.create("default", { thread_id: crypto.randomUUID(), metadata: { a: 1 } }, "raise"),
       storage.checkpointer.put(
-        { configurable: { thread_id: "t-lock", checkpoint_ns: "" } },
+        { configurable: { [CHECKPOINT_ORG_KEY]: ORG, thread_id: "t-lock", checkpoint_ns: "" } },
         {
           v: 4,
           id: "1",
@@ -48,7 +52,11 @@ test("a write waits for the lock another connection holds, and its thread keeps 
     ]);
     clearInterval(ticker);
     assert.deepEqual(thread.metadata, { a: 1 });
-    assert.ok((await storage.checkpointer.getTuple({ configurable: { thread_id: "t-lock" } })) !== undefined);
+    assert.ok(
+      (await storage.checkpointer.getTuple({
+        configurable: { [CHECKPOINT_ORG_KEY]: ORG, thread_id: "t-lock" },
+      })) !== undefined,
+    );
     // SQLite's own busy handler would have blocked the event loop for the whole 60 ms.
     assert.ok(ticks >= 10, `the event loop turned ${ticks} times while the write waited`);
   } finally {

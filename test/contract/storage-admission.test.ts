@@ -40,7 +40,7 @@ storageContract((withStorage) => {
     );
 
     test(
-      "if_not_exists=reject on a missing thread, and another organization's thread: not found",
+      "if_not_exists=reject on a missing thread, and on another organization's: not found; create makes the organization's own",
       withStorage(async (s) => {
         const a = await makeAssistant(s);
         await assert.rejects(
@@ -48,8 +48,21 @@ storageContract((withStorage) => {
           isKind("not_found"),
         );
         const t = randomUUID();
-        await s.threads.create("org-b", { thread_id: t, metadata: {} }, "raise");
-        await assert.rejects(s.runs.admit(ORG, admission(a, t)), isKind("not_found"));
+        await s.threads.create("org-b", { thread_id: t, metadata: { owner: "b" } }, "raise");
+        await assert.rejects(
+          s.runs.admit(ORG, admission(a, t, { if_not_exists: "reject" })),
+          isKind("not_found"),
+        );
+        // Another organization's thread of this id does not exist here: the run makes ORG's own.
+        const { run } = await s.runs.admit(ORG, admission(a, t));
+        assert.equal((await s.threads.get(ORG, t))?.status, "busy");
+        assert.deepEqual(
+          await s.runs.list(ORG, t, { limit: 10, offset: 0 }).then((r) => r.map((x) => x.run_id)),
+          [run.run_id],
+        );
+        const theirs = await s.threads.get("org-b", t);
+        assert.deepEqual([theirs?.status, theirs?.metadata], ["idle", { owner: "b" }]);
+        assert.deepEqual(await s.runs.list("org-b", t, { limit: 10, offset: 0 }), []);
       }),
     );
 

@@ -3,7 +3,11 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { CHECKPOINT_ORG_KEY } from "../../src/storage/ports.js";
 import { checkpoint, storageContract } from "../helpers/storage-contract.js";
+
+/** The organization whose threads these checkpoints are. */
+const ORG = "default";
 
 storageContract((withStorage) => {
   describe("checkpointer", () => {
@@ -12,7 +16,12 @@ storageContract((withStorage) => {
       withStorage(async (s) => {
         const cp = s.checkpointer;
         const cfg = (id?: string) => ({
-          configurable: { thread_id: "t", checkpoint_ns: "", ...(id ? { checkpoint_id: id } : {}) },
+          configurable: {
+            [CHECKPOINT_ORG_KEY]: ORG,
+            thread_id: "t",
+            checkpoint_ns: "",
+            ...(id ? { checkpoint_id: id } : {}),
+          },
           metadata: { run_id: "r1", user: "u" },
         });
         await cp.put(cfg(), checkpoint("cp-0001"), { source: "input", step: -1, parents: {} }, {});
@@ -42,7 +51,7 @@ storageContract((withStorage) => {
         await cp.putWrites(cfg("cp-0003"), [["__error__", "first"]], "task-3", "~2");
         await cp.putWrites(cfg("cp-0003"), [["__error__", "second"]], "task-3", "~2"); // special ones do
 
-        const latest = await cp.getTuple({ configurable: { thread_id: "t" } });
+        const latest = await cp.getTuple({ configurable: { [CHECKPOINT_ORG_KEY]: ORG, thread_id: "t" } });
         assert.equal(latest?.checkpoint.id, "cp-0003");
         assert.deepEqual(latest?.checkpoint.channel_values, { v: 3 });
         assert.deepEqual(latest?.parentConfig?.configurable?.checkpoint_id, "cp-0002");
@@ -58,7 +67,10 @@ storageContract((withStorage) => {
 
         const ids = async (opts: Parameters<typeof cp.list>[1]) => {
           const out: string[] = [];
-          for await (const t of cp.list({ configurable: { thread_id: "t" } }, opts))
+          for await (const t of cp.list(
+            { configurable: { [CHECKPOINT_ORG_KEY]: ORG, thread_id: "t" } },
+            opts,
+          ))
             out.push(t.checkpoint.id);
           return out;
         };
@@ -70,22 +82,37 @@ storageContract((withStorage) => {
         ]);
         assert.deepEqual(await ids({ limit: 1 }), ["cp-0003"]);
         assert.equal(
-          await cp.getTuple({ configurable: { thread_id: "t", checkpoint_id: "cp-9999" } }),
+          await cp.getTuple({
+            configurable: { [CHECKPOINT_ORG_KEY]: ORG, thread_id: "t", checkpoint_id: "cp-9999" },
+          }),
           undefined,
         );
 
         // A fenced run's checkpoints and writes are dropped.
         cp.fenceRun("r2");
         const fenced = {
-          configurable: { thread_id: "t", checkpoint_ns: "", checkpoint_id: "cp-0003" },
+          configurable: {
+            [CHECKPOINT_ORG_KEY]: ORG,
+            thread_id: "t",
+            checkpoint_ns: "",
+            checkpoint_id: "cp-0003",
+          },
           metadata: { run_id: "r2" },
         };
         await cp.put(fenced, checkpoint("cp-0004"), { source: "loop", step: 2, parents: {} }, {});
         await cp.putWrites(fenced, [["z", 1]], "task-9");
-        assert.equal((await cp.getTuple({ configurable: { thread_id: "t" } }))?.checkpoint.id, "cp-0003");
-        assert.equal((await cp.getTuple({ configurable: { thread_id: "t" } }))?.pendingWrites?.length, 4);
-        await cp.deleteThread("t");
-        assert.equal(await cp.getTuple({ configurable: { thread_id: "t" } }), undefined);
+        assert.equal(
+          (await cp.getTuple({ configurable: { [CHECKPOINT_ORG_KEY]: ORG, thread_id: "t" } }))?.checkpoint.id,
+          "cp-0003",
+        );
+        assert.equal(
+          (await cp.getTuple({ configurable: { [CHECKPOINT_ORG_KEY]: ORG, thread_id: "t" } }))?.pendingWrites
+            ?.length,
+          4,
+        );
+        // LangGraph's deleteThread names no organization: refused (threads.delete deletes checkpoints).
+        await assert.rejects(cp.deleteThread("t"), /organization/);
+        assert.ok(await cp.getTuple({ configurable: { [CHECKPOINT_ORG_KEY]: ORG, thread_id: "t" } }));
       }),
     );
   });

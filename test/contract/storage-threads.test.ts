@@ -7,6 +7,7 @@ import { describe, test } from "node:test";
 import fc from "fast-check";
 import { type AuthFilter, matchesFilter } from "../../src/storage/filter.js";
 import type { Thread } from "../../src/storage/ports.js";
+import { CHECKPOINT_ORG_KEY } from "../../src/storage/ports.js";
 import { checkpointIds, isKind, putCheckpoint, storageContract } from "../helpers/storage-contract.js";
 import { admission, makeAssistant, ORG } from "../helpers/storage-records.js";
 
@@ -182,7 +183,9 @@ storageContract((withStorage) => {
         assert.equal(copy?.metadata.thread_id, copyId);
         assert.deepEqual(copy?.values, { messages: [{ role: "user", content: "hi" }], topic: "x" });
         assert.deepEqual(await checkpointIds(s, copyId), ["cp-0002", "cp-0001"]);
-        const tuple = await s.checkpointer.getTuple({ configurable: { thread_id: copyId } });
+        const tuple = await s.checkpointer.getTuple({
+          configurable: { [CHECKPOINT_ORG_KEY]: ORG, thread_id: copyId },
+        });
         assert.equal(tuple?.checkpoint.id, "cp-0002");
         assert.equal(await s.threads.copy("org-b", t2.thread_id, randomUUID()), null);
 

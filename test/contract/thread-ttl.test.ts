@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import { describe, test } from "node:test";
 import { emptyCheckpoint } from "@langchain/langgraph-checkpoint";
 import type { Storage, ThreadTtl } from "../../src/storage/ports.js";
+import { CHECKPOINT_ORG_KEY } from "../../src/storage/ports.js";
 import { ADAPTERS, type Fixture } from "../helpers/adapters.js";
 import { admission, makeAssistant, ORG } from "../helpers/storage-records.js";
 
@@ -18,7 +19,7 @@ async function putCheckpoint(s: Storage, threadId: string, id: string, ns = "") 
   cp.id = id;
   cp.channel_values = { n: id };
   const config = await s.checkpointer.put(
-    { configurable: { thread_id: threadId, checkpoint_ns: ns } },
+    { configurable: { [CHECKPOINT_ORG_KEY]: ORG, thread_id: threadId, checkpoint_ns: ns } },
     cp,
     { source: "loop", step: 0, parents: {} },
     {},
@@ -178,7 +179,9 @@ for (const adapter of ADAPTERS) {
         await s.threads.create(ORG, { thread_id: t, metadata: {}, ttl: DELETE }, "raise");
         const copy = await s.threads.copy(ORG, t, randomUUID());
         assert.deepEqual(
-          sorted((await s.threads.sweepExpired(Date.now() + 2 * MINUTE, 100)).deleted),
+          sorted(
+            (await s.threads.sweepExpired(Date.now() + 2 * MINUTE, 100)).deleted.map((t) => t.thread_id),
+          ),
           sorted([t, copy!.thread_id]),
         );
       }),
@@ -198,7 +201,9 @@ for (const adapter of ADAPTERS) {
         assert.deepEqual(await checkpointIds(fx, t), ["/cp-3", "sub:1/cp-2"]);
         assert.deepEqual(sorted(await writeIds(fx, t)), ["cp-2", "cp-3"]);
         // The latest state is still readable.
-        const latest = await s.checkpointer.getTuple({ configurable: { thread_id: t, checkpoint_ns: "" } });
+        const latest = await s.checkpointer.getTuple({
+          configurable: { [CHECKPOINT_ORG_KEY]: ORG, thread_id: t, checkpoint_ns: "" },
+        });
         assert.equal(latest?.checkpoint.id, "cp-3");
         // Nothing more until the thread is updated again.
         assert.deepEqual(await s.threads.sweepExpired(later(), 100), { deleted: [], pruned: [] });
@@ -231,7 +236,7 @@ for (const adapter of ADAPTERS) {
           s.threads.sweepExpired(later, 3),
           other.threads.sweepExpired(later, 3),
         ]);
-        const all = results.flatMap((r) => r.deleted);
+        const all = results.flatMap((r) => r.deleted.map((t) => t.thread_id));
         assert.equal(new Set(all).size, all.length, "no thread swept twice");
         assert.equal(all.length, 10);
         assert.deepEqual(sorted(all), sorted(ids.slice(2)));

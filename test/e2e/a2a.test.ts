@@ -748,11 +748,21 @@ describe("A2A settings", () => {
         assert.equal((await a.getTask({ id: sent.id })).status.state, "completed");
         const b = await withKey("a2a-key-b");
         await assert.rejects(b.getTask({ id: sent.id }), TaskNotFoundError, "another organization's task");
-        await assert.rejects(
-          b.sendMessage({ message: userMessage("in", { contextId: sent.contextId }) }),
-          /Failed to create run/,
+        // A context id is a thread id, the organization's own: another organization's is like a fresh
+        // one (no existence oracle), and its thread is neither read nor continued.
+        const theirs = asTask(
+          await b.sendMessage({ message: userMessage("in", { contextId: sent.contextId }) }),
+        );
+        assert.equal(artifactText(theirs), "echo: in");
+        const stateOf = async (key: string) =>
+          (await http(h.url, "GET", `/threads/${sent.contextId}/state`, undefined, { "x-api-key": key }))
+            .text;
+        assert.doesNotMatch(
+          await stateOf("a2a-key-a"),
+          /echo: in/,
           "another organization's thread is not continued",
         );
+        assert.doesNotMatch(await stateOf("a2a-key-b"), /mine/, "nor read");
       } finally {
         await h.stop();
       }

@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { describe } from "node:test";
 import { type Checkpoint, emptyCheckpoint } from "@langchain/langgraph-checkpoint";
 import { HangarError } from "../../src/errors.js";
-import type { Storage } from "../../src/storage/ports.js";
+import { CHECKPOINT_ORG_KEY, type Storage } from "../../src/storage/ports.js";
 import { ADAPTERS, type Adapter, type Fixture } from "./adapters.js";
 import { ORG } from "./storage-records.js";
 
@@ -39,18 +39,33 @@ export function checkpoint(id: string, values: Record<string, unknown> = {}): Ch
   return cp;
 }
 
-export async function putCheckpoint(storage: Storage, threadId: string, runId: string, id: string) {
+export async function putCheckpoint(
+  storage: Storage,
+  threadId: string,
+  runId: string,
+  id: string,
+  org: string = ORG,
+) {
   await storage.checkpointer.put(
-    { configurable: { thread_id: threadId, checkpoint_ns: "" }, metadata: { run_id: runId } },
+    {
+      configurable: { [CHECKPOINT_ORG_KEY]: org, thread_id: threadId, checkpoint_ns: "" },
+      metadata: { run_id: runId },
+    },
     checkpoint(id, { n: id }),
     { source: "loop", step: 0, parents: {} },
     {},
   );
 }
 
-export async function checkpointIds(storage: Storage, threadId: string): Promise<string[]> {
+export async function checkpointIds(
+  storage: Storage,
+  threadId: string,
+  org: string = ORG,
+): Promise<string[]> {
   const ids: string[] = [];
-  for await (const t of storage.checkpointer.list({ configurable: { thread_id: threadId } }))
+  for await (const t of storage.checkpointer.list({
+    configurable: { [CHECKPOINT_ORG_KEY]: org, thread_id: threadId },
+  }))
     ids.push(t.config.configurable?.checkpoint_id as string);
   return ids;
 }

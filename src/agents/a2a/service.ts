@@ -7,7 +7,7 @@ import { HangarError } from "../../errors.js";
 import { toPlain } from "../../runtime/graphs/serialize.js";
 import type { RunRequest } from "../../runtime/runs/service.js";
 import { matchesFilter } from "../../storage/filter.js";
-import type { Assistant, OrgId, Run } from "../../storage/ports.js";
+import { type Assistant, CHECKPOINT_ORG_KEY, type OrgId, type Run } from "../../storage/ports.js";
 import { isFinal, type RunStatus } from "../../storage/statuses.js";
 import { type Access, OPEN_ACCESS, usableAssistant } from "../authz.js";
 import type { AgentDeps } from "../context.js";
@@ -377,7 +377,7 @@ export class A2AService {
   ): Promise<Task> {
     const ids: TaskIds = { taskId: id, contextId: run.thread_id };
     const { storage } = this.deps;
-    const left = await this.leftBehind(run);
+    const left = await this.leftBehind(org, run);
     const thread = left ? null : await storage.threads.get(org, run.thread_id);
     const values = left ? left.values : thread?.values;
     const interrupts = left ? left.interrupts : [];
@@ -402,14 +402,14 @@ export class A2AService {
    * The state the run left behind — values and pending interrupts of its last checkpoint (later runs
    * may have moved the thread on) — or null when there is no checkpoint of it to read.
    */
-  private async leftBehind(run: Run): Promise<{ values: unknown; interrupts: unknown[] } | null> {
+  private async leftBehind(org: OrgId, run: Run): Promise<{ values: unknown; interrupts: unknown[] } | null> {
     const config = run.kwargs.config;
     const graphId = config.configurable?.graph_id;
     if (typeof graphId !== "string" || !this.deps.graphs.has(graphId)) return null;
     try {
       const graph = await this.deps.graphs.get(graphId, config);
       const history = graph.getStateHistory(
-        { configurable: { thread_id: run.thread_id, checkpoint_ns: "" } },
+        { configurable: { thread_id: run.thread_id, checkpoint_ns: "", [CHECKPOINT_ORG_KEY]: org } },
         { filter: { run_id: run.run_id }, limit: 1 },
       );
       for await (const snapshot of history) {

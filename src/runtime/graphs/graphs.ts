@@ -11,6 +11,7 @@ import {
   type PendingWrite,
 } from "@langchain/langgraph-checkpoint";
 import type { GraphSpec } from "../../config/index.js";
+import { CHECKPOINT_ORG_KEY } from "../../storage/ports.js";
 import { adaptSaver, asRunnable, attach, type LangGraphRelease, releaseOf } from "./langgraph-compat.js";
 import { importProjectExport } from "./project-module.js";
 import { type GraphSchema, GraphSchemas } from "./schemas.js";
@@ -60,19 +61,24 @@ export function uuid5(name: string, namespace: string): string {
 
 export const defaultAssistantId = (graphId: string) => uuid5(graphId, ASSISTANT_NAMESPACE);
 
+/** A stateless run's thread in `ThreadSavers.memory`: its organization and id. */
+const memoryKey = (org: string, threadId: string) => JSON.stringify([org, threadId]);
+
 /**
  * The server's saver for every graph: the database's, or, for a thread a stateless run executes on
  * (`get(…, {durable: false})`), that run's own `MemorySaver`. One saver set once on each graph, as `langgraph dev`
  * sets its own, so no graph object is ever copied to give it another.
  */
 class ThreadSavers extends BaseCheckpointSaver {
+  /** By `memoryKey`: a thread id is unique within its organization only. */
   readonly memory = new Map<string, MemorySaver>();
   constructor(private readonly durable: BaseCheckpointSaver) {
     super(durable.serde);
   }
   #of(config: RunnableConfig): BaseCheckpointSaver {
     const thread = config.configurable?.thread_id;
-    return (thread != null && this.memory.get(String(thread))) || this.durable;
+    const org = config.configurable?.[CHECKPOINT_ORG_KEY];
+    return (thread != null && this.memory.get(memoryKey(String(org), String(thread)))) || this.durable;
   }
   getTuple(config: RunnableConfig) {
     return this.#of(config).getTuple(config);
@@ -99,7 +105,7 @@ class ThreadSavers extends BaseCheckpointSaver {
     );
   }
   deleteThread(threadId: string) {
-    return (this.memory.get(threadId) ?? this.durable).deleteThread(threadId);
+    return this.durable.deleteThread(threadId);
   }
   override getNextVersion(current: number | undefined): number {
     return this.durable.getNextVersion(current);
@@ -200,8 +206,9 @@ export class GraphRegistry {
   ): Promise<CompiledGraph> {
     const source = this.#source(graphId);
     if (opts.durable === false) {
-      const thread = String((config.configurable as Record<string, unknown> | undefined)?.thread_id);
-      if (!this.#savers.memory.has(thread)) this.#savers.memory.set(thread, new MemorySaver());
+      const c = config.configurable as Record<string, unknown> | undefined;
+      const key = memoryKey(String(c?.[CHECKPOINT_ORG_KEY]), String(c?.thread_id));
+      if (!this.#savers.memory.has(key)) this.#savers.memory.set(key, new MemorySaver());
     }
     if (source.kind === "static") return source.graph;
     const graph = asRunnable(await source.make(config));
@@ -211,8 +218,8 @@ export class GraphRegistry {
   }
 
   /** Ends the in-memory checkpoints of a stateless run's thread (see `get`). */
-  forgetMemoryOf(threadId: string): void {
-    this.#savers.memory.delete(threadId);
+  forgetMemoryOf(org: string, threadId: string): void {
+    this.#savers.memory.delete(memoryKey(org, threadId));
   }
 
   #source(graphId: string): GraphSource {

@@ -11,7 +11,13 @@ import {
   ThreadEventConverter,
 } from "../../protocol/events.js";
 import { ANSWERED_INTERRUPTS_KWARG, THREAD_EVENTS_KWARG } from "../../protocol/thread-events.js";
-import type { JsonObject, OrgId, Run, Storage } from "../../storage/ports.js";
+import {
+  CHECKPOINT_ORG_KEY,
+  type JsonObject,
+  type OrgId,
+  type Run,
+  type Storage,
+} from "../../storage/ports.js";
 import type { RunLogs } from "../../streams/run-log.js";
 import type { CompiledGraph, GraphRegistry } from "../graphs/graphs.js";
 import { toJson, toPlain } from "../graphs/serialize.js";
@@ -95,6 +101,8 @@ export async function executeRun(
     ...(kwargs.config.configurable ?? {}),
     thread_id: run.thread_id,
     run_id: run.run_id,
+    // Whose thread: set last, so a client's own configurable cannot name another organization's.
+    [CHECKPOINT_ORG_KEY]: org,
   };
   const graphId = String(configurable.graph_id);
   // The project's LangGraph release (langgraph-compat.ts); an unknown graph fails below, in `get`.
@@ -185,11 +193,11 @@ export async function executeRun(
       outcome = final.fromStream();
     }
     // Else read back: temporary threads checkpoint in memory (graphs.get), so their state is there too.
-    outcome ??= await readFinalState(graph, run.thread_id);
+    outcome ??= await readFinalState(graph, org, run.thread_id);
   } catch (err) {
-    outcome = await settleFailure(deps, run, graph, signal, err);
+    outcome = await settleFailure(deps, run, org, graph, signal, err);
   } finally {
-    if (kwargs.temporary) deps.graphs.forgetMemoryOf(run.thread_id);
+    if (kwargs.temporary) deps.graphs.forgetMemoryOf(org, run.thread_id);
   }
 
   if (outcome.status === "error") publish("error", outcome.error);
@@ -315,8 +323,8 @@ class ProtocolRun {
   }
 }
 
-async function readFinalState(graph: CompiledGraph, threadId: string): Promise<RunOutcome> {
-  const state = await graph.getState({ configurable: { thread_id: threadId } });
+async function readFinalState(graph: CompiledGraph, org: OrgId, threadId: string): Promise<RunOutcome> {
+  const state = await graph.getState({ configurable: { thread_id: threadId, [CHECKPOINT_ORG_KEY]: org } });
   return {
     status: "success",
     values: toPlain(state.values),
@@ -368,7 +376,7 @@ async function record(
     await storage.runs.completeRolledBack(run.run_id);
     // Also when the run row went with its thread or assistant: a checkpoint the graph wrote before it
     // saw the stop must not outlive them.
-    await storage.checkpointer.deleteRun(run.thread_id, run.run_id);
+    await storage.checkpointer.deleteRun(org, run.thread_id, run.run_id);
     return "settled";
   }
   if (outcome.status === "handed_back") {
@@ -412,6 +420,7 @@ export function joinResult(outcome: RunOutcome): unknown {
 async function settleFailure(
   deps: ExecutorDeps,
   run: Run,
+  org: OrgId,
   graph: CompiledGraph | undefined,
   signal: AbortSignal,
   err: unknown,
@@ -421,12 +430,12 @@ async function settleFailure(
     if (reason === "rollback") return { status: "rolled_back" };
     if (reason === "shutdown" || reason === "lease_lost") return { status: "handed_back" };
     // interrupt: the run stops where it is and keeps its progress; the thread shows that state.
-    const state = graph ? await readState(graph, run.thread_id) : null;
+    const state = graph ? await readState(graph, org, run.thread_id) : null;
     return { status: "interrupted", values: plainOrUndefined(state?.values), interrupts: {}, hasNext: false };
   }
   const e = err instanceof Error ? err : new Error(String(err));
   deps.log.warn("run failed", { run_id: run.run_id, error: e.name, message: e.message });
-  const state = graph ? await readState(graph, run.thread_id) : null;
+  const state = graph ? await readState(graph, org, run.thread_id) : null;
   return {
     status: "error",
     error: { error: e.name, message: e.message },
@@ -437,9 +446,9 @@ async function settleFailure(
   };
 }
 
-async function readState(graph: CompiledGraph, threadId: string) {
+async function readState(graph: CompiledGraph, org: OrgId, threadId: string) {
   try {
-    return await graph.getState({ configurable: { thread_id: threadId } });
+    return await graph.getState({ configurable: { thread_id: threadId, [CHECKPOINT_ORG_KEY]: org } });
   } catch {
     return null;
   }
@@ -453,7 +462,11 @@ async function runInput(storage: Storage, run: Run, configurable: Record<string,
   const { command, input } = run.kwargs;
   if (run.attempt > 1 && !run.kwargs.temporary) {
     const latest = await storage.checkpointer.getTuple({
-      configurable: { thread_id: run.thread_id, checkpoint_ns: "" },
+      configurable: {
+        thread_id: run.thread_id,
+        checkpoint_ns: "",
+        [CHECKPOINT_ORG_KEY]: configurable[CHECKPOINT_ORG_KEY],
+      },
     });
     if (latest?.metadata && (latest.metadata as Record<string, unknown>).run_id === run.run_id) {
       // Continue from the run's own latest checkpoint, not from the checkpoint it was forked from.

@@ -9,7 +9,7 @@ import { all, changed, type Executor, first, nameContains, SqlRepo, type TxSteps
 import { sql } from "./kysely.js";
 import { slot } from "./prepared.js";
 import { ASSISTANT_JSON, type Row, recordOf } from "./tables.js";
-import { deleteThreads, deletion, settledStatusExpression } from "./threads.js";
+import { deleteThreads, deletion, settledStatusExpression, threadUpdate } from "./threads.js";
 
 /** System (default) assistants have org_id '' and are visible to every organization. */
 const SYSTEM = "";
@@ -17,19 +17,32 @@ const SYSTEM = "";
 type AssistantRow = Row<"assistants">;
 
 const toAssistant = (r: AssistantRow): Port.Assistant => recordOf(r, ["org_id"], ASSISTANT_JSON);
-const toVersion = (r: Row<"assistant_versions">): Port.AssistantVersion => recordOf(r, [], ASSISTANT_JSON);
+const toVersion = (r: Row<"assistant_versions">): Port.AssistantVersion =>
+  recordOf(r, ["org_id"], ASSISTANT_JSON);
 
+/**
+ * The assistant `org` sees under this id: its own, else a system one. (An id is unique within an
+ * organization; an organization's own assistant may share a system assistant's id: made before the
+ * project gained that graph, whose default assistant's id is derived from the graph's.)
+ */
 const visible = (ex: Executor, org: Port.OrgId, assistantId: string) =>
   ex
     .selectFrom("assistants")
     .selectAll()
     .where("assistant_id", "=", assistantId)
-    .where("org_id", "in", [org, sql.lit(SYSTEM)]);
+    .where("org_id", "in", [org, sql.lit(SYSTEM)])
+    .orderBy("org_id", "desc") // '' (system) last
+    .limit(sql.lit(1));
+
+/** An UPDATE of the assistant `(org, assistantId)`. */
+const assistantUpdate = (ex: Executor, org: Port.OrgId, assistantId: string) =>
+  ex.updateTable("assistants").where("org_id", "=", org).where("assistant_id", "=", assistantId);
 
 export class SqlAssistants extends SqlRepo implements Port.AssistantsRepo {
   create(org: Port.OrgId, input: Port.AssistantInput, ifExists: "raise" | "do_nothing") {
     const now = new Date().toISOString();
     const version = {
+      org_id: org,
       assistant_id: input.assistant_id,
       version: 1,
       graph_id: input.graph_id,
@@ -40,26 +53,26 @@ export class SqlAssistants extends SqlRepo implements Port.AssistantsRepo {
       metadata: JSON.stringify(input.metadata),
       created_at: now,
     };
-    const row: AssistantRow = { ...version, org_id: org, updated_at: now };
+    const row: AssistantRow = { ...version, updated_at: now };
     return this.transaction(function* (tx) {
+      // Another organization's assistant of this id does not exist here: only the organization's own, or
+      // a system one (which every organization sees), is "already there".
+      const existing = yield* first(visible(tx, org, input.assistant_id));
       // ON CONFLICT DO NOTHING: two processes ensuring the same system assistant at once both succeed.
-      const inserted = yield* changed(
-        tx
-          .insertInto("assistants")
-          .values(row)
-          .onConflict((oc) => oc.column("assistant_id").doNothing()),
-      );
+      const inserted =
+        !existing &&
+        (yield* changed(
+          tx
+            .insertInto("assistants")
+            .values(row)
+            .onConflict((oc) => oc.columns(["org_id", "assistant_id"]).doNothing()),
+        ));
       if (inserted) {
         yield* changed(tx.insertInto("assistant_versions").values(version));
         return toAssistant(row);
       }
-      const existing = yield* first(
-        tx.selectFrom("assistants").selectAll().where("assistant_id", "=", input.assistant_id),
-      );
-      // An id taken in another organization is reported like any conflict, without revealing it.
-      if (existing && ifExists === "do_nothing" && (existing.org_id === org || existing.org_id === SYSTEM)) {
-        return toAssistant(existing);
-      }
+      const current = existing ?? (yield* first(visible(tx, org, input.assistant_id)));
+      if (current && ifExists === "do_nothing") return toAssistant(current);
       throw conflict(`Assistant ${input.assistant_id} already exists`);
     });
   }
@@ -102,6 +115,7 @@ export class SqlAssistants extends SqlRepo implements Port.AssistantsRepo {
         tx
           .selectFrom("assistant_versions")
           .select((eb) => eb.fn.max("version").as("max"))
+          .where("org_id", "=", row.org_id)
           .where("assistant_id", "=", assistantId),
       ))!;
       const now = new Date().toISOString();
@@ -115,10 +129,12 @@ export class SqlAssistants extends SqlRepo implements Port.AssistantsRepo {
         metadata: JSON.stringify({ ...JSON.parse(row.metadata), ...(patch.metadata ?? {}) }),
       };
       yield* changed(
-        tx.insertInto("assistant_versions").values({ assistant_id: assistantId, ...next, created_at: now }),
+        tx
+          .insertInto("assistant_versions")
+          .values({ org_id: row.org_id, assistant_id: assistantId, ...next, created_at: now }),
       );
       const latest = { ...next, updated_at: now };
-      yield* changed(tx.updateTable("assistants").set(latest).where("assistant_id", "=", assistantId));
+      yield* changed(assistantUpdate(tx, row.org_id, assistantId).set(latest));
       return toAssistant({ ...row, ...latest });
     });
   }
@@ -130,6 +146,14 @@ export class SqlAssistants extends SqlRepo implements Port.AssistantsRepo {
         tx.deleteFrom("assistants").where("assistant_id", "=", assistantId).where("org_id", "=", org),
       );
       if (!deleted) return deletion(false);
+      // Its crons go with it (a cron may name a system assistant, so no foreign key does this): a
+      // system assistant's, every organization's.
+      yield* changed(
+        tx
+          .deleteFrom("crons")
+          .where("assistant_id", "=", assistantId)
+          .$if(org !== SYSTEM, (q) => q.where("org_id", "=", org)),
+      );
       // The threads that go with it are locked first (in a fixed order), as admission locks a thread: no
       // run can be admitted on them between the look at their runs and their deletion.
       const threads = opts.deleteThreads
@@ -156,7 +180,7 @@ export class SqlAssistants extends SqlRepo implements Port.AssistantsRepo {
               : eb("assistant_id", "=", assistantId),
           ),
       );
-      yield* deleteThreads(tx, threads);
+      yield* deleteThreads(tx, org, threads);
       // Executing runs keep their rows until the runtime has stopped them (it deletes them then). Those
       // of its runs admitted on other threads since the look above (Postgres) are in what the delete
       // returns.
@@ -172,13 +196,16 @@ export class SqlAssistants extends SqlRepo implements Port.AssistantsRepo {
       // A thread whose queued runs were deleted stops being `busy` once nothing of it is in flight.
       for (const threadId of new Set(inFlight.map((r) => r.thread_id))) {
         const thread = yield* first(
-          tx.selectFrom("threads").select(["status", "interrupts"]).where("thread_id", "=", threadId),
+          tx
+            .selectFrom("threads")
+            .select(["status", "interrupts"])
+            .where("org_id", "=", org)
+            .where("thread_id", "=", threadId),
         );
         if (thread?.status !== "busy") continue;
         const hasNext = Object.keys(JSON.parse(thread.interrupts) ?? {}).length > 0;
-        const status = settledStatusExpression(threadId, hasNext, false);
-        const update = tx.updateTable("threads").where("thread_id", "=", threadId);
-        yield* changed(update.set((eb) => ({ status: status(eb) })));
+        const status = settledStatusExpression(hasNext, false);
+        yield* changed(threadUpdate(tx, org, threadId).set((eb) => ({ status: status(eb) })));
       }
       return deletion(true, inFlight);
     });
@@ -210,10 +237,12 @@ export class SqlAssistants extends SqlRepo implements Port.AssistantsRepo {
 
   async versions(org: Port.OrgId, assistantId: string, q: Port.VersionQuery) {
     const db = this.database.db;
-    if (!(await visible(db, org, assistantId).executeTakeFirst())) return [];
+    const assistant = await visible(db, org, assistantId).executeTakeFirst();
+    if (!assistant) return [];
     const rows = await db
       .selectFrom("assistant_versions")
       .selectAll()
+      .where("org_id", "=", assistant.org_id)
       .where("assistant_id", "=", assistantId)
       .where(this.dialect.jsonContains("metadata", q.metadata ?? {}))
       .orderBy("version", "desc")
@@ -231,14 +260,15 @@ export class SqlAssistants extends SqlRepo implements Port.AssistantsRepo {
         tx
           .selectFrom("assistant_versions")
           .selectAll()
+          .where("org_id", "=", current.org_id)
           .where("assistant_id", "=", assistantId)
           .where("version", "=", version),
       );
       if (!v) return null;
       const now = new Date().toISOString();
-      const { assistant_id: _, created_at: __, ...fields } = v;
+      const { org_id: _, assistant_id: __, created_at: ___, ...fields } = v;
       const latest = { ...fields, updated_at: now };
-      yield* changed(tx.updateTable("assistants").set(latest).where("assistant_id", "=", assistantId));
+      yield* changed(assistantUpdate(tx, current.org_id, assistantId).set(latest));
       return toAssistant({ ...current, ...latest });
     });
   }

@@ -3,43 +3,62 @@
  * part of their own transactions (`yield*`): a thread's deletion, a run's rollback, a thread's copy,
  * a TTL's pruning.
  */
+import type { OrgId } from "../ports.js";
 import { all, changed, type Executor, first, type TxSteps } from "./database.js";
 
-/** A pending write's columns, key first, as `putWrites` binds them (`thread_id` first: the copy swaps it). */
-export const WRITE_KEY = ["thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"] as const;
+/**
+ * A pending write's columns, key first, as `putWrites` binds them. A thread is `(org_id, thread_id)`: a
+ * thread id is unique within its organization only.
+ */
+export const WRITE_KEY = ["org_id", "thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"] as const;
 export const WRITE_VALUES = ["channel", "type", "value", "task_path", "run_id"] as const;
 export const WRITE_COLUMNS = [...WRITE_KEY, ...WRITE_VALUES] as const;
 
-export function* deleteThreadCheckpoints(tx: Executor, threadIds: string[]): TxSteps<void> {
+/** Checkpoint rows (of `table`) of `org`'s thread `threadId`, to narrow further. */
+const deleteOfThread = <T extends "checkpoints" | "checkpoint_writes">(
+  tx: Executor,
+  table: T,
+  org: OrgId,
+  threadId: string,
+) =>
+  tx
+    .deleteFrom(table as "checkpoints")
+    .where("org_id", "=", org)
+    .where("thread_id", "=", threadId);
+
+export function* deleteThreadCheckpoints(tx: Executor, org: OrgId, threadIds: string[]): TxSteps<void> {
   if (!threadIds.length) return;
-  yield* changed(tx.deleteFrom("checkpoint_writes").where("thread_id", "in", threadIds));
-  yield* changed(tx.deleteFrom("checkpoints").where("thread_id", "in", threadIds));
+  for (const table of ["checkpoint_writes", "checkpoints"] as const)
+    yield* changed(tx.deleteFrom(table).where("org_id", "=", org).where("thread_id", "in", threadIds));
 }
 
 /**
  * Deletes the thread's checkpoints whose metadata `run_id` is `runId`, their writes, and the writes that
  * run made on other checkpoints (a resumed run writes onto its predecessor's last checkpoint).
  */
-export function* deleteRunCheckpoints(tx: Executor, threadId: string, runId: string): TxSteps<void> {
+export function* deleteRunCheckpoints(
+  tx: Executor,
+  org: OrgId,
+  threadId: string,
+  runId: string,
+): TxSteps<void> {
   yield* changed(
-    tx
-      .deleteFrom("checkpoint_writes")
-      .where("thread_id", "=", threadId)
-      .where((eb) =>
-        eb.or([
-          eb("run_id", "=", runId),
-          eb(eb.refTuple("checkpoint_ns", "checkpoint_id"), "in", (sub) =>
-            sub
-              .selectFrom("checkpoints")
-              .select(["checkpoints.checkpoint_ns", "checkpoints.checkpoint_id"])
-              .where("checkpoints.thread_id", "=", threadId)
-              .where("checkpoints.run_id", "=", runId)
-              .$asTuple("checkpoint_ns", "checkpoint_id"),
-          ),
-        ]),
-      ),
+    deleteOfThread(tx, "checkpoint_writes", org, threadId).where((eb) =>
+      eb.or([
+        eb("run_id", "=", runId),
+        eb(eb.refTuple("checkpoint_ns", "checkpoint_id"), "in", (sub) =>
+          sub
+            .selectFrom("checkpoints")
+            .select(["checkpoints.checkpoint_ns", "checkpoints.checkpoint_id"])
+            .where("checkpoints.org_id", "=", org)
+            .where("checkpoints.thread_id", "=", threadId)
+            .where("checkpoints.run_id", "=", runId)
+            .$asTuple("checkpoint_ns", "checkpoint_id"),
+        ),
+      ]),
+    ),
   );
-  yield* changed(tx.deleteFrom("checkpoints").where("thread_id", "=", threadId).where("run_id", "=", runId));
+  yield* changed(deleteOfThread(tx, "checkpoints", org, threadId).where("run_id", "=", runId));
 }
 
 /** A checkpoint row as `keepLatestCheckpoints` reads it. */
@@ -83,11 +102,12 @@ function deltaChannelsToRebuild(row: StoredCheckpoint & { metadata: Buffer }): S
  * only the latest would silently empty such a channel (a `DeltaValue` message history). The one prune
  * both `POST /threads/prune` and a TTL's `keep_latest` sweep do.
  */
-export function* keepLatestCheckpoints(tx: Executor, threadId: string): TxSteps<void> {
+export function* keepLatestCheckpoints(tx: Executor, org: OrgId, threadId: string): TxSteps<void> {
   const namespaces = yield* all(
     tx
       .selectFrom("checkpoints")
       .select((eb) => ["checkpoint_ns", eb.fn.max("checkpoint_id").as("latest")])
+      .where("org_id", "=", org)
       .where("thread_id", "=", threadId)
       .groupBy("checkpoint_ns"),
   );
@@ -96,6 +116,7 @@ export function* keepLatestCheckpoints(tx: Executor, threadId: string): TxSteps<
       tx
         .selectFrom("checkpoints")
         .select(["checkpoint_id", "parent_checkpoint_id", "type", "checkpoint", "metadata"])
+        .where("org_id", "=", org)
         .where("thread_id", "=", threadId)
         .where("checkpoint_ns", "=", ns)
         .where("checkpoint_id", "=", id),
@@ -114,9 +135,7 @@ export function* keepLatestCheckpoints(tx: Executor, threadId: string): TxSteps<
     }
     for (const table of ["checkpoint_writes", "checkpoints"] as const) {
       yield* changed(
-        tx
-          .deleteFrom(table)
-          .where("thread_id", "=", threadId)
+        deleteOfThread(tx, table, org, threadId)
           .where("checkpoint_ns", "=", ns)
           .where("checkpoint_id", "not in", kept),
       );
@@ -129,10 +148,17 @@ export function* keepLatestCheckpoints(tx: Executor, threadId: string): TxSteps<
  * replaced). The stored metadata's `thread_id` becomes the target's where present (metadata blobs are
  * JSON, checkpointer.ts makes sure), rewritten here rather than by each engine's JSON functions.
  */
-export function* copyThreadCheckpoints(tx: Executor, source: string, target: string): TxSteps<void> {
+export function* copyThreadCheckpoints(
+  tx: Executor,
+  org: OrgId,
+  source: string,
+  target: string,
+): TxSteps<void> {
   if (source === target) return;
-  yield* deleteThreadCheckpoints(tx, [target]);
-  const checkpoints = yield* all(tx.selectFrom("checkpoints").selectAll().where("thread_id", "=", source));
+  yield* deleteThreadCheckpoints(tx, org, [target]);
+  const checkpoints = yield* all(
+    tx.selectFrom("checkpoints").selectAll().where("org_id", "=", org).where("thread_id", "=", source),
+  );
   for (const row of checkpoints) {
     const metadata = JSON.parse(row.metadata.toString("utf8"));
     if (metadata !== null && typeof metadata === "object" && Object.hasOwn(metadata, "thread_id"))
@@ -143,7 +169,7 @@ export function* copyThreadCheckpoints(tx: Executor, source: string, target: str
         .values({ ...row, thread_id: target, metadata: Buffer.from(JSON.stringify(metadata), "utf8") }),
     );
   }
-  const [, ...copied] = WRITE_COLUMNS;
+  const [, , ...copied] = WRITE_COLUMNS;
   yield* changed(
     tx
       .insertInto("checkpoint_writes")
@@ -151,7 +177,8 @@ export function* copyThreadCheckpoints(tx: Executor, source: string, target: str
       .expression((eb) =>
         eb
           .selectFrom("checkpoint_writes")
-          .select((s) => [s.val(target).as("thread_id"), ...copied])
+          .select((s) => [s.val(org).as("org_id"), s.val(target).as("thread_id"), ...copied])
+          .where("org_id", "=", org)
           .where("thread_id", "=", source),
       ),
   );

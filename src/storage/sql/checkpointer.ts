@@ -31,11 +31,10 @@ import {
   TASKS,
   WRITES_IDX_MAP,
 } from "@langchain/langgraph-checkpoint";
-import type { CheckpointStore } from "../ports.js";
+import { CHECKPOINT_ORG_KEY, type CheckpointStore, type OrgId } from "../ports.js";
 import {
   copyThreadCheckpoints,
   deleteRunCheckpoints,
-  deleteThreadCheckpoints,
   WRITE_COLUMNS,
   WRITE_KEY,
   WRITE_VALUES,
@@ -54,7 +53,7 @@ const LIST_PAGE = 100;
  */
 const WRITES_PER_STATEMENT = 500;
 
-const KEY = ["thread_id", "checkpoint_ns", "checkpoint_id"] as const;
+const KEY = ["org_id", "thread_id", "checkpoint_ns", "checkpoint_id"] as const;
 const CHECKPOINT_COLUMNS = [...KEY, "parent_checkpoint_id", "type", "checkpoint", "metadata"] as const;
 
 type CheckpointRow = Pick<Row<"checkpoints">, (typeof CHECKPOINT_COLUMNS)[number]>;
@@ -78,11 +77,30 @@ function toBuffer(bytes: Uint8Array | string): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
-/** A config's thread (`configurable.thread_id`, as text; undefined if absent) and namespace (default ""). */
-function threadOf(config: RunnableConfig): { thread_id: string; checkpoint_ns: string } | undefined {
+/**
+ * A config's organization (`CHECKPOINT_ORG_KEY`). Required: without it a thread id could name another
+ * organization's thread, so a config that lacks it is a bug of the caller, refused.
+ */
+function orgOf(config: RunnableConfig): string {
+  const org = config.configurable?.[CHECKPOINT_ORG_KEY];
+  if (typeof org !== "string") throw new Error(`The checkpointer needs configurable.${CHECKPOINT_ORG_KEY}`);
+  return org;
+}
+
+/**
+ * A config's thread: its organization, id (`configurable.thread_id`, as text) and namespace (default "");
+ * undefined without a thread id.
+ */
+function threadOf(
+  config: RunnableConfig,
+): { org_id: string; thread_id: string; checkpoint_ns: string } | undefined {
   const c = config.configurable;
   if (c?.thread_id === undefined || c.thread_id === null) return undefined;
-  return { thread_id: String(c.thread_id), checkpoint_ns: String(c.checkpoint_ns ?? "") };
+  return {
+    org_id: orgOf(config),
+    thread_id: String(c.thread_id),
+    checkpoint_ns: String(c.checkpoint_ns ?? ""),
+  };
 }
 
 const runIdOf = (value: unknown): string | null => (typeof value === "string" && value !== "" ? value : null);
@@ -104,7 +122,7 @@ function checkpointMetadata(config: RunnableConfig, metadata: CheckpointMetadata
   return merged;
 }
 
-type Thread = "thread_id" | "checkpoint_ns";
+type Thread = "org_id" | "thread_id" | "checkpoint_ns";
 type Key = Thread | "checkpoint_id";
 const UPSERTED = ["parent_checkpoint_id", "run_id", "type", "checkpoint", "metadata"] as const;
 
@@ -112,11 +130,13 @@ function compileQueries(db: Executor) {
   const checkpoints = db
     .selectFrom("checkpoints")
     .select(CHECKPOINT_COLUMNS)
+    .where("org_id", "=", slot("org_id"))
     .where("thread_id", "=", slot("thread_id"))
     .where("checkpoint_ns", "=", slot("checkpoint_ns"));
   const writes = db
     .selectFrom("checkpoint_writes")
     .select(["task_id", "channel", "type", "value"])
+    .where("org_id", "=", slot("org_id"))
     .where("thread_id", "=", slot("thread_id"))
     .where("checkpoint_ns", "=", slot("checkpoint_ns"))
     .where("checkpoint_id", "=", slot("checkpoint_id"));
@@ -138,10 +158,11 @@ function compileQueries(db: Executor) {
         .values(slots([...KEY, ...UPSERTED]))
         .onConflict((oc) => oc.columns(KEY).doUpdateSet(fromExcluded(UPSERTED))),
     ),
-    hasCheckpoints: new Prepared<unknown, "thread_id">(
+    hasCheckpoints: new Prepared<unknown, "org_id" | "thread_id">(
       db
         .selectFrom("checkpoints")
         .select(sql.lit(1).as("one"))
+        .where("org_id", "=", slot("org_id"))
         .where("thread_id", "=", slot("thread_id"))
         .limit(sql.lit(1)),
     ),
@@ -193,7 +214,8 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
   }
 
   /**
-   * Newest first (by checkpoint id). `config.configurable`: `thread_id` (all threads if absent),
+   * Newest first (by checkpoint id). `config.configurable`: the organization (required), `thread_id`
+   * (all the organization's threads if absent),
    * `checkpoint_ns` (all namespaces if absent), `checkpoint_id` (only that one if present).
    * `filter`: every key must equal the metadata value as JSON (`dialect.jsonBytesKeyEquals`).
    */
@@ -204,12 +226,14 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
 
     const { db, dialect } = this.#database;
     const c = config.configurable ?? {};
+    const org = orgOf(config);
     const exactId = getCheckpointId(config);
     const beforeId = before ? getCheckpointId(before) : "";
     const filters = Object.entries(filter ?? {}).filter(([, value]) => value !== undefined);
     const query = db
       .selectFrom("checkpoints")
       .select(CHECKPOINT_COLUMNS)
+      .where("org_id", "=", org)
       .$if(c.thread_id != null, (q) => q.where("thread_id", "=", String(c.thread_id)))
       .$if(c.checkpoint_ns != null, (q) => q.where("checkpoint_ns", "=", String(c.checkpoint_ns)))
       .$if(Boolean(exactId), (q) => q.where("checkpoint_id", "=", String(exactId)))
@@ -257,7 +281,7 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     const thread = threadOf(config);
     if (!thread) throw new Error('Failed to put checkpoint: config.configurable is missing "thread_id".');
     const { thread_id, checkpoint_id: parentId } = config.configurable!;
-    const result = { configurable: { ...thread, thread_id, checkpoint_id: checkpoint.id } };
+    const result = { configurable: { ...this.#configOf(thread), thread_id, checkpoint_id: checkpoint.id } };
     const merged = checkpointMetadata(config, metadata);
     const runId = runIdOf(merged.run_id);
     if (this.isFenced(runId)) return result;
@@ -310,7 +334,7 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     // One row per key: a special channel written twice in one batch keeps its last value (as the
     // upserts one after the other did); one statement may not touch a row twice on Postgres.
     const rows = new Map<number, unknown[]>();
-    const key = [thread.thread_id, thread.checkpoint_ns, String(checkpointId), taskId];
+    const key = [thread.org_id, thread.thread_id, thread.checkpoint_ns, String(checkpointId), taskId];
     for (const [i, [channel]] of writes.entries()) {
       const idx = Object.hasOwn(WRITES_IDX_MAP, channel) ? WRITES_IDX_MAP[channel] : i;
       const [type, value] = serialized[i];
@@ -333,24 +357,40 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     }
   }
 
-  async deleteThread(threadId: string): Promise<void> {
-    await this.#database.transaction((tx) => deleteThreadCheckpoints(tx, [threadId]));
+  /**
+   * LangGraph's `deleteThread(threadId)` names no organization, and a thread id alone may be several
+   * organizations' threads: refused. The server deletes a thread's checkpoints with the thread.
+   */
+  async deleteThread(_threadId: string): Promise<void> {
+    throw new Error(
+      "deleteThread needs the thread's organization: delete the thread through storage.threads",
+    );
   }
 
   // Server operations, in transactions of their own (other repositories run checkpoint-rows.ts' in theirs).
 
   /** `deleteRunCheckpoints`, the run fenced first so that a still-running graph cannot write it back. */
-  async deleteRun(threadId: string, runId: string): Promise<void> {
+  async deleteRun(org: OrgId, threadId: string, runId: string): Promise<void> {
     this.fenceRun(runId);
-    await this.#database.transaction((tx) => deleteRunCheckpoints(tx, threadId, runId));
+    await this.#database.transaction((tx) => deleteRunCheckpoints(tx, org, threadId, runId));
   }
 
-  async copyThread(sourceThreadId: string, targetThreadId: string): Promise<void> {
-    await this.#database.transaction((tx) => copyThreadCheckpoints(tx, sourceThreadId, targetThreadId));
+  async copyThread(org: OrgId, sourceThreadId: string, targetThreadId: string): Promise<void> {
+    await this.#database.transaction((tx) => copyThreadCheckpoints(tx, org, sourceThreadId, targetThreadId));
   }
 
-  async hasCheckpoints(threadId: string): Promise<boolean> {
-    return (await this.#q.hasCheckpoints.execute(this.#database, { thread_id: threadId })).length > 0;
+  async hasCheckpoints(org: OrgId, threadId: string): Promise<boolean> {
+    const found = await this.#q.hasCheckpoints.execute(this.#database, { org_id: org, thread_id: threadId });
+    return found.length > 0;
+  }
+
+  /** A config's configurable naming a thread of this organization (what LangGraph hands back to the saver). */
+  #configOf(thread: { org_id: string; thread_id: string; checkpoint_ns: string }) {
+    return {
+      [CHECKPOINT_ORG_KEY]: thread.org_id,
+      thread_id: thread.thread_id,
+      checkpoint_ns: thread.checkpoint_ns,
+    };
   }
 
   /**
@@ -386,7 +426,7 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
   }
 
   async #toTuple(row: CheckpointRow): Promise<CheckpointTuple> {
-    const { thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id } = row;
+    const { org_id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id } = row;
     const db = this.#database;
     const [checkpoint, metadata, pendingWrites] = await Promise.all([
       this.serde.loadsTyped(row.type ?? "json", row.checkpoint) as Promise<Checkpoint>,
@@ -395,7 +435,7 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
     ]);
     // Checkpoint format < 4 kept pending sends as TASKS writes on the parent; v4 keeps them in the
     // TASKS channel. Rebuild that channel for old checkpoints, as MemorySaver does.
-    const parent = { thread_id, checkpoint_ns, checkpoint_id: parent_checkpoint_id };
+    const parent = { org_id, thread_id, checkpoint_ns, checkpoint_id: parent_checkpoint_id };
     if (checkpoint.v < 4 && parent_checkpoint_id) {
       const sends = await this.#loadWrites(await this.#q.getSends.execute(db, { ...parent, channel: TASKS }));
       checkpoint.channel_values ??= {};
@@ -406,11 +446,13 @@ export class SqlCheckpointer extends BaseCheckpointSaver implements CheckpointSt
         versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
     }
     return {
-      config: { configurable: { thread_id, checkpoint_ns, checkpoint_id } },
+      config: { configurable: { ...this.#configOf(row), checkpoint_id } },
       checkpoint,
       metadata,
       pendingWrites,
-      ...(parent_checkpoint_id ? { parentConfig: { configurable: parent } } : {}),
+      ...(parent_checkpoint_id
+        ? { parentConfig: { configurable: { ...this.#configOf(row), checkpoint_id: parent_checkpoint_id } } }
+        : {}),
     };
   }
 }

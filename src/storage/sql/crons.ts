@@ -1,4 +1,4 @@
-/** Crons (table `crons`): deleting a cron's thread or assistant deletes it (ON DELETE CASCADE). */
+/** Crons (table `crons`): deleting a cron's thread deletes it (ON DELETE CASCADE), deleting its assistant too (assistants.ts). */
 import { HangarError, notFound } from "../../errors.js";
 import type { Cron, CronFilter, CronInput, CronPatch, CronQuery, CronsRepo, DueCron } from "../cron-ports.js";
 import type { OrgId } from "../ports.js";
@@ -55,7 +55,11 @@ export class SqlCrons extends SqlRepo implements CronsRepo {
       // deleted since the caller resolved it is reported as absent, not as a foreign-key error.
       const assistant = yield* first(
         this.dialect.lock(
-          tx.selectFrom("assistants").select("assistant_id").where("assistant_id", "=", input.assistant_id),
+          tx
+            .selectFrom("assistants")
+            .select("assistant_id")
+            .where("assistant_id", "=", input.assistant_id)
+            .where("org_id", "in", [org, ""]), // its own or a system assistant
           share,
         ),
       );

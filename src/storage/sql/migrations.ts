@@ -53,6 +53,11 @@ interface HangarMigration {
    * (a database created before migrations were written once), so `up` is skipped.
    */
   adopt?(db: Kysely<any>, engine: Dialect["name"]): Promise<boolean>;
+  /**
+   * SQLite: `up` makes tables again and drops the old ones, so foreign keys are off while it runs
+   * (SQLite's documented way; the pragma cannot change inside a transaction) and checked before commit.
+   */
+  rebuildsTables?: boolean;
 }
 
 /**
@@ -379,7 +384,229 @@ export const MIGRATIONS: HangarMigration[] = [
       "CREATE INDEX thread_event_heads_thread ON thread_event_heads (thread_id)",
     ],
   },
+  {
+    // Client-chosen ids (threads, assistants) are unique per organization, not across them: another
+    // organization's thread or assistant id must answer as a fresh one (not 409), and two organizations
+    // may each have a thread of the same id. Keys become (org_id, id), and what hangs off a thread or an
+    // assistant (runs, crons, checkpoints, pending writes, versions) carries its organization. Run and cron
+    // ids stay globally unique: the server makes them. Checkpoints of a thread that no longer exists
+    // (unreachable: every read goes through the thread) are not carried.
+    name: "0006_org_scoped_ids",
+    rebuildsTables: true,
+    up: (t, engine) => ORG_SCOPED_IDS[engine](t),
+  },
 ];
+
+/** The indexes 0006_org_scoped_ids leaves on the tables it changes (the same on both engines). */
+const ORG_SCOPED_INDEXES = [
+  "CREATE INDEX assistants_org_created ON assistants (org_id, created_at)",
+  "CREATE INDEX threads_org_created ON threads (org_id, created_at)",
+  "CREATE INDEX threads_ttl ON threads (updated_at) WHERE ttl_minutes IS NOT NULL",
+  "CREATE INDEX runs_thread_status ON runs (org_id, thread_id, status)",
+  "CREATE INDEX runs_pending_due ON runs (not_before, seq) WHERE status = 'pending'",
+  "CREATE INDEX runs_assistant ON runs (assistant_id)",
+  "CREATE INDEX runs_running_lease ON runs (lease_expires_at) WHERE status = 'running'",
+  // At most one executing run per thread, enforced by the database itself.
+  "CREATE UNIQUE INDEX runs_one_running ON runs (org_id, thread_id) WHERE status = 'running'",
+  "CREATE INDEX checkpoints_thread_run ON checkpoints (org_id, thread_id, run_id)",
+  "CREATE INDEX crons_due ON crons (next_run_at) WHERE next_run_at IS NOT NULL",
+  "CREATE INDEX crons_org_created ON crons (org_id, created_at)",
+  "CREATE INDEX crons_thread ON crons (org_id, thread_id)",
+  "CREATE INDEX crons_assistant ON crons (assistant_id)",
+];
+
+/**
+ * 0006_org_scoped_ids per engine. SQLite cannot change a primary key: each table is made again under
+ * a new name, filled, and put in the old one's place (foreign keys off meanwhile: `rebuildsTables`).
+ * Postgres changes the keys in place. Crons no longer reference assistants: a cron may run a system
+ * assistant (organization ''), so deleting an assistant deletes its crons itself.
+ */
+const ORG_SCOPED_IDS: Record<Dialect["name"], (t: ColumnTypes) => string[]> = {
+  sqlite: (t) => {
+    // Columns named, never `*`: a database adopted from the legacy schema may order them otherwise.
+    const rebuild = (table: string, ddl: string, from: string, columns: string[], select = columns) => [
+      `CREATE TABLE ${table}_0006 (${ddl})`,
+      `INSERT INTO ${table}_0006 (${columns.join(", ")}) SELECT ${select.join(", ")} FROM ${from}`,
+      `DROP TABLE ${table}`,
+      `ALTER TABLE ${table}_0006 RENAME TO ${table}`,
+    ];
+    const columnsOf = (ddl: string) =>
+      ddl
+        .split("\n")
+        .map((line) => line.trim().split(" ")[0]!)
+        .filter((name) => /^("?)[a-z_]+\1$/.test(name) && !["PRIMARY", "FOREIGN"].includes(name));
+    const copy = (table: string, ddl: string, order = "rowid") =>
+      rebuild(table, ddl, `${table} ORDER BY ${order}`, columnsOf(ddl));
+    /** A table gaining its thread's (or assistant's) organization, `parent` joined as p on `on`. */
+    const withOrg = (table: string, ddl: string, parent: string, on: string) => {
+      const columns = columnsOf(ddl);
+      const select = columns.map((c) => (c === "org_id" ? "p.org_id" : `x.${c}`));
+      return rebuild(table, ddl, `${table} x JOIN ${parent} p ON ${on} ORDER BY x.rowid`, columns, select);
+    };
+    return [
+      ...copy(
+        "assistants",
+        `assistant_id ${t.id} NOT NULL,
+        org_id TEXT NOT NULL,           -- '' = system assistant, visible to every organization
+        graph_id ${t.id} NOT NULL,
+        version INTEGER NOT NULL,
+        name ${t.id} NOT NULL,
+        description TEXT,
+        config ${t.json} NOT NULL,
+        context ${t.json} NOT NULL,
+        metadata ${t.json} NOT NULL,
+        created_at ${t.id} NOT NULL,
+        updated_at ${t.id} NOT NULL,
+        PRIMARY KEY (org_id, assistant_id)`,
+      ),
+      ...withOrg(
+        "assistant_versions",
+        `org_id TEXT NOT NULL,
+        assistant_id ${t.id} NOT NULL,
+        version INTEGER NOT NULL,
+        graph_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        description TEXT,
+        config ${t.json} NOT NULL,
+        context ${t.json} NOT NULL,
+        metadata ${t.json} NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (org_id, assistant_id, version),
+        FOREIGN KEY (org_id, assistant_id) REFERENCES assistants (org_id, assistant_id) ON DELETE CASCADE`,
+        "assistants",
+        "p.assistant_id = x.assistant_id",
+      ),
+      ...copy(
+        "threads",
+        `thread_id ${t.id} NOT NULL,
+        org_id TEXT NOT NULL,
+        status ${t.id} NOT NULL,
+        metadata ${t.json} NOT NULL,
+        config ${t.json} NOT NULL,
+        "values" ${t.json},
+        interrupts ${t.json} NOT NULL,
+        error ${t.json},
+        temporary ${t.bool} NOT NULL DEFAULT ${t.false},
+        created_at ${t.id} NOT NULL,
+        updated_at ${t.id} NOT NULL,
+        state_updated_at ${t.id} NOT NULL,
+        ttl_minutes ${t.double},
+        ttl_strategy TEXT,
+        ttl_swept_at ${t.id},
+        PRIMARY KEY (org_id, thread_id)`,
+      ),
+      ...copy(
+        "runs",
+        `seq ${t.serialKey},
+        run_id ${t.id} NOT NULL UNIQUE,
+        thread_id ${t.id} NOT NULL,
+        org_id TEXT NOT NULL,
+        assistant_id TEXT NOT NULL,
+        status TEXT NOT NULL,
+        metadata ${t.json} NOT NULL,
+        kwargs ${t.json} NOT NULL,
+        multitask_strategy TEXT NOT NULL,
+        attempt INTEGER NOT NULL DEFAULT 0,
+        not_before ${t.bigint} NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        worker_id TEXT,
+        lease_expires_at ${t.bigint},
+        stop_requested TEXT,
+        error ${t.json},
+        FOREIGN KEY (org_id, thread_id) REFERENCES threads (org_id, thread_id) ON DELETE CASCADE`,
+        "seq",
+      ),
+      ...withOrg(
+        "checkpoints",
+        `org_id TEXT NOT NULL,
+        thread_id ${t.id} NOT NULL,
+        checkpoint_ns ${t.id} NOT NULL DEFAULT '',
+        checkpoint_id ${t.id} NOT NULL,
+        parent_checkpoint_id TEXT,
+        run_id TEXT,
+        type TEXT,
+        checkpoint ${t.bytes} NOT NULL,
+        metadata ${t.bytes} NOT NULL,
+        PRIMARY KEY (org_id, thread_id, checkpoint_ns, checkpoint_id)`,
+        "threads",
+        "p.thread_id = x.thread_id",
+      ),
+      ...withOrg(
+        "checkpoint_writes",
+        `org_id TEXT NOT NULL,
+        thread_id ${t.id} NOT NULL,
+        checkpoint_ns ${t.id} NOT NULL DEFAULT '',
+        checkpoint_id ${t.id} NOT NULL,
+        task_id ${t.id} NOT NULL,
+        idx INTEGER NOT NULL,
+        channel TEXT NOT NULL,
+        type TEXT,
+        value ${t.bytes},
+        task_path ${t.id} NOT NULL DEFAULT '',
+        run_id TEXT,
+        PRIMARY KEY (org_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx)`,
+        "threads",
+        "p.thread_id = x.thread_id",
+      ),
+      ...copy(
+        "crons",
+        `cron_id ${t.id} PRIMARY KEY,
+        org_id TEXT NOT NULL,
+        assistant_id ${t.id} NOT NULL,
+        thread_id ${t.id},               -- NULL: stateless cron
+        user_id TEXT,
+        schedule TEXT NOT NULL,
+        timezone TEXT,
+        end_time ${t.id},
+        enabled ${t.bool} NOT NULL,
+        on_run_completed TEXT,
+        payload ${t.json} NOT NULL,
+        metadata ${t.json} NOT NULL,
+        next_run_at ${t.bigint},
+        created_at ${t.id} NOT NULL,
+        updated_at ${t.id} NOT NULL,
+        FOREIGN KEY (org_id, thread_id) REFERENCES threads (org_id, thread_id) ON DELETE CASCADE`,
+      ),
+      ...ORG_SCOPED_INDEXES,
+    ];
+  },
+  postgres: () => {
+    // Constraint names as the database has them (a legacy-adopted database may name them otherwise).
+    const dropConstraints = (where: string) => `DO $do$ DECLARE c record; BEGIN
+      FOR c IN SELECT conrelid::regclass AS tbl, conname FROM pg_constraint WHERE ${where} LOOP
+        EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', c.tbl, c.conname);
+      END LOOP;
+    END $do$`;
+    const addOrg = (table: string, from: string, join: string) => [
+      `ALTER TABLE ${table} ADD COLUMN org_id TEXT NOT NULL DEFAULT ''`,
+      `UPDATE ${table} x SET org_id = p.org_id FROM ${from} p WHERE ${join}`,
+      `ALTER TABLE ${table} ALTER COLUMN org_id DROP DEFAULT`,
+    ];
+    const indexes = ORG_SCOPED_INDEXES.map((ddl) => ddl.split(" ON ")[0]!.split(" ").at(-1)!);
+    return [
+      dropConstraints("contype = 'f' AND confrelid IN ('threads'::regclass, 'assistants'::regclass)"),
+      dropConstraints(
+        "contype = 'p' AND conrelid IN ('threads'::regclass, 'assistants'::regclass, 'assistant_versions'::regclass, 'checkpoints'::regclass, 'checkpoint_writes'::regclass)",
+      ),
+      ...indexes.map((name) => `DROP INDEX IF EXISTS ${name}`),
+      ...addOrg("assistant_versions", "assistants", "p.assistant_id = x.assistant_id"),
+      ...addOrg("checkpoints", "threads", "p.thread_id = x.thread_id"),
+      ...addOrg("checkpoint_writes", "threads", "p.thread_id = x.thread_id"),
+      "DELETE FROM checkpoints c WHERE NOT EXISTS (SELECT 1 FROM threads t WHERE t.thread_id = c.thread_id)",
+      "DELETE FROM checkpoint_writes c WHERE NOT EXISTS (SELECT 1 FROM threads t WHERE t.thread_id = c.thread_id)",
+      "ALTER TABLE assistants ADD PRIMARY KEY (org_id, assistant_id)",
+      "ALTER TABLE assistant_versions ADD PRIMARY KEY (org_id, assistant_id, version)",
+      "ALTER TABLE threads ADD PRIMARY KEY (org_id, thread_id)",
+      "ALTER TABLE checkpoints ADD PRIMARY KEY (org_id, thread_id, checkpoint_ns, checkpoint_id)",
+      "ALTER TABLE checkpoint_writes ADD PRIMARY KEY (org_id, thread_id, checkpoint_ns, checkpoint_id, task_id, idx)",
+      "ALTER TABLE assistant_versions ADD FOREIGN KEY (org_id, assistant_id) REFERENCES assistants (org_id, assistant_id) ON DELETE CASCADE",
+      "ALTER TABLE runs ADD FOREIGN KEY (org_id, thread_id) REFERENCES threads (org_id, thread_id) ON DELETE CASCADE",
+      "ALTER TABLE crons ADD FOREIGN KEY (org_id, thread_id) REFERENCES threads (org_id, thread_id) ON DELETE CASCADE",
+      ...ORG_SCOPED_INDEXES,
+    ];
+  },
+};
 
 /**
  * What only one engine's baseline has. Postgres: GIN indexes for `@>` filters, and the cosine function
@@ -423,22 +650,36 @@ export async function migrate(database: SqlDatabase, opts: { schema?: string } =
       )`.execute(db);
       await refuseNewerSchema(db);
       for (const m of MIGRATIONS) {
-        await db.transaction().execute(async (tx) => {
-          const done = await tx
-            .selectFrom(MIGRATION_TABLE)
-            .select("name")
-            .where("name", "=", m.name)
-            .executeTakeFirst();
-          if (done) return;
-          if (!(m.adopt && (await m.adopt(tx, engine)))) {
-            for (const statement of m.up(COLUMN_TYPES[engine], engine)) await sql.raw(statement).execute(tx);
-          }
-          await tx
-            .insertInto(MIGRATION_TABLE)
-            .values({ name: m.name, applied_at: new Date().toISOString() })
-            .execute();
-          applied.push(m.name);
-        });
+        const keysOff = m.rebuildsTables && engine === "sqlite";
+        if (keysOff) await sql`PRAGMA foreign_keys = OFF`.execute(db);
+        try {
+          await db.transaction().execute(async (tx) => {
+            const done = await tx
+              .selectFrom(MIGRATION_TABLE)
+              .select("name")
+              .where("name", "=", m.name)
+              .executeTakeFirst();
+            if (done) return;
+            if (!(m.adopt && (await m.adopt(tx, engine)))) {
+              for (const statement of m.up(COLUMN_TYPES[engine], engine))
+                await sql.raw(statement).execute(tx);
+            }
+            await tx
+              .insertInto(MIGRATION_TABLE)
+              .values({ name: m.name, applied_at: new Date().toISOString() })
+              .execute();
+            if (keysOff) {
+              const broken = await sql`PRAGMA foreign_key_check`.execute(tx);
+              if (broken.rows.length)
+                throw new Error(
+                  `${m.name} left rows whose foreign keys point nowhere: ${JSON.stringify(broken.rows[0])}`,
+                );
+            }
+            applied.push(m.name);
+          });
+        } finally {
+          if (keysOff) await sql`PRAGMA foreign_keys = ON`.execute(db);
+        }
       }
     });
   });

@@ -31,7 +31,7 @@ type Stored<R, J extends readonly (keyof R)[]> = Omit<R, J[number]> & Record<J[n
 
 export interface Tables {
   assistants: Stored<Assistant, typeof ASSISTANT_JSON> & { org_id: string };
-  assistant_versions: Omit<Tables["assistants"], "org_id" | "updated_at">;
+  assistant_versions: Omit<Tables["assistants"], "updated_at">;
   threads: Omit<Stored<Thread, typeof THREAD_JSON>, "values" | "error"> & {
     org_id: string;
     values: Json | null;
@@ -53,6 +53,8 @@ export interface Tables {
       error: Json | null;
     };
   checkpoints: {
+    /** The thread's organization: a thread id is unique within its organization only. */
+    org_id: string;
     thread_id: string;
     checkpoint_ns: Generated<string>;
     checkpoint_id: string;
@@ -63,6 +65,7 @@ export interface Tables {
     metadata: Buffer;
   };
   checkpoint_writes: {
+    org_id: string;
     thread_id: string;
     checkpoint_ns: Generated<string>;
     checkpoint_id: string;

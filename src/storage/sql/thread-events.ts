@@ -153,7 +153,7 @@ function* trim(
 }
 
 /** Removes threads' events with them (a part of `deleteThreads`' transaction). */
-export function* deleteThreadEvents(tx: Executor, threadIds: string[]): TxSteps<void> {
-  yield* changed(tx.deleteFrom("thread_events").where("thread_id", "in", threadIds));
-  yield* changed(tx.deleteFrom("thread_event_heads").where("thread_id", "in", threadIds));
+export function* deleteThreadEvents(tx: Executor, org: Port.OrgId, threadIds: string[]): TxSteps<void> {
+  for (const table of ["thread_events", "thread_event_heads"] as const)
+    yield* changed(tx.deleteFrom(table).where("org_id", "=", org).where("thread_id", "in", threadIds));
 }

@@ -87,29 +87,37 @@ const toThread = (r: ThreadRow): Port.Thread => {
   return thread;
 };
 
+/** A value of the thread key: the value itself, or a subquery giving it (a run's). */
+type KeyPart = string | SelectQueryBuilder<Tables, "runs", { org_id: string } | { thread_id: string }>;
+
 /**
- * The query of the thread row (`threadId`: the id, or a subquery giving it; of `org` if given). Locked
- * (`dialect.lock`), it is the lock every transaction that changes a thread's runs takes first (runs.ts's
- * header says why).
+ * The query of the thread row: a thread is `(org, threadId)`, an id being unique within its
+ * organization only. Locked (`dialect.lock`), it is the lock every transaction that changes a thread's
+ * runs takes first (runs.ts's header says why).
  */
-export const threadRow = (
-  ex: Executor,
-  threadId: string | SelectQueryBuilder<Tables, "runs", { thread_id: string }>,
-  org?: Port.OrgId,
-) =>
+export const threadRow = (ex: Executor, org: KeyPart, threadId: KeyPart) =>
   ex
     .selectFrom("threads")
     .select(THREAD_COLUMNS)
-    .where("thread_id", "=", threadId)
-    .$if(org !== undefined, (q) => q.where("org_id", "=", org!));
+    .where("org_id", "=", org as string)
+    .where("thread_id", "=", threadId as string);
+
+/** An UPDATE of the thread `(org, threadId)`. */
+export const threadUpdate = (ex: Executor, org: Port.OrgId, threadId: string) =>
+  ex.updateTable("threads").where("org_id", "=", org).where("thread_id", "=", threadId);
 
 /** The thread's runs in flight, to select from. */
-export const runsInFlight = (ex: Executor, threadId: string) =>
-  ex.selectFrom("runs").where("thread_id", "=", threadId).where("status", "in", IN_FLIGHT);
+export const runsInFlight = (ex: Executor, org: Port.OrgId, threadId: string) =>
+  ex
+    .selectFrom("runs")
+    .where("org_id", "=", org)
+    .where("thread_id", "=", threadId)
+    .where("status", "in", IN_FLIGHT);
 
-/** EXISTS a run of `thread` (its id as an expression, or a column) with `status` (one or a list). */
+/** EXISTS a run of the thread (its organization and id as expressions, or columns) with `status` (one or a list). */
 export const hasRuns = (
   eb: ExpressionBuilder<any, any>,
+  org: Expression<string>,
   thread: Expression<string>,
   status: typeof RUNNING | typeof IN_FLIGHT,
 ) =>
@@ -117,6 +125,7 @@ export const hasRuns = (
     eb
       .selectFrom("runs as x")
       .select(sql.lit(1).as("one"))
+      .where("x.org_id", "=", org)
       .where("x.thread_id", "=", thread)
       .where("x.status", Array.isArray(status) ? "in" : "=", status),
   );
@@ -131,35 +140,35 @@ export const deletion = (
   pendingRunIds: inFlight.filter((r) => r.status === "pending").map((r) => r.run_id),
 });
 
-/** Deletes threads with their runs and checkpoints (a part of the caller's transaction). */
-export function* deleteThreads(tx: Executor, threadIds: string[]): TxSteps<void> {
+/** Deletes `org`'s threads with their runs and checkpoints (a part of the caller's transaction). */
+export function* deleteThreads(tx: Executor, org: Port.OrgId, threadIds: string[]): TxSteps<void> {
   if (!threadIds.length) return;
-  yield* changed(tx.deleteFrom("runs").where("thread_id", "in", threadIds));
-  yield* deleteThreadCheckpoints(tx, threadIds);
-  yield* deleteThreadEvents(tx, threadIds);
-  yield* changed(tx.deleteFrom("threads").where("thread_id", "in", threadIds));
+  yield* changed(tx.deleteFrom("runs").where("org_id", "=", org).where("thread_id", "in", threadIds));
+  yield* deleteThreadCheckpoints(tx, org, threadIds);
+  yield* deleteThreadEvents(tx, org, threadIds);
+  yield* changed(tx.deleteFrom("threads").where("org_id", "=", org).where("thread_id", "in", threadIds));
 }
 
 /**
- * Inserts the thread unless its id exists; returns whether it did. On Postgres, a concurrent insert of
- * the same id waits on the first one's unique key and then does nothing.
+ * Inserts the thread unless its organization has one of this id; returns whether it did. On Postgres, a
+ * concurrent insert of the same key waits on the first one's and then does nothing.
  */
 export function* insertThread(database: SqlDatabase, row: ThreadRow): TxSteps<boolean> {
   const query = database.prepared("threads.insert", (db) =>
     db
       .insertInto("threads")
       .values(slots(THREAD_COLUMNS))
-      .onConflict((oc) => oc.column("thread_id").doNothing()),
+      .onConflict((oc) => oc.columns(["org_id", "thread_id"]).doNothing()),
   );
   return (yield* query.changed({ ...row, temporary: database.dialect.bool(Boolean(row.temporary)) })) > 0;
 }
 
 /**
  * The status a thread settles to when no run of it is executing, as an expression of the thread's
- * UPDATE (evaluated after the run's own row changed, in the same transaction): settling costs no
- * statement of its own.
+ * UPDATE (evaluated after the run's own row changed, in the same transaction, on the updated row's
+ * own key): settling costs no statement of its own.
  */
-export function settledStatusExpression(threadId: string, hasNext: boolean, failed: boolean) {
+export function settledStatusExpression(hasNext: boolean, failed: boolean) {
   return (eb: ExpressionBuilder<Tables, "threads">) =>
     failed
       ? sql.lit<ThreadStatus>("error")
@@ -167,7 +176,7 @@ export function settledStatusExpression(threadId: string, hasNext: boolean, fail
         ? sql.lit<ThreadStatus>("interrupted")
         : eb
             .case()
-            .when(hasRuns(eb, eb.val(threadId), IN_FLIGHT))
+            .when(hasRuns(eb, eb.ref("threads.org_id"), eb.ref("threads.thread_id"), IN_FLIGHT))
             .then(sql.lit<ThreadStatus>("busy"))
             .else(sql.lit<ThreadStatus>("idle"))
             .end();
@@ -183,14 +192,14 @@ export class SqlThreads extends SqlRepo implements Port.ThreadsRepo {
     return this.transaction(function* (tx) {
       // One statement when the id is new; the existing row is read only when it was not.
       if (yield* insertThread(this.database, row)) return toThread(row);
-      const existing = yield* first(threadRow(tx, input.thread_id));
-      if (existing && ifExists === "do_nothing" && existing.org_id === org) return toThread(existing);
+      const existing = yield* first(threadRow(tx, org, input.thread_id));
+      if (existing && ifExists === "do_nothing") return toThread(existing);
       throw conflict(`Thread ${input.thread_id} already exists`);
     });
   }
 
   async get(org: Port.OrgId, threadId: string): Promise<Port.Thread | null> {
-    return this.recordOrNull(threadRow(this.database.db, threadId, org), toThread);
+    return this.recordOrNull(threadRow(this.database.db, org, threadId), toThread);
   }
 
   async patch(org: Port.OrgId, threadId: string, metadata: Port.JsonObject, ttl?: Port.ThreadTtl) {
@@ -198,23 +207,23 @@ export class SqlThreads extends SqlRepo implements Port.ThreadsRepo {
     return this.transaction(function* (tx) {
       // The merge is computed here from the locked row: SQLite has no shallow JSON merge (`||` is
       // Postgres' only), and the row lock keeps concurrent patches from losing each other's keys.
-      const row = yield* first(this.dialect.lock(threadRow(tx, threadId, org)));
+      const row = yield* first(this.dialect.lock(threadRow(tx, org, threadId)));
       if (!row) return null;
       const set = {
         metadata: JSON.stringify({ ...JSON.parse(row.metadata), ...metadata }),
         updated_at: updatedAt,
         ...(ttl && ttlColumns(ttl)),
       };
-      yield* changed(tx.updateTable("threads").set(set).where("thread_id", "=", threadId));
+      yield* changed(threadUpdate(tx, org, threadId).set(set));
       return toThread({ ...row, ...set });
     });
   }
 
   async delete(org: Port.OrgId, threadId: string): Promise<Port.ThreadDeletion> {
     return this.transaction(function* (tx) {
-      if (!(yield* first(this.dialect.lock(threadRow(tx, threadId, org))))) return deletion(false);
-      const inFlight = yield* all(runsInFlight(tx, threadId).select(["run_id", "status"]));
-      yield* deleteThreads(tx, [threadId]);
+      if (!(yield* first(this.dialect.lock(threadRow(tx, org, threadId))))) return deletion(false);
+      const inFlight = yield* all(runsInFlight(tx, org, threadId).select(["run_id", "status"]));
+      yield* deleteThreads(tx, org, [threadId]);
       return deletion(true, inFlight);
     });
   }
@@ -254,7 +263,7 @@ export class SqlThreads extends SqlRepo implements Port.ThreadsRepo {
   ): Promise<Port.Thread | null> {
     const now = new Date().toISOString();
     return this.transaction(function* (tx) {
-      const source = yield* first(threadRow(tx, threadId, org));
+      const source = yield* first(threadRow(tx, org, threadId));
       if (!source) return null;
       const row: ThreadRow = {
         ...source,
@@ -266,7 +275,7 @@ export class SqlThreads extends SqlRepo implements Port.ThreadsRepo {
         ttl_swept_at: null,
       };
       if (!(yield* insertThread(this.database, row))) throw conflict(`Thread ${newThreadId} already exists`);
-      yield* copyThreadCheckpoints(tx, threadId, newThreadId);
+      yield* copyThreadCheckpoints(tx, org, threadId, newThreadId);
       return toThread(row);
     });
   }
@@ -276,11 +285,10 @@ export class SqlThreads extends SqlRepo implements Port.ThreadsRepo {
     const interrupts = JSON.stringify(state.interrupts);
     const now = new Date().toISOString();
     await this.transaction(function* (tx) {
-      if (!(yield* first(this.dialect.lock(threadRow(tx, threadId, org))))) return;
-      const status = settledStatusExpression(threadId, state.hasNext, false);
+      if (!(yield* first(this.dialect.lock(threadRow(tx, org, threadId))))) return;
+      const status = settledStatusExpression(state.hasNext, false);
       const set = { values, interrupts, error: null, updated_at: now, state_updated_at: now };
-      const update = tx.updateTable("threads").where("thread_id", "=", threadId);
-      yield* changed(update.set((eb) => ({ ...set, status: status(eb) })));
+      yield* changed(threadUpdate(tx, org, threadId).set((eb) => ({ ...set, status: status(eb) })));
     });
   }
 
@@ -290,15 +298,15 @@ export class SqlThreads extends SqlRepo implements Port.ThreadsRepo {
 
   async keepLatest(org: Port.OrgId, threadId: string): Promise<boolean> {
     return this.transaction(function* (tx) {
-      if (!(yield* first(this.dialect.lock(threadRow(tx, threadId, org))))) return false;
-      if (yield* first(runsInFlight(tx, threadId).select("run_id"))) return false;
-      yield* keepLatestCheckpoints(tx, threadId);
+      if (!(yield* first(this.dialect.lock(threadRow(tx, org, threadId))))) return false;
+      if (yield* first(runsInFlight(tx, org, threadId).select("run_id"))) return false;
+      yield* keepLatestCheckpoints(tx, org, threadId);
       return true;
     });
   }
 
   async ttl(org: Port.OrgId, threadId: string): Promise<Port.ThreadTtl | null> {
-    const row = await threadRow(this.database.db, threadId, org)
+    const row = await threadRow(this.database.db, org, threadId)
       .clearSelect()
       .select(["ttl_minutes", "ttl_strategy"])
       .executeTakeFirst();
@@ -311,7 +319,7 @@ export class SqlThreads extends SqlRepo implements Port.ThreadsRepo {
    * measuring each stored blob; channel values are measured inside the checkpoint blobs, where this
    * checkpointer stores them.
    */
-  async checkpointStorage(threadId: string): Promise<Port.CheckpointStorage> {
+  async checkpointStorage(org: Port.OrgId, threadId: string): Promise<Port.CheckpointStorage> {
     const db = this.database.db;
     const usage: Port.CheckpointStorage = {
       checkpoints: { count: 0, bytes: 0 },
@@ -322,6 +330,7 @@ export class SqlThreads extends SqlRepo implements Port.ThreadsRepo {
       db
         .selectFrom("checkpoints")
         .select(["checkpoint_ns", "checkpoint_id", "type", "checkpoint", "metadata"])
+        .where("org_id", "=", org)
         .where("thread_id", "=", threadId)
         .$if(after !== undefined, (q) =>
           q.where((eb) =>
@@ -356,6 +365,7 @@ export class SqlThreads extends SqlRepo implements Port.ThreadsRepo {
         eb.fn.countAll<number>().as("n"),
         eb.fn.coalesce(eb.fn.sum<number>(eb.fn("length", ["value"])), sql.lit(0)).as("bytes"),
       ])
+      .where("org_id", "=", org)
       .where("thread_id", "=", threadId)
       .executeTakeFirstOrThrow();
     usage.pending_writes = { count: Number(writes.n), bytes: Number(writes.bytes) };
@@ -375,7 +385,7 @@ export class SqlThreads extends SqlRepo implements Port.ThreadsRepo {
         d.lock(
           tx
             .selectFrom("threads")
-            .select(["thread_id", "ttl_strategy"])
+            .select(["org_id", "thread_id", "ttl_strategy"])
             .where("ttl_minutes", "is not", null)
             .where("temporary", "=", d.bool(false))
             .where("status", "<>", "busy")
@@ -387,20 +397,30 @@ export class SqlThreads extends SqlRepo implements Port.ThreadsRepo {
                 eb("ttl_swept_at", "<>", eb.ref("updated_at")),
               ]),
             )
-            .where((eb) => eb.not(hasRuns(eb, eb.ref("threads.thread_id"), IN_FLIGHT)))
+            .where((eb) =>
+              eb.not(hasRuns(eb, eb.ref("threads.org_id"), eb.ref("threads.thread_id"), IN_FLIGHT)),
+            )
             .orderBy("updated_at")
             .orderBy(d.insertionOrder("threads"))
             .limit(limit),
           { skipLocked: true },
         ),
       );
-      const deleted = expired.filter((r) => r.ttl_strategy !== "keep_latest").map((r) => r.thread_id);
-      const pruned = expired.filter((r) => r.ttl_strategy === "keep_latest").map((r) => r.thread_id);
-      yield* deleteThreads(tx, deleted);
-      for (const threadId of pruned) yield* keepLatestCheckpoints(tx, threadId);
-      const swept = tx.updateTable("threads").set((eb) => ({ ttl_swept_at: eb.ref("updated_at") }));
-      if (pruned.length) yield* changed(swept.where("thread_id", "in", pruned));
-      return { deleted, pruned };
+      const deleted = expired.filter((r) => r.ttl_strategy !== "keep_latest");
+      const pruned = expired.filter((r) => r.ttl_strategy === "keep_latest");
+      for (const { org_id, thread_id } of deleted) yield* deleteThreads(tx, org_id, [thread_id]);
+      for (const { org_id, thread_id } of pruned) {
+        yield* keepLatestCheckpoints(tx, org_id, thread_id);
+        const swept = threadUpdate(tx, org_id, thread_id).set((eb) => ({
+          ttl_swept_at: eb.ref("updated_at"),
+        }));
+        yield* changed(swept);
+      }
+      const key = ({ org_id, thread_id }: { org_id: string; thread_id: string }) => ({
+        org: org_id,
+        thread_id,
+      });
+      return { deleted: deleted.map(key), pruned: pruned.map(key) };
     });
   }
 }

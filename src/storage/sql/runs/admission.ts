@@ -22,7 +22,7 @@ export class RunAdmission extends RunSteps {
     // interrupt and rollback read them (a long queue would otherwise be loaded on every admission).
     const settlesPriors = a.multitask_strategy === "interrupt" || a.multitask_strategy === "rollback";
     return this.transaction(function* (tx): TxSteps<Port.AdmissionResult> {
-      let thread = yield* this.lockThread(a.thread_id);
+      let thread = yield* this.lockThread(org, a.thread_id);
       // Timestamps are taken under the lock, so the queue order of one thread's runs (not_before, then
       // seq) is their admission order: concurrent admissions may have computed `not_before` in another
       // order than they got the lock. A delayed run keeps its time.
@@ -42,24 +42,23 @@ export class RunAdmission extends RunSteps {
         // Two admissions creating the same thread at once (Postgres): the second one's insert waits on
         // the first's unique key, does nothing, and the lock below then waits for and sees its row.
         created = yield* insertThread(this.database, row);
-        thread = created ? row : yield* this.lockThread(a.thread_id);
+        thread = created ? row : yield* this.lockThread(org, a.thread_id);
         if (!thread) throw notFound(`Thread with ID ${a.thread_id} not found`); // deleted in between
       }
-      if (thread.org_id !== org) throw notFound(`Thread with ID ${a.thread_id} not found`);
 
       // A thread this admission created has no runs yet.
       if (!created && a.multitask_strategy === "reject") {
         const busy = yield* this.database
           .prepared("runs.anyInFlight", (db) =>
-            runsInFlight(db, slot("thread_id")).select("run_id").limit(sql.lit(1)),
+            runsInFlight(db, slot("org_id"), slot("thread_id")).select("run_id").limit(sql.lit(1)),
           )
-          .first({ thread_id: a.thread_id });
+          .first({ org_id: org, thread_id: a.thread_id });
         if (busy) throw conflict(THREAD_BUSY_MESSAGE);
       }
       const runningToStop: Port.Run[] = [];
       const pendingSettled: Port.Run[] = [];
       if (!created && settlesPriors) {
-        const inFlight = yield* all(runsInFlight(tx, a.thread_id).selectAll().orderBy("seq"));
+        const inFlight = yield* all(runsInFlight(tx, org, a.thread_id).selectAll().orderBy("seq"));
         for (const prior of inFlight) {
           if (prior.status === "running") {
             // Recorded, so the stop happens even if the signal to its worker is lost or the worker dies.
@@ -69,7 +68,7 @@ export class RunAdmission extends RunSteps {
             runningToStop.push(toRun(prior));
             continue;
           }
-          if (a.multitask_strategy === "rollback") yield* this.deleteRun(tx, prior.thread_id, prior.run_id);
+          if (a.multitask_strategy === "rollback") yield* this.deleteRun(tx, prior, prior.run_id);
           else yield* this.updateRun(tx, prior.run_id, { status: "interrupted", updated_at: nowIso });
           pendingSettled.push(toRun(prior));
         }
@@ -104,9 +103,11 @@ export class RunAdmission extends RunSteps {
               updated_at: slot("now"),
               ...(config && { config: slot("config") }),
             })
+            .where("org_id", "=", slot("org_id"))
             .where("thread_id", "=", slot("thread_id")),
         );
         yield* update.changed({
+          org_id: org,
           thread_id: a.thread_id,
           metadata: JSON.stringify({ ...JSON.parse(thread.metadata), ...graphMetadata }),
           now: nowIso,

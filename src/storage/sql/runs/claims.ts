@@ -9,6 +9,9 @@ import type { Tables } from "../tables.js";
 import { hasRuns, PENDING, RUNNING } from "../threads.js";
 import { type RunRow, RunSteps, threadNotRunning, toRun } from "./steps.js";
 
+/** A thread's key: an id is unique within its organization only. */
+type ThreadKey = { org_id: string; thread_id: string };
+
 /** How many due candidates one claim looks at before giving up on threads other processes hold. */
 const CLAIM_CANDIDATES = 16;
 /**
@@ -47,7 +50,7 @@ const waitingBehindThreads = (eb: ExpressionBuilder<any, any>, now: unknown) =>
       .select(sql.lit(1).as("one"))
       .where("r.status", "=", PENDING)
       .where("r.not_before", "<=", now)
-      .where((e) => hasRuns(e, e.ref("r.thread_id"), RUNNING)),
+      .where((e) => hasRuns(e, e.ref("r.org_id"), e.ref("r.thread_id"), RUNNING)),
   );
 
 /** An epoch-ms time read from the database (null: none) as a Date. */
@@ -85,10 +88,10 @@ export class RunClaims extends RunSteps {
     return this.transaction(function* (tx): TxSteps<Port.ClaimResult> {
       const now = Date.now();
       const nowIso = new Date(now).toISOString();
-      const tried: string[] = [];
+      const tried: ThreadKey[] = [];
       for (;;) {
         const pick = yield* this.#pickThread(tx, now, tried);
-        if (pick.thread_id === null) {
+        if (pick.org_id === null || pick.thread_id === null) {
           let t = pick.next_due === null ? null : Number(pick.next_due);
           // Due runs whose threads were locked, or claimed by another process since: look again soon.
           if (pick.due || tried.length) t = Math.min(t ?? Number.POSITIVE_INFINITY, now + CONTENDED_RETRY_MS);
@@ -97,6 +100,7 @@ export class RunClaims extends RunSteps {
         const row = yield* this.database
           .prepared("runs.claimOn", (db) => this.#claimOn(db))
           .first({
+            org_id: pick.org_id,
             thread_id: pick.thread_id,
             now,
             now_iso: nowIso,
@@ -105,7 +109,7 @@ export class RunClaims extends RunSteps {
           });
         if (!row) {
           // Claimed by another process between the pick's snapshot and its lock (Postgres).
-          tried.push(pick.thread_id);
+          tried.push({ org_id: pick.org_id, thread_id: pick.thread_id });
           continue;
         }
         // Other threads' due runs are not looked for here: another claim finds out.
@@ -174,10 +178,11 @@ export class RunClaims extends RunSteps {
         db
           .updateTable("threads")
           .set({ status: sql.lit("busy"), updated_at: slot("now_iso") })
+          .where("org_id", "=", slot("org_id"))
           .where("thread_id", "=", slot("thread_id"))
           .returning("metadata"),
       )
-      .first({ thread_id: row.thread_id, now_iso: nowIso });
+      .first({ org_id: row.org_id, thread_id: row.thread_id, now_iso: nowIso });
     return {
       run: toRun(row),
       org: row.org_id,
@@ -204,11 +209,12 @@ export class RunClaims extends RunSteps {
    * The first `CLAIM_CANDIDATES` due runs are the
    * candidates, threads already `tried` left out. Compiled once for the usual case, none tried.
    */
-  *#pickThread(tx: Executor, now: number, tried: string[]) {
+  *#pickThread(tx: Executor, now: number, tried: ThreadKey[]) {
     const row = tried.length
       ? yield* first(this.#pickQuery(tx, now, tried))
       : yield* this.#pick.first({ now });
     return {
+      org_id: row!.org_id as string | null,
       thread_id: row!.thread_id as string | null,
       due: Boolean(row!.due),
       next_due: row!.next_due,
@@ -221,28 +227,53 @@ export class RunClaims extends RunSteps {
   }
 
   /** `lock`: the picked thread locked (Postgres), for a transaction; without, a look at the queue. */
-  #pickQuery(ex: Executor, now: number, tried: string[], lock = true) {
-    return ex
-      .with("due", (db) =>
-        dueInQueueOrder(db.selectFrom("runs as r").select(["r.thread_id", "r.not_before", "r.seq"]), now)
-          .$if(tried.length > 0, (qb) => qb.where("r.thread_id", "not in", tried))
-          .limit(sql.lit(CLAIM_CANDIDATES)),
-      )
-      .selectNoFrom((eb) => {
-        const thread = eb
-          .selectFrom("threads as t")
-          .innerJoin("due", "due.thread_id", "t.thread_id")
-          .select("t.thread_id")
-          .orderBy("due.not_before")
-          .orderBy("due.seq")
-          .limit(sql.lit(1));
-        return [
-          (lock ? this.dialect.lock(thread, { of: "t", skipLocked: true }) : thread).as("thread_id"),
-          eb.exists(eb.selectFrom("due").select(sql.lit(1).as("one"))).as("due"),
-          nextDue(eb, now).as("next_due"),
-          waitingBehindThreads(eb, now).as("waiting"),
-        ];
-      });
+  #pickQuery(ex: Executor, now: number, tried: ThreadKey[], lock = true) {
+    return (
+      ex
+        .with("due", (db) =>
+          dueInQueueOrder(
+            db.selectFrom("runs as r").select(["r.org_id", "r.thread_id", "r.not_before", "r.seq"]),
+            now,
+          )
+            .$if(tried.length > 0, (qb) =>
+              qb.where((eb) =>
+                eb.not(
+                  eb.or(
+                    tried.map((k) =>
+                      eb.and([eb("r.org_id", "=", k.org_id), eb("r.thread_id", "=", k.thread_id)]),
+                    ),
+                  ),
+                ),
+              ),
+            )
+            .limit(sql.lit(CLAIM_CANDIDATES)),
+        )
+        // The oldest due run's thread, its whole key read once (a CTE used twice is evaluated once).
+        .with(
+          (cte) => cte("picked").materialized(),
+          (db) => {
+            const thread = db
+              .selectFrom("threads as t")
+              .innerJoin("due", (join) =>
+                join.onRef("due.org_id", "=", "t.org_id").onRef("due.thread_id", "=", "t.thread_id"),
+              )
+              .select(["t.org_id", "t.thread_id"])
+              .orderBy("due.not_before")
+              .orderBy("due.seq")
+              .limit(sql.lit(1));
+            return lock ? this.dialect.lock(thread, { of: "t", skipLocked: true }) : thread;
+          },
+        )
+        .selectNoFrom((eb) => {
+          return [
+            eb.selectFrom("picked").select("picked.org_id").as("org_id"),
+            eb.selectFrom("picked").select("picked.thread_id").as("thread_id"),
+            eb.exists(eb.selectFrom("due").select(sql.lit(1).as("one"))).as("due"),
+            nextDue(eb, now).as("next_due"),
+            waitingBehindThreads(eb, now).as("waiting"),
+          ];
+        })
+    );
   }
 
   /**
@@ -259,6 +290,7 @@ export class RunClaims extends RunSteps {
       .where("status", "=", PENDING)
       .where("run_id", "=", (eb) =>
         dueInQueueOrder(eb.selectFrom("runs as r").select("r.run_id"), slot("now"))
+          .where("r.org_id", "=", slot("org_id"))
           .where("r.thread_id", "=", slot("thread_id"))
           .limit(sql.lit(1)),
       )

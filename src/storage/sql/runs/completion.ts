@@ -67,7 +67,7 @@ export class RunCompletion extends RunSteps {
       const row = thread && (yield* first(this.selectRun(tx, runId)));
       if (!thread || !row || row.org_id !== org || row.thread_id !== threadId) return "absent";
       if (row.status === "running") return "running";
-      yield* this.deleteRun(tx, row.thread_id, row.run_id);
+      yield* this.deleteRun(tx, row, row.run_id);
       yield* this.settleThread(tx, thread, {});
       return "deleted";
     });
@@ -80,7 +80,7 @@ export class RunCompletion extends RunSteps {
       if (!thread || row?.status !== "pending") return null;
       const now = new Date().toISOString();
       if (action === "rollback") {
-        yield* this.deleteRun(tx, row.thread_id, row.run_id);
+        yield* this.deleteRun(tx, row, row.run_id);
         yield* this.restoreGraphBinding(tx, thread);
       } else yield* this.updateRun(tx, runId, { status: "interrupted", updated_at: now });
       yield* this.settleThread(tx, thread, {});

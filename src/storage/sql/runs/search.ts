@@ -41,7 +41,7 @@ export class RunSearch extends RunSteps {
       .$if(q.thread_id !== undefined, (qb) => qb.where("thread_id", "=", q.thread_id!))
       .$if(Boolean(q.metadata), (qb) => qb.where(d.jsonContains("runs.metadata", q.metadata!)))
       .$if(Boolean(q.auth), (qb) =>
-        qb.where("thread_id", "in", (eb) =>
+        qb.where("runs.thread_id", "in", (eb) =>
           eb
             .selectFrom("threads")
             .select("threads.thread_id")

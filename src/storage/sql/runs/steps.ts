@@ -34,6 +34,7 @@ import {
   settledStatusExpression,
   type ThreadRow,
   threadRow,
+  threadUpdate,
 } from "../threads.js";
 
 export type RunRow = Row<"runs">;
@@ -67,7 +68,7 @@ export interface Settlement {
  * selects, a CTE and an update, whose builders Kysely types apart).
  */
 export const threadNotRunning = (eb: ExpressionBuilder<any, any>): Expression<SqlBool> =>
-  eb.not(hasRuns(eb, eb.ref("r.thread_id"), RUNNING));
+  eb.not(hasRuns(eb, eb.ref("r.org_id"), eb.ref("r.thread_id"), RUNNING));
 
 /** What every operation on the queue holds: the database, and the checkpointer whose rows go with runs. */
 export abstract class RunSteps extends SqlRepo {
@@ -79,21 +80,18 @@ export abstract class RunSteps extends SqlRepo {
   }
 
   /** Takes the thread (see the top of this file) and returns it as it is under the lock. */
-  protected *lockThread(threadId: string): TxSteps<ThreadRow | undefined> {
+  protected *lockThread(org: Port.OrgId, threadId: string): TxSteps<ThreadRow | undefined> {
     const query = this.database.prepared("runs.lockThread", (db) =>
-      this.dialect.lock(threadRow(db, slot("thread_id"))),
+      this.dialect.lock(threadRow(db, slot("org_id"), slot("thread_id"))),
     );
-    return yield* query.first({ thread_id: threadId });
+    return yield* query.first({ org_id: org, thread_id: threadId });
   }
 
   /** Takes the thread of `runId` in one statement, as it is under the lock; undefined: the run is gone. */
   protected *lockThreadOfRun(runId: string): TxSteps<ThreadRow | undefined> {
     const query = this.database.prepared("runs.lockThreadOfRun", (db) => {
-      const threadId = db
-        .selectFrom("runs")
-        .select("runs.thread_id")
-        .where("runs.run_id", "=", slot("run_id"));
-      return this.dialect.lock(threadRow(db, threadId));
+      const ofRun = db.selectFrom("runs").where("runs.run_id", "=", slot("run_id"));
+      return this.dialect.lock(threadRow(db, ofRun.select("runs.org_id"), ofRun.select("runs.thread_id")));
     });
     return yield* query.first({ run_id: runId });
   }
@@ -108,7 +106,7 @@ export abstract class RunSteps extends SqlRepo {
 
   /** Deletes the run (unless already gone: false), rebinds its thread's graph and settles the thread. */
   protected *rollBack(tx: Executor, thread: ThreadRow, runId: string): TxSteps<boolean> {
-    if (!(yield* this.deleteRun(tx, thread.thread_id, runId))) return false;
+    if (!(yield* this.deleteRun(tx, thread, runId))) return false;
     yield* this.restoreGraphBinding(tx, thread);
     yield* this.settleThread(tx, thread, { hasNext: false });
     return true;
@@ -121,7 +119,7 @@ export abstract class RunSteps extends SqlRepo {
    */
   protected *settleThread(tx: Executor, thread: ThreadRow, s: Settlement): TxSteps<void> {
     if (thread.temporary) {
-      yield* deleteThreads(tx, [thread.thread_id]);
+      yield* deleteThreads(tx, thread.org_id, [thread.thread_id]);
       return;
     }
     const hasNext = s.hasNext ?? Object.keys(JSON.parse(s.interrupts ?? thread.interrupts)).length > 0;
@@ -131,15 +129,17 @@ export abstract class RunSteps extends SqlRepo {
       db
         .updateTable("threads")
         .set((eb) => ({
-          status: settledStatusExpression(slot("thread_id"), hasNext, failed)(eb),
+          status: settledStatusExpression(hasNext, failed)(eb),
           error: slot("error"),
           updated_at: slot("now"),
           ...(interrupts && { interrupts: slot("interrupts") }),
           ...(values && { values: slot("values"), state_updated_at: slot("now") }),
         }))
+        .where("org_id", "=", slot("org_id"))
         .where("thread_id", "=", slot("thread_id")),
     );
     yield* query.changed({
+      org_id: thread.org_id,
       thread_id: thread.thread_id,
       error: s.error ?? null,
       now: new Date().toISOString(),
@@ -152,10 +152,14 @@ export abstract class RunSteps extends SqlRepo {
    * Deletes a run and its checkpoints; false if the run was already gone. The checkpointer's fence comes
    * first: a late checkpoint of the run is dropped, not written after its rows were deleted.
    */
-  protected *deleteRun(tx: Executor, threadId: string, runId: string): TxSteps<boolean> {
+  protected *deleteRun(
+    tx: Executor,
+    thread: Pick<ThreadRow, "org_id" | "thread_id">,
+    runId: string,
+  ): TxSteps<boolean> {
     this.checkpointer.fenceRun(runId);
     if (!(yield* changed(tx.deleteFrom("runs").where("run_id", "=", runId)))) return false;
-    yield* deleteRunCheckpoints(tx, threadId, runId);
+    yield* deleteRunCheckpoints(tx, thread.org_id, thread.thread_id, runId);
     return true;
   }
 
@@ -168,6 +172,7 @@ export abstract class RunSteps extends SqlRepo {
       tx
         .selectFrom("runs")
         .select(["assistant_id", "kwargs"])
+        .where("org_id", "=", thread.org_id)
         .where("thread_id", "=", thread.thread_id)
         .orderBy("seq", "desc")
         .limit(sql.lit(1)),
@@ -175,7 +180,8 @@ export abstract class RunSteps extends SqlRepo {
     if (!latest) return;
     const graphId = (JSON.parse(latest.kwargs) as Port.RunKwargs).config.configurable?.graph_id;
     const metadata = { ...JSON.parse(thread.metadata), graph_id: graphId, assistant_id: latest.assistant_id };
-    const rebind = tx.updateTable("threads").set({ metadata: JSON.stringify(metadata) });
-    yield* changed(rebind.where("thread_id", "=", thread.thread_id));
+    yield* changed(
+      threadUpdate(tx, thread.org_id, thread.thread_id).set({ metadata: JSON.stringify(metadata) }),
+    );
   }
 }
