@@ -180,7 +180,10 @@ describe("protocol v2 over SSE (SQLite)", () => {
     assert.equal(withSince[0].missed.from, 1);
     assert.equal(withSince[0].missed.to, withSince[1].seq - 1);
     const seqs = withSince.slice(1).map((e) => e.seq);
-    seqs.forEach((s, i) => i > 0 && assert.equal(s, seqs[i - 1] + 1));
+    assert.deepEqual(
+      seqs,
+      seqs.map((_, i) => seqs[0] + i),
+    );
   });
 });
 
