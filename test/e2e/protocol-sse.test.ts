@@ -129,6 +129,29 @@ describe("protocol v2 over SSE (SQLite)", () => {
     assert.equal(second.at(-1).params.data.event, "completed");
     const state = await sdk.threads.getState(threadId);
     assert.equal(((state.values as any).messages as any[]).at(-1).content, 'approved: "yes"');
+
+    // run.start with input on a thread with a pending interrupt resumes it (as the reference 1.5.1 does).
+    const again = await command(h, threadId, "run.start", { assistant_id: "hitl", input: { messages: [] } });
+    assert.equal(again.body.type, "success");
+    const third = await readEvents(
+      h,
+      threadId,
+      { channels: ["lifecycle", "input"], since: second.at(-1).seq },
+      rootEnd,
+    );
+    assert.equal(third.at(-1).params.data.event, "interrupted");
+    const resumed = await command(h, threadId, "run.start", { assistant_id: "hitl", input: "no" });
+    assert.equal(resumed.body.type, "success");
+    const fourth = await readEvents(
+      h,
+      threadId,
+      { channels: ["lifecycle", "input"], since: third.at(-1).seq },
+      rootEnd,
+    );
+    assert.ok(fourth.some((e) => e.method === "input.answered"));
+    assert.equal(fourth.at(-1).params.data.event, "completed");
+    const after = await sdk.threads.getState(threadId);
+    assert.equal(((after.values as any).messages as any[]).at(-1).content, 'approved: "no"');
   });
 
   test("REST runs serve the tools and lifecycle stream modes (SDK 1.15 types)", async () => {
