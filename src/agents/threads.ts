@@ -241,7 +241,9 @@ export function threadRoutes(deps: AgentDeps) {
     .post("/threads/:thread_id/state/checkpoint", async (c) => {
       const thread = await load(c);
       const b = await body(c, S.StateCheckpoint);
-      return c.json(selectState(await state.get(orgOf(c), thread, b.checkpoint, b.subgraphs ?? false), b.select));
+      return c.json(
+        selectState(await state.get(orgOf(c), thread, b.checkpoint, b.subgraphs ?? false), b.select),
+      );
     })
     .get("/threads/:thread_id/state/:checkpoint_id", async (c) => {
       const thread = await load(c);

@@ -238,10 +238,12 @@ export class ThreadEventConverter {
   #task(ns: string[], data: any): void {
     if (data === null || typeof data !== "object") return;
     const { state: _state, ...task } = data;
-    this.#push("tasks", ns, this.#toPlain(task));
-    if (!("result" in data) && !("error" in data)) return;
+    const ended = "result" in data || "error" in data;
     const taskNs = [...ns, `${data.name}:${data.id}`];
-    this.#finishMessages((m) => isPrefix(taskNs, m.ns) || (m.node === data.name && key(m.ns) === key(ns)));
+    if (ended)
+      this.#finishMessages((m) => isPrefix(taskNs, m.ns) || (m.node === data.name && key(m.ns) === key(ns)));
+    this.#push("tasks", ns, this.#toPlain(task));
+    if (!ended) return;
     const failed = data.error != null;
     for (const entry of this.#namespaces.values()) {
       if (entry.ended || !isPrefix(taskNs, entry.ns)) continue;

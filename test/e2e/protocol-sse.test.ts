@@ -138,6 +138,75 @@ describe("protocol v2 over SSE (SQLite)", () => {
     assert.equal(second.at(-1).params.data.event, "completed");
     const state = await sdk.threads.getState(threadId);
     assert.equal(((state.values as any).messages as any[]).at(-1).content, 'approved: "yes"');
+
+    // run.start with input on a thread with a pending interrupt resumes it (as the reference 1.5.1 does).
+    const again = await command(h, threadId, "run.start", { assistant_id: "hitl", input: { messages: [] } });
+    assert.equal(again.body.type, "success");
+    const third = await readEvents(
+      h,
+      threadId,
+      { channels: ["lifecycle", "input"], since: second.at(-1).seq },
+      rootEnd,
+    );
+    assert.equal(third.at(-1).params.data.event, "interrupted");
+    const resumed = await command(h, threadId, "run.start", { assistant_id: "hitl", input: "no" });
+    assert.equal(resumed.body.type, "success");
+    const fourth = await readEvents(
+      h,
+      threadId,
+      { channels: ["lifecycle", "input"], since: third.at(-1).seq },
+      rootEnd,
+    );
+    assert.ok(fourth.some((e) => e.method === "input.answered"));
+    assert.equal(fourth.at(-1).params.data.event, "completed");
+    const after = await sdk.threads.getState(threadId);
+    assert.equal(((after.values as any).messages as any[]).at(-1).content, 'approved: "no"');
+  });
+
+  test("REST runs serve the tools and lifecycle stream modes (SDK 1.15 types)", async () => {
+    const sdk = client(h.url);
+    const t = (await sdk.threads.create()).thread_id;
+    const chunks: { event: string; data: any }[] = [];
+    for await (const chunk of sdk.runs.stream(t, "agent", {
+      input: { messages: [{ type: "human", content: "weather?" }] },
+      streamMode: ["tools", "lifecycle"],
+      streamSubgraphs: true,
+    }))
+      chunks.push(chunk as any);
+    const tools = chunks.filter((c) => c.event === "tools");
+    assert.deepEqual(
+      tools.map((c) => c.data.event),
+      ["on_tool_start", "on_tool_end"],
+    );
+    assert.equal(tools[0]!.data.toolCallId, "call_weather_1");
+    assert.equal(tools[0]!.data.name, "get_weather");
+    assert.equal(tools[1]!.data.output.content, "Sunny in Paris");
+    const lifecycle = chunks.filter((c) => c.event.startsWith("lifecycle|research:"));
+    assert.deepEqual(
+      lifecycle.map((c) => c.data.event),
+      ["started", "completed"],
+    );
+    assert.equal(lifecycle[0]!.data.namespace[0], lifecycle[0]!.event.split("|")[1]);
+    // Runs without the protocol write nothing to the thread's event buffer.
+    assert.equal((await command(h, t, "state.get", { namespace: [] })).body.meta.applied_through_seq, 0);
+  });
+
+  test("run.start applies the multitask strategy: reject refuses while a run is in flight", async () => {
+    const threadId = randomUUID();
+    const slow = {
+      assistant_id: "chatter",
+      input: { messages: [] },
+      config: { configurable: { count: 50, delay_ms: 20 } },
+    };
+    assert.equal((await command(h, threadId, "run.start", slow)).body.type, "success");
+    const refused = await command(h, threadId, "run.start", { ...slow, multitask_strategy: "reject" });
+    assert.equal(refused.status, 200);
+    assert.equal(refused.body.error, "invalid_argument");
+    assert.match(refused.body.message, /already running/);
+    const interrupting = await command(h, threadId, "run.start", { ...slow, multitaskStrategy: "interrupt" });
+    assert.equal(interrupting.body.type, "success");
+    const runs = await client(h.url).runs.list(threadId);
+    assert.equal(runs.length, 2);
   });
 
   test("bad commands get the protocol's error at HTTP 200; bad bodies a 400 naming the problem", async () => {
@@ -189,7 +258,10 @@ describe("protocol v2 over SSE (SQLite)", () => {
     assert.equal(withSince[0].missed.from, 1);
     assert.equal(withSince[0].missed.to, withSince[1].seq - 1);
     const seqs = withSince.slice(1).map((e) => e.seq);
-    for (let i = 1; i < seqs.length; i++) assert.equal(seqs[i], seqs[i - 1] + 1);
+    assert.deepEqual(
+      seqs,
+      seqs.map((_, i) => seqs[0] + i),
+    );
   });
 });
 

@@ -14,10 +14,11 @@ import {
   registeredRoutes,
   undocumentedRoutes,
 } from "../../src/http/openapi.js";
+import { protocolApiDocs } from "../../src/protocol/routes.js";
 import { sandboxApiDocs } from "../../src/sandboxes/api-docs.js";
 import { buildApp, type InProcessApp } from "../helpers/app.js";
 
-const AREAS = [agentApiDocs, sandboxApiDocs, docsApiDocs, consoleApiDocs];
+const AREAS = [agentApiDocs, sandboxApiDocs, docsApiDocs, consoleApiDocs, protocolApiDocs];
 const INFO = { title: "Hangar API", version: "0.0.0-test" };
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 
