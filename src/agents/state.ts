@@ -1,5 +1,5 @@
 import { badRequest, conflict, notFound } from "../errors.js";
-import type { CompiledGraph, GraphRegistry } from "../runtime/graphs/graphs.js";
+import { type CompiledGraph, type GraphRegistry, withCheckpointOrg } from "../runtime/graphs/graphs.js";
 import { toPlain } from "../runtime/graphs/serialize.js";
 import { checkpointRef, interruptsByTask } from "../runtime/runs/checkpoint-ref.js";
 import { CHECKPOINT_ORG_KEY, type OrgId, type Storage, type Thread } from "../storage/ports.js";
@@ -57,9 +57,8 @@ export class ThreadStateService {
   async get(org: OrgId, thread: Thread, checkpoint: Record<string, unknown> = {}, subgraphs = false) {
     const graph = await this.graphOf(thread);
     if (!graph) return EMPTY_STATE;
-    const snapshot = await graph.getState(
-      { configurable: checkpointConfig(org, thread.thread_id, checkpoint) },
-      { subgraphs },
+    const snapshot = await withCheckpointOrg(org, () =>
+      graph.getState({ configurable: checkpointConfig(org, thread.thread_id, checkpoint) }, { subgraphs }),
     );
     // LangGraph answers an unknown checkpoint with an empty snapshot (no creation time).
     if (checkpoint.checkpoint_id && !snapshot.createdAt)
@@ -88,7 +87,9 @@ export class ThreadStateService {
       before: opts.before ? { configurable: { checkpoint_id: opts.before } } : undefined,
       filter: opts.metadata,
     });
-    for await (const snapshot of iterator) out.push(toThreadState(snapshot));
+    await withCheckpointOrg(org, async () => {
+      for await (const snapshot of iterator) out.push(toThreadState(snapshot));
+    });
     return out;
   }
 

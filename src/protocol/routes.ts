@@ -247,5 +247,20 @@ export const protocolApiDocs: ApiDocs = {
         '"invalid_argument", message, missed: {from, to}}` comes first. Heartbeat comments while idle.',
       errors: [400],
     },
+    "GET /threads/{thread_id}/stream/events": {
+      tag: "Thread Streaming",
+      summary: "The protocol over a WebSocket",
+      status: 426,
+      description:
+        "A WebSocket (send `Upgrade: websocket`): JSON text frames both ways — commands as on " +
+        "`POST /threads/{thread_id}/commands`, plus `subscription.subscribe` / `unsubscribe` / `reconnect`; " +
+        "the server sends command responses and the subscriptions' events in seq order. Credentials as " +
+        "headers, or (browsers) as subprotocols `hangar.key.<base64url>` / `hangar.authorization.<base64url>` " +
+        "beside `hangar.console`. A refused upgrade is closed with 4000 + the HTTP status; a plain GET is " +
+        "answered 426.",
+      params: ThreadIdPath,
+      responses: { 101: { description: "Switching Protocols: the WebSocket" } },
+      errors: [400, 404],
+    },
   },
 };

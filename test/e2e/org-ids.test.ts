@@ -6,11 +6,22 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { Client } from "@langchain/langgraph-sdk";
 import { CHECKPOINT_ORG_KEY } from "../../src/storage/ports.js";
 import { type FreshDatabase, freshDatabase, PG_SKIP } from "../helpers/postgres.js";
-import { contents, type Hangar, http, human, rejection, startHangar } from "../helpers/server.js";
+import {
+  contents,
+  exampleGraph,
+  type Hangar,
+  http,
+  human,
+  REPO_ROOT,
+  rejection,
+  startHangar,
+  writeProject,
+} from "../helpers/server.js";
 
 const KEY_A = "org-ids-key-a";
 const KEY_B = "org-ids-key-b";
@@ -25,7 +36,15 @@ function suite(engine: "sqlite" | "postgres") {
 
   before(async () => {
     if (engine === "postgres") db = await freshDatabase();
+    const config = await writeProject({
+      graphs: {
+        agent: exampleGraph("chat.ts"),
+        subgraph: exampleGraph("subgraph.ts"),
+        paused_subgraph: `${join(REPO_ROOT, "test/e2e/fixtures/org-ids/paused-subgraph.ts")}:graph`,
+      },
+    });
     h = await startHangar({
+      config,
       env: { HANGAR_API_KEYS: `${KEY_A}:org-a,${KEY_B}:org-b`, ...(db && { POSTGRES_URI: db.uri }) },
     });
     a = new Client({ apiUrl: h.url, apiKey: KEY_A, callerOptions: { maxRetries: 0 } });
@@ -161,6 +180,24 @@ function suite(engine: "sqlite" | "postgres") {
       assert.doesNotMatch(history, new RegExp(`${name === "a" ? "b" : "a"} nested`));
     }
   });
+
+  test(
+    "a thread waiting inside a subgraph reads with its subgraphs' state, in each organization",
+    T,
+    async () => {
+      const threadId = randomUUID();
+      for (const client of [a, b]) {
+        await client.threads.create({ threadId });
+        await client.runs.wait(threadId, "paused_subgraph", { input: human("go") });
+        // LangGraph reads the waiting subgraph's state with a config it builds from the thread id alone.
+        const state = await client.threads.getState(threadId, undefined, { subgraphs: true });
+        assert.deepEqual(state.next, ["child"]);
+        const task = state.tasks.find((t) => t.name === "child");
+        assert.ok(task?.state && "values" in task.state, JSON.stringify(state.tasks));
+        assert.equal(task.interrupts[0]?.value, "approve?");
+      }
+    },
+  );
 }
 
 describe("client-chosen ids per organization: sqlite", () => suite("sqlite"));

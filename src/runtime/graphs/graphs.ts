@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash } from "node:crypto";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
@@ -65,6 +66,24 @@ export const defaultAssistantId = (graphId: string) => uuid5(graphId, ASSISTANT_
 const memoryKey = (org: string, threadId: string) => JSON.stringify([org, threadId]);
 
 /**
+ * The organization of a state read in progress. Reading a thread paused inside a subgraph
+ * (`getState(…, {subgraphs: true})`), LangGraph builds the subgraph's config itself from the thread id
+ * and namespace alone, without `CHECKPOINT_ORG_KEY`: the savers then take the organization from here.
+ */
+const readingOrg = new AsyncLocalStorage<string>();
+
+/** Runs a read of `org`'s thread state, so configs LangGraph derives still name the organization. */
+export const withCheckpointOrg = <T>(org: string, read: () => Promise<T>): Promise<T> =>
+  readingOrg.run(org, read);
+
+/** `config` naming its organization: its own, else that of the state read in progress. */
+function scoped(config: RunnableConfig): RunnableConfig {
+  const org = readingOrg.getStore();
+  if (org === undefined || config.configurable?.[CHECKPOINT_ORG_KEY] !== undefined) return config;
+  return { ...config, configurable: { ...config.configurable, [CHECKPOINT_ORG_KEY]: org } };
+}
+
+/**
  * The server's saver for every graph: the database's, or, for a thread a stateless run executes on
  * (`get(…, {durable: false})`), that run's own `MemorySaver`. One saver set once on each graph, as `langgraph dev`
  * sets its own, so no graph object is ever copied to give it another.
@@ -81,10 +100,12 @@ class ThreadSavers extends BaseCheckpointSaver {
     return (thread != null && this.memory.get(memoryKey(String(org), String(thread)))) || this.durable;
   }
   getTuple(config: RunnableConfig) {
-    return this.#of(config).getTuple(config);
+    const own = scoped(config);
+    return this.#of(own).getTuple(own);
   }
   list(config: RunnableConfig, options?: CheckpointListOptions) {
-    return this.#of(config).list(config, options);
+    const own = scoped(config);
+    return this.#of(own).list(own, options);
   }
   put(
     config: RunnableConfig,
@@ -92,13 +113,15 @@ class ThreadSavers extends BaseCheckpointSaver {
     metadata: CheckpointMetadata,
     versions: ChannelVersions,
   ) {
-    return this.#of(config).put(config, checkpoint, metadata, versions);
+    const own = scoped(config);
+    return this.#of(own).put(own, checkpoint, metadata, versions);
   }
   putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, ...rest: unknown[]) {
-    const saver = this.#of(config);
+    const own = scoped(config);
+    const saver = this.#of(own);
     return (saver.putWrites as (...args: unknown[]) => Promise<void>).call(
       saver,
-      config,
+      own,
       writes,
       taskId,
       ...rest,
