@@ -152,7 +152,10 @@ export class ThreadEventHub implements ThreadEventFeed {
       }
       set.add(waiter);
       try {
-        const { events, firstKept } = await this.repo.read(org, threadId, after, PAGE);
+        const { events, firstKept, lastSeq } = await this.repo.read(org, threadId, after, PAGE);
+        // Fewer events than this reader already had: the thread was deleted (perhaps made again, its
+        // seq from 1). The stream ends; a reader that reconnects is authorized for the new thread anew.
+        if (lastSeq < after) return;
         const next = events[0]?.seq ?? firstKept;
         if (next > after + 1 && firstKept > after + 1 && asked) {
           yield { kind: "missed", from: after + 1, to: Math.min(next, firstKept) - 1 };

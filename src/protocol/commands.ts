@@ -130,7 +130,9 @@ async function inputRespond(params: Record<string, unknown>, { deps, c, threadId
     });
   } else read(params, "params");
   const org = orgOf(c);
+  // Read as the caller may (a thread it cannot see answers as absent) before telling what is pending.
   const thread = await deps.storage.threads.get(org, threadId);
+  if (thread) await visibleThread(deps, c, threadId, "read");
   const pending = pendingInterrupts(thread);
   for (const { interrupt_id } of answers)
     if (!pending.has(interrupt_id))

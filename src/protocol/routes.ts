@@ -159,7 +159,29 @@ export async function runCommand(
   } catch (err) {
     const known = codeOf(err);
     if (!known) throw err;
-    return errorResponse(id, known.code, known.message, await meta());
+    // A refusal tells the thread's seq only to a caller who may read the thread.
+    const readable = (await readRefusal(deps, c, threadId, id)) === null;
+    return errorResponse(id, known.code, known.message, readable ? await meta() : undefined);
+  }
+}
+
+/**
+ * Null when the caller may read the thread (`mayRead`), else the protocol error answering command `id`:
+ * a WebSocket checks it again for each subscription, so access withdrawn after the upgrade applies.
+ */
+export async function readRefusal(
+  deps: ProtocolDeps,
+  c: C,
+  threadId: string,
+  id: number,
+): Promise<ErrorResponse | null> {
+  try {
+    await mayRead(deps, c, threadId);
+    return null;
+  } catch (err) {
+    const known = codeOf(err);
+    if (!known) throw err;
+    return errorResponse(id, known.code, known.message);
   }
 }
 

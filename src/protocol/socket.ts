@@ -34,6 +34,7 @@ import {
   errorResponse,
   mayRead,
   missedError,
+  readRefusal,
   runCommand,
   threadIdOf,
   wireEvent,
@@ -66,6 +67,8 @@ export interface SocketContext {
   execute(command: ProtocolCommand): Promise<CommandResponse | ErrorResponse>;
   /** Whether `runId` names a run of this thread (`subscription.reconnect`'s `run_id`). */
   runExists(runId: string): Promise<boolean>;
+  /** Null while the caller may still read the thread, else the error answering command `id`. */
+  readRefusal(id: number): Promise<ErrorResponse | null>;
 }
 
 const failure = errorResponse;
@@ -252,6 +255,8 @@ export function handleProtocolSocket(ws: WebSocket, ctx: SocketContext): void {
   async function subscribe(command: ProtocolCommand): Promise<void> {
     const filter = parseFilter(command.params ?? {}, "subscription.subscribe");
     if (typeof filter === "string") return send(failure(command.id, "invalid_argument", filter));
+    const refused = await ctx.readRefusal(command.id);
+    if (refused) return send(refused);
     const full = tooMany();
     if (full) return send(failure(command.id, "invalid_argument", full));
     const id = subscriptionId(filter);
@@ -285,6 +290,8 @@ export function handleProtocolSocket(ws: WebSocket, ctx: SocketContext): void {
         failure(command.id, "invalid_argument", "subscriptions must be an array of subscription ids."),
       );
     }
+    const refused = await ctx.readRefusal(command.id);
+    if (refused) return send(refused);
     if (!(await ctx.runExists(params.run_id))) {
       return send(failure(command.id, "no_such_run", `Run ${params.run_id} not found on thread ${threadId}`));
     }
@@ -432,6 +439,7 @@ export function protocolSocketRoutes(deps: ProtocolDeps) {
         feed: deps.threadEvents,
         execute: (command) => runCommand(deps, c, threadId, command),
         runExists: async (runId) => (await deps.storage.runs.get(org, threadId, runId)) !== null,
+        readRefusal: (id) => readRefusal(deps, c, threadId, id),
       }),
     );
     return c.body(null, 200, { "x-hangar-upgraded": "1" });

@@ -228,6 +228,7 @@ export const inputInject: CommandHandler = async (params, ctx) => {
       "input.inject into a subgraph is not supported: injected input becomes the root graph's next input",
     );
   const thread = await ctx.deps.storage.threads.get(orgOf(ctx.c), ctx.threadId);
+  if (thread) await visibleThread(ctx.deps, ctx.c, ctx.threadId, "read");
   const request: RunRequest = {
     assistant_id: await boundAssistant(ctx, thread),
     input: {

@@ -17,6 +17,8 @@ storageContract((withStorage) => {
       "seq per thread from 1, across appends; reads after a seq, in pages; other organizations see none",
       withStorage(async (s) => {
         const t = randomUUID();
+        for (const org of [ORG, "other-org"])
+          await s.threads.create(org, { thread_id: t, metadata: {} }, "raise");
         assert.equal(await s.threadEvents.lastSeq(ORG, t), 0);
         assert.equal(await s.threadEvents.append(ORG, t, texts(3), big), 3);
         assert.equal(await s.threadEvents.append(ORG, t, texts(2, 4), big), 5);
@@ -44,6 +46,7 @@ storageContract((withStorage) => {
       "the oldest go beyond the count bound and the byte bound; the newest always stays",
       withStorage(async (s) => {
         const t = randomUUID();
+        await s.threads.create(ORG, { thread_id: t, metadata: {} }, "raise");
         await s.threadEvents.append(ORG, t, texts(10), { maxEvents: 4, maxBytes: 1 << 20 });
         let kept = await s.threadEvents.read(ORG, t, 0, 100);
         assert.deepEqual(
@@ -77,6 +80,9 @@ storageContract((withStorage) => {
         await s.threads.delete(ORG, thread.thread_id);
         assert.equal(await s.threadEvents.lastSeq(ORG, thread.thread_id), 0);
         assert.deepEqual((await s.threadEvents.read(ORG, thread.thread_id, 0, 10)).events, []);
+        // A run that still streamed when its thread went keeps nothing (0: nothing appended).
+        assert.equal(await s.threadEvents.append(ORG, thread.thread_id, texts(2), big), 0);
+        assert.equal(await s.threadEvents.lastSeq(ORG, thread.thread_id), 0);
       }),
     );
   });

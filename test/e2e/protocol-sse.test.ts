@@ -263,6 +263,45 @@ describe("protocol v2 over SSE (SQLite)", () => {
       seqs.map((_, i) => seqs[0] + i),
     );
   });
+
+  test("deleting a thread ends its streams; a new thread of the same id starts at seq 1 with none of the old events", async () => {
+    const threadId = randomUUID();
+    const start = () =>
+      command(h, threadId, "run.start", {
+        assistant_id: "chatter",
+        input: { messages: [] },
+        config: { configurable: { count: 3 } },
+      });
+    await start();
+    const first = await readEvents(h, threadId, { channels: ALL }, rootEnd);
+    const lastSeq = first.at(-1).seq;
+    // A reader following the thread live, past everything it had.
+    const ac = new AbortController();
+    const following = fetch(`${h.url}/threads/${threadId}/stream/events`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ channels: ALL, since: lastSeq }),
+      signal: ac.signal,
+    });
+    const res = await following;
+    assert.equal(res.status, 200);
+    const ended = res.text();
+    assert.equal((await fetch(`${h.url}/threads/${threadId}`, { method: "DELETE" })).status, 204);
+    const timeout = setTimeout(() => ac.abort(), 15_000);
+    try {
+      await ended; // the stream ends by itself: it does not go on following another thread of this id
+    } finally {
+      clearTimeout(timeout);
+    }
+    assert.equal(ac.signal.aborted, false, "the stream ended after the delete");
+    await start();
+    const again = await readEvents(h, threadId, { channels: ALL }, rootEnd);
+    // Numbered from 1 again: none of the deleted thread's events is kept or replayed.
+    assert.deepEqual(
+      again.map((e) => e.seq),
+      Array.from({ length: again.length }, (_, i) => i + 1),
+    );
+  });
 });
 
 describe("protocol v2: since after kill -9 and restart", () => {

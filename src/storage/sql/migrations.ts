@@ -380,8 +380,6 @@ export const MIGRATIONS: HangarMigration[] = [
         data TEXT NOT NULL,
         PRIMARY KEY (org_id, thread_id, seq)
       )`,
-      "CREATE INDEX thread_events_thread ON thread_events (thread_id)",
-      "CREATE INDEX thread_event_heads_thread ON thread_event_heads (thread_id)",
     ],
   },
   {

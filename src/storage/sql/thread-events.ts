@@ -25,6 +25,17 @@ export class SqlThreadEvents extends SqlRepo implements Port.ThreadEventsRepo {
     const sizes = events.map((e) => Buffer.byteLength(e));
     const added = sizes.reduce((a, b) => a + b, 0);
     return this.transaction(function* (tx) {
+      // A thread deleted while its run still streamed keeps no events: they would outlive it, and
+      // greet a new thread of the same id. The share lock keeps the delete from slipping in between.
+      const thread = this.dialect.lock(
+        tx
+          .selectFrom("threads")
+          .select("thread_id")
+          .where("org_id", "=", org)
+          .where("thread_id", "=", threadId),
+        { share: true },
+      );
+      if (!(yield* first(thread))) return 0;
       const head = (yield* first(
         tx
           .insertInto("thread_event_heads")
