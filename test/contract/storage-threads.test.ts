@@ -123,10 +123,13 @@ storageContract((withStorage) => {
           s.threads.create(ORG, { thread_id: t1.thread_id, metadata: {} }, "raise"),
           isKind("conflict"),
         );
-        await assert.rejects(
-          s.threads.create("org-b", { thread_id: t1.thread_id, metadata: {} }, "do_nothing"),
-          isKind("conflict"),
+        // Another organization's id is a fresh one there (issue 32, item 14): its own thread.
+        const other = await s.threads.create(
+          "org-b",
+          { thread_id: t1.thread_id, metadata: {} },
+          "do_nothing",
         );
+        assert.deepEqual([other.thread_id, other.metadata], [t1.thread_id, {}]);
         assert.equal(
           (await s.threads.create(ORG, { thread_id: t1.thread_id, metadata: {} }, "do_nothing")).metadata
             .user,
@@ -139,7 +142,9 @@ storageContract((withStorage) => {
           n: 2,
           more: true,
         });
-        assert.equal(await s.threads.patch("org-b", t1.thread_id, { n: 3 }), null);
+        // org-b patches its own thread of that id, never ORG's.
+        assert.deepEqual((await s.threads.patch("org-b", t1.thread_id, { n: 3 }))?.metadata, { n: 3 });
+        assert.equal((await s.threads.get(ORG, t1.thread_id))?.metadata.n, 2);
         await s.threads.recordState(ORG, t2.thread_id, {
           values: { messages: [{ role: "user", content: "hi" }], topic: "x" },
           interrupts: {},

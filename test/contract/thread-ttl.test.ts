@@ -11,6 +11,13 @@ import { CHECKPOINT_ORG_KEY } from "../../src/storage/ports.js";
 import { ADAPTERS, type Fixture } from "../helpers/adapters.js";
 import { admission, makeAssistant, ORG } from "../helpers/storage-records.js";
 
+/** A sweep's result as thread ids, each checked to be of the organization the tests write (`ORG`). */
+async function sweepIds(s: Storage, now: number, limit: number) {
+  const swept = await s.threads.sweepExpired(now, limit);
+  for (const key of [...swept.deleted, ...swept.pruned]) assert.equal(key.org, ORG);
+  return { deleted: swept.deleted.map((k) => k.thread_id), pruned: swept.pruned.map((k) => k.thread_id) };
+}
+
 const MINUTE = 60_000;
 const DELETE: ThreadTtl = { strategy: "delete", minutes: 1 };
 
@@ -91,11 +98,11 @@ for (const adapter of ADAPTERS) {
         });
 
         // Not yet: a TTL runs from the last update.
-        assert.deepEqual(await s.threads.sweepExpired(Date.now() + MINUTE / 2, 100), {
+        assert.deepEqual(await sweepIds(s, Date.now() + MINUTE / 2, 100), {
           deleted: [],
           pruned: [],
         });
-        const swept = await s.threads.sweepExpired(Date.now() + 2 * MINUTE, 100);
+        const swept = await sweepIds(s, Date.now() + 2 * MINUTE, 100);
         assert.deepEqual(swept, { deleted: [expiring], pruned: [] });
         assert.equal(await s.threads.get(ORG, expiring), null);
         assert.deepEqual(await fx.sql("SELECT run_id FROM runs WHERE thread_id = $1", [expiring]), []);
@@ -105,8 +112,8 @@ for (const adapter of ADAPTERS) {
         assert.ok(await s.threads.get(ORG, noTtl));
         assert.ok(await s.threads.get(ORG, longTtl));
         // The longer TTL runs out later; a thread without one never does.
-        assert.deepEqual((await s.threads.sweepExpired(Date.now() + 11 * MINUTE, 100)).deleted, [longTtl]);
-        assert.deepEqual((await s.threads.sweepExpired(Date.now() + 10_000 * MINUTE, 100)).deleted, []);
+        assert.deepEqual((await sweepIds(s, Date.now() + 11 * MINUTE, 100)).deleted, [longTtl]);
+        assert.deepEqual((await sweepIds(s, Date.now() + 10_000 * MINUTE, 100)).deleted, []);
         assert.ok(await s.threads.get(ORG, noTtl));
       }),
     );
@@ -119,14 +126,14 @@ for (const adapter of ADAPTERS) {
         // The admission creates the thread with the TTL it is given.
         await s.runs.admit(ORG, admission(a, t, { thread_ttl: DELETE }));
         const later = () => Date.now() + 2 * MINUTE;
-        assert.deepEqual((await s.threads.sweepExpired(later(), 100)).deleted, [], "pending");
+        assert.deepEqual((await sweepIds(s, later(), 100)).deleted, [], "pending");
         const { run } = await s.runs.claimNext();
-        assert.deepEqual((await s.threads.sweepExpired(later(), 100)).deleted, [], "running");
+        assert.deepEqual((await sweepIds(s, later(), 100)).deleted, [], "running");
         // Even if the thread's status were not busy, an in-flight run keeps it.
         await s.runs.complete({ run_id: run!.run_id, status: "success", values: {}, hasNext: false });
         const completedAt = Date.now();
-        assert.deepEqual((await s.threads.sweepExpired(completedAt + MINUTE / 2, 100)).deleted, []);
-        assert.deepEqual((await s.threads.sweepExpired(later(), 100)).deleted, [t]);
+        assert.deepEqual((await sweepIds(s, completedAt + MINUTE / 2, 100)).deleted, []);
+        assert.deepEqual((await sweepIds(s, later(), 100)).deleted, [t]);
       }),
     );
 
@@ -161,13 +168,13 @@ for (const adapter of ADAPTERS) {
       withStorage(async (s) => {
         const t = randomUUID();
         await s.threads.create(ORG, { thread_id: t, metadata: {} }, "raise");
-        assert.deepEqual((await s.threads.sweepExpired(Date.now() + 100 * MINUTE, 100)).deleted, []);
+        assert.deepEqual((await sweepIds(s, Date.now() + 100 * MINUTE, 100)).deleted, []);
         const patched = await s.threads.patch(ORG, t, { k: 1 }, { strategy: "delete", minutes: 5 });
         assert.deepEqual(patched?.metadata, { k: 1 });
-        assert.deepEqual((await s.threads.sweepExpired(Date.now() + 4 * MINUTE, 100)).deleted, []);
+        assert.deepEqual((await sweepIds(s, Date.now() + 4 * MINUTE, 100)).deleted, []);
         // A patch without a TTL keeps the thread's.
         await s.threads.patch(ORG, t, { k: 2 });
-        assert.deepEqual((await s.threads.sweepExpired(Date.now() + 6 * MINUTE, 100)).deleted, [t]);
+        assert.deepEqual((await sweepIds(s, Date.now() + 6 * MINUTE, 100)).deleted, [t]);
         assert.equal(await s.threads.patch(ORG, t, {}, DELETE), null);
       }),
     );
@@ -179,9 +186,7 @@ for (const adapter of ADAPTERS) {
         await s.threads.create(ORG, { thread_id: t, metadata: {}, ttl: DELETE }, "raise");
         const copy = await s.threads.copy(ORG, t, randomUUID());
         assert.deepEqual(
-          sorted(
-            (await s.threads.sweepExpired(Date.now() + 2 * MINUTE, 100)).deleted.map((t) => t.thread_id),
-          ),
+          sorted((await sweepIds(s, Date.now() + 2 * MINUTE, 100)).deleted),
           sorted([t, copy!.thread_id]),
         );
       }),
@@ -196,7 +201,7 @@ for (const adapter of ADAPTERS) {
         for (const id of ["cp-1", "cp-2", "cp-3"]) await putCheckpoint(s, t, id);
         for (const id of ["cp-1", "cp-2"]) await putCheckpoint(s, t, id, "sub:1");
         const later = () => Date.now() + 2 * MINUTE;
-        assert.deepEqual(await s.threads.sweepExpired(later(), 100), { deleted: [], pruned: [t] });
+        assert.deepEqual(await sweepIds(s, later(), 100), { deleted: [], pruned: [t] });
         assert.ok(await s.threads.get(ORG, t));
         assert.deepEqual(await checkpointIds(fx, t), ["/cp-3", "sub:1/cp-2"]);
         assert.deepEqual(sorted(await writeIds(fx, t)), ["cp-2", "cp-3"]);
@@ -206,14 +211,14 @@ for (const adapter of ADAPTERS) {
         });
         assert.equal(latest?.checkpoint.id, "cp-3");
         // Nothing more until the thread is updated again.
-        assert.deepEqual(await s.threads.sweepExpired(later(), 100), { deleted: [], pruned: [] });
+        assert.deepEqual(await sweepIds(s, later(), 100), { deleted: [], pruned: [] });
         await putCheckpoint(s, t, "cp-4");
         await s.threads.patch(ORG, t, { touched: true });
-        assert.deepEqual(await s.threads.sweepExpired(Date.now() + MINUTE / 2, 100), {
+        assert.deepEqual(await sweepIds(s, Date.now() + MINUTE / 2, 100), {
           deleted: [],
           pruned: [],
         });
-        assert.deepEqual(await s.threads.sweepExpired(later(), 100), { deleted: [], pruned: [t] });
+        assert.deepEqual(await sweepIds(s, later(), 100), { deleted: [], pruned: [t] });
         assert.deepEqual(await checkpointIds(fx, t), ["/cp-4", "sub:1/cp-2"]);
       }),
     );
@@ -228,15 +233,15 @@ for (const adapter of ADAPTERS) {
           await s.threads.create(ORG, { thread_id: t, metadata: {}, ttl: DELETE }, "raise");
         }
         const later = Date.now() + 2 * MINUTE;
-        assert.deepEqual((await s.threads.sweepExpired(later, 2)).deleted, ids.slice(0, 2));
+        assert.deepEqual((await sweepIds(s, later, 2)).deleted, ids.slice(0, 2));
         const other = await fx.another();
         const results = await Promise.all([
-          s.threads.sweepExpired(later, 3),
-          other.threads.sweepExpired(later, 3),
-          s.threads.sweepExpired(later, 3),
-          other.threads.sweepExpired(later, 3),
+          sweepIds(s, later, 3),
+          sweepIds(other, later, 3),
+          sweepIds(s, later, 3),
+          sweepIds(other, later, 3),
         ]);
-        const all = results.flatMap((r) => r.deleted.map((t) => t.thread_id));
+        const all = results.flatMap((r) => r.deleted);
         assert.equal(new Set(all).size, all.length, "no thread swept twice");
         assert.equal(all.length, 10);
         assert.deepEqual(sorted(all), sorted(ids.slice(2)));

@@ -10,7 +10,7 @@ import { sweep } from "../helpers/bad-input-server.js";
 import { startHangar } from "../helpers/server.js";
 
 describe("the sweep of sizes and filter shapes", () => {
-  test("embedded SQLite: no 5xx", { timeout: 120_000 }, async (t) => {
+  test("embedded SQLite: no 5xx", { timeout: 240_000 }, async (t) => {
     const h = await startHangar();
     try {
       await sweep(h, t);
