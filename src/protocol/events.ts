@@ -29,11 +29,17 @@ import type { ThreadEvent } from "./thread-events.js";
 /** An event before the buffer numbers it. */
 export type ProducedEvent = Omit<ThreadEvent, "seq">;
 
-/** The LangGraph stream modes the converter reads (a release without `checkpoints`/`tasks` gives `debug`). */
-export function protocolGraphModes(streamsTasks: boolean): string[] {
-  return streamsTasks
-    ? ["values", "updates", "messages", "custom", "tasks", "checkpoints"]
-    : ["values", "updates", "messages", "custom", "debug"];
+/**
+ * The LangGraph stream modes the converter reads (a release without `checkpoints`/`tasks` gives `debug`;
+ * one without `tools` has the tool events from callbacks).
+ */
+export function protocolGraphModes(streamsTasks: boolean, streamsTools: boolean): string[] {
+  return [
+    ...(streamsTasks
+      ? ["values", "updates", "messages", "custom", "tasks", "checkpoints"]
+      : ["values", "updates", "messages", "custom", "debug"]),
+    ...(streamsTools ? ["tools"] : []),
+  ];
 }
 
 /** How a run ended, as the root lifecycle tells it. */
@@ -49,13 +55,23 @@ const isPrefix = (prefix: string[], ns: string[]) =>
 /** A namespace segment's graph or node name: `research:<task id>` → `research`. */
 const nameOf = (segment: string) => segment.split(":")[0] ?? segment;
 
+/** The namespace of the node task a callback's metadata names (`langgraph_checkpoint_ns`), if any. */
+function taskNamespace(metadata: Record<string, unknown> | undefined): string[] | undefined {
+  const ns = metadata?.langgraph_checkpoint_ns;
+  if (typeof ns !== "string" || ns === "") return undefined;
+  return ns.split("|").filter((segment) => segment !== "");
+}
+
 /** JSON of a value as clients read it (LangChain messages as their flat dicts). */
 export type ToPlain = (value: unknown) => unknown;
 
 /** One AI message being streamed as content blocks. */
 interface StreamedMessage {
   id: string;
+  /** The node task's namespace (`[…graph, "<node>:<task id>"]`), where its events go. */
   ns: string[];
+  /** The namespace of the graph that runs the node, and the node: its `updates` complete the message. */
+  graphNs: string[];
   node?: string;
   /** The chunks so far, concatenated (LangChain merges tool-call chunks and parses their args). */
   acc: any;
@@ -74,7 +90,14 @@ export class ThreadEventConverter {
   readonly #interruptsSent = new Set<string>();
   readonly #messages = new Map<string, StreamedMessage>();
   /** Tool runs (callback run id) → their call id and namespace. */
-  readonly #tools = new Map<string, { callId: string; ns: string[]; node?: string }>();
+  readonly #tools = new Map<
+    string,
+    { callId: string; givenCallId: string | undefined; name: string | undefined; ns: string[] }
+  >();
+  /** Whether LangGraph's `tools` mode streams the tool events (see `toolCallbacks`). */
+  readonly #toolsInStream: boolean;
+  /** Tool starts the callbacks saw, waiting for their `tools` chunk: which node task each runs in. */
+  readonly #toolStarts: { runId: string; callId?: string; name?: string; ns: string[] }[] = [];
   /** Set once the run ended: callbacks still arriving (a tool that outlived a stop) are dropped. */
   #ended = false;
 
@@ -83,7 +106,10 @@ export class ThreadEventConverter {
     graphName: string;
     emit: (event: ProducedEvent) => void;
     toPlain: ToPlain;
+    /** The graph streams LangGraph's `tools` mode (protocolGraphModes' `streamsTools`). */
+    toolsInStream?: boolean;
   }) {
+    this.#toolsInStream = opts.toolsInStream ?? false;
     this.#emit = opts.emit;
     this.#toPlain = opts.toPlain;
     this.#runId = opts.runId;
@@ -154,6 +180,9 @@ export class ThreadEventConverter {
       case "custom":
         this.#custom(ns, data);
         break;
+      case "tools":
+        this.#toolChunk(ns, data);
+        break;
       case "tasks":
         this.#task(ns, data);
         break;
@@ -206,7 +235,7 @@ export class ThreadEventConverter {
         continue;
       }
       // The node returned: its model's messages are complete (root nodes' messages stream in its namespace).
-      this.#finishMessages((m) => m.node === node && key(m.ns) === key(ns));
+      this.#finishMessages((m) => m.node === node && key(m.graphNs) === key(ns));
       this.#push("updates", ns, { node, values: this.#toPlain(values) as UpdatesData["values"] }, node);
     }
   }
@@ -225,6 +254,9 @@ export class ThreadEventConverter {
     if (typeof id !== "string") return;
     const parent =
       data?.parentConfig?.configurable?.checkpoint_id ?? data?.parent_config?.configurable?.checkpoint_id;
+    // The input checkpoint (step -1, before the first step) is not sent, as the reference does not: a
+    // graph's first checkpoint names it as its parent, and state.listCheckpoints lists it.
+    if (data?.metadata?.source === "input") return;
     const checkpoint: Checkpoint = {
       id,
       ...(typeof parent === "string" && { parent_id: parent }),
@@ -241,7 +273,9 @@ export class ThreadEventConverter {
     const ended = "result" in data || "error" in data;
     const taskNs = [...ns, `${data.name}:${data.id}`];
     if (ended)
-      this.#finishMessages((m) => isPrefix(taskNs, m.ns) || (m.node === data.name && key(m.ns) === key(ns)));
+      this.#finishMessages(
+        (m) => isPrefix(taskNs, m.ns) || (m.node === data.name && key(m.graphNs) === key(ns)),
+      );
     this.#push("tasks", ns, this.#toPlain(task));
     if (!ended) return;
     const failed = data.error != null;
@@ -259,22 +293,28 @@ export class ThreadEventConverter {
     this.#push("lifecycle", entry.ns, data);
   }
 
-  /** A `messages` chunk: `[message or chunk, metadata]`. AI messages only (tools have their channel). */
-  #message(ns: string[], tuple: [any, Record<string, unknown>]): void {
+  /**
+   * A `messages` chunk: `[message or chunk, metadata]`. AI messages only (tools have their channel).
+   * Its events go in the namespace of the node task that produced it (the metadata's checkpoint
+   * namespace, `["model:<task id>"]`), as the reference and the spec's examples have them; LangGraph
+   * streams the chunk in the graph's namespace.
+   */
+  #message(graphNs: string[], tuple: [any, Record<string, unknown>]): void {
     const [message, metadata] = Array.isArray(tuple) ? tuple : [];
     const type = typeof message?.getType === "function" ? message.getType() : message?.type;
     if (type !== "ai" && type !== "AIMessageChunk") return;
     const id = message.id;
     if (typeof id !== "string" || id === "") return;
     const node = typeof metadata?.langgraph_node === "string" ? metadata.langgraph_node : undefined;
+    const ns = taskNamespace(metadata) ?? graphNs;
     let streamed = this.#messages.get(id);
     const isChunk = typeof message.concat === "function" && /Chunk$/.test(message.constructor?.name ?? "");
     if (!streamed) {
       // A new message in this namespace completes the one before it there.
       this.#finishMessages((m) => key(m.ns) === key(ns));
-      streamed = { id, ns, node, acc: undefined, blocks: 0 };
+      streamed = { id, ns, graphNs, node, acc: undefined, blocks: 0 };
       this.#messages.set(id, streamed);
-      this.#push("messages", ns, { event: "message-start", role: "ai", id } satisfies MessageStartData, node);
+      this.#push("messages", ns, { event: "message-start", role: "ai", id } satisfies MessageStartData);
     } else if (!isChunk) {
       return; // the finished message of one that was streamed: already sent in blocks
     }
@@ -291,7 +331,8 @@ export class ThreadEventConverter {
     if (!isChunk) this.#finish(streamed);
   }
 
-  #delta(m: StreamedMessage, kind: "text" | "tool", text: string, toolChunk?: any): void {
+  #delta(m: StreamedMessage, kind: "text" | "tool", piece: string, toolChunk?: any): void {
+    let text = piece;
     const open = m.open;
     const sameTool =
       kind === "tool" &&
@@ -307,30 +348,32 @@ export class ThreadEventConverter {
       if (kind === "text") content = { type: "text", text: "" };
       else {
         Object.assign(m.open, { tcIndex: toolChunk.index, id: toolChunk.id, name: toolChunk.name });
+        // A call whose args arrive whole with it starts with them and has no delta, as the reference
+        // sends it; args that come in pieces start empty and follow as `tool-call-delta`s.
+        const whole = isWholeJson(text);
         content = {
           type: "tool_call_chunk",
           ...(toolChunk.id && { id: toolChunk.id }),
           ...(toolChunk.name && { name: toolChunk.name }),
-          args: "",
+          args: whole ? text : "",
           index: toolChunk.index ?? index,
         };
+        if (whole) text = "";
       }
-      this.#push(
-        "messages",
-        m.ns,
-        { event: "content-block-start", index, content } satisfies ContentBlockStartData,
-        m.node,
-      );
+      this.#push("messages", m.ns, {
+        event: "content-block-start",
+        index,
+        content,
+      } satisfies ContentBlockStartData);
     }
     if (text === "") return;
     const delta: ContentBlockDeltaData["delta"] =
       kind === "text" ? { type: "text-delta", text } : { type: "tool-call-delta", args: text };
-    this.#push(
-      "messages",
-      m.ns,
-      { event: "content-block-delta", index: m.open!.index, delta } satisfies ContentBlockDeltaData,
-      m.node,
-    );
+    this.#push("messages", m.ns, {
+      event: "content-block-delta",
+      index: m.open!.index,
+      delta,
+    } satisfies ContentBlockDeltaData);
   }
 
   /** The open block's `content-block-finish`, with its final content (a tool call's args parsed). */
@@ -353,12 +396,11 @@ export class ThreadEventConverter {
         args: call?.args ?? {},
       };
     }
-    this.#push(
-      "messages",
-      m.ns,
-      { event: "content-block-finish", index: open.index, content } satisfies ContentBlockFinishData,
-      m.node,
-    );
+    this.#push("messages", m.ns, {
+      event: "content-block-finish",
+      index: open.index,
+      content,
+    } satisfies ContentBlockFinishData);
   }
 
   #finish(m: StreamedMessage): void {
@@ -373,14 +415,19 @@ export class ThreadEventConverter {
     const usage = m.acc?.usage_metadata;
     const data: MessageFinishData = { event: "message-finish", reason: "stop" };
     if (usage && typeof usage === "object") data.usage = this.#toPlain(usage) as MessageFinishData["usage"];
-    this.#push("messages", m.ns, data, m.node);
+    this.#push("messages", m.ns, data);
   }
 
   #finishMessages(which: (m: StreamedMessage) => boolean): void {
     for (const m of [...this.#messages.values()]) if (which(m)) this.#finish(m);
   }
 
-  /** The tool events, from callbacks (LangGraph releases before the `tools` mode have none). */
+  /**
+   * The tool callbacks. With LangGraph's `tools` stream mode (`toolsInStream`), the events come from its
+   * chunks, in the stream's order (a callback runs while chunks produced before it still wait in the
+   * stream), and the callbacks only tell each call's node task, which the chunks do not (LangGraph 1.7
+   * streams them in the graph's namespace). Releases before that mode: the callbacks send the events.
+   */
   readonly toolCallbacks = (): BaseCallbackHandler => new ToolEvents(this);
 
   /** @internal ToolEvents' entry point. */
@@ -397,52 +444,80 @@ export class ThreadEventConverter {
     },
   ): void {
     if (this.#ended) return;
-    this.#releaseValues();
-    if (phase === "start") {
-      const meta = fields.metadata ?? {};
-      const ns =
-        typeof meta.langgraph_checkpoint_ns === "string" && meta.langgraph_checkpoint_ns !== ""
-          ? (meta.langgraph_checkpoint_ns as string).split("|")
-          : [];
-      const node = typeof meta.langgraph_node === "string" ? meta.langgraph_node : undefined;
-      const callId = fields.callId ?? runId;
-      this.#tools.set(runId, { callId, ns, node });
-      const input =
-        typeof fields.input === "string" ? fields.input : JSON.stringify(this.#toPlain(fields.input));
-      this.#push(
-        "tools",
-        ns,
-        {
-          event: "tool-started",
-          tool_call_id: callId,
-          tool_name: fields.name ?? "",
-          input,
-        } satisfies ToolsData,
-        node,
-      );
+    if (this.#toolsInStream) {
+      // Kept for the chunk that follows (bounded: a call's record goes when its chunk comes, or at the end).
+      if (phase === "start")
+        this.#toolStarts.push({
+          runId,
+          callId: fields.callId,
+          name: fields.name,
+          ns: taskNamespace(fields.metadata) ?? [],
+        });
       return;
     }
-    const started = this.#tools.get(runId);
+    this.#releaseValues();
+    if (phase === "start") {
+      // The node task's namespace (`["tools:<task id>"]`), as for messages.
+      this.#toolStarted(runId, taskNamespace(fields.metadata) ?? [], fields.callId ?? runId, fields);
+      return;
+    }
+    this.#toolEnded(runId, phase, fields);
+  }
+
+  /** A `tools` chunk of LangGraph's stream: `{event: "on_tool_start" | "on_tool_end" | "on_tool_error", toolCallId, name, …}`. */
+  #toolChunk(graphNs: string[], data: any): void {
+    if (data === null || typeof data !== "object") return;
+    const callId = typeof data.toolCallId === "string" ? data.toolCallId : undefined;
+    const name = typeof data.name === "string" ? data.name : undefined;
+    const sameCall = (r: { callId?: string; name?: string }) =>
+      callId !== undefined ? r.callId === callId : r.callId === undefined && r.name === name;
+    if (data.event === "on_tool_start") {
+      const i = this.#toolStarts.findIndex(sameCall);
+      const record = i >= 0 ? this.#toolStarts.splice(i, 1)[0] : undefined;
+      const key = callId ?? record?.runId ?? `${name}#${this.#tools.size}`;
+      this.#toolStarted(key, record?.ns ?? graphNs, callId ?? key, { name, input: data.input, callId });
+      return;
+    }
+    const key = [...this.#tools].find(([, t]) => sameCall({ callId: t.givenCallId, name: t.name }))?.[0];
+    if (key === undefined) return;
+    if (data.event === "on_tool_end") this.#toolEnded(key, "end", { output: data.output });
+    else if (data.event === "on_tool_error")
+      this.#toolEnded(key, isInterrupt(data.error) ? "drop" : "error", { error: data.error });
+  }
+
+  #toolStarted(
+    key: string,
+    ns: string[],
+    callId: string,
+    fields: { name?: string; input?: unknown; callId?: string },
+  ): void {
+    this.#tools.set(key, { callId, givenCallId: fields.callId ?? undefined, name: fields.name, ns });
+    const input =
+      typeof fields.input === "string" ? fields.input : JSON.stringify(this.#toPlain(fields.input));
+    this.#push("tools", ns, {
+      event: "tool-started",
+      tool_call_id: callId,
+      tool_name: fields.name ?? "",
+      input,
+    } satisfies ToolsData);
+  }
+
+  #toolEnded(
+    key: string,
+    phase: "end" | "error" | "drop",
+    fields: { output?: unknown; error?: unknown },
+  ): void {
+    const started = this.#tools.get(key);
     if (!started) return;
-    this.#tools.delete(runId);
+    this.#tools.delete(key);
     if (phase === "drop") return;
     if (phase === "end") {
       const output = this.#toPlain(fields.output);
-      this.#push(
-        "tools",
-        started.ns,
-        { event: "tool-finished", tool_call_id: started.callId, output },
-        started.node,
-      );
+      this.#push("tools", started.ns, { event: "tool-finished", tool_call_id: started.callId, output });
     } else {
       const e = fields.error as { message?: unknown } | undefined;
       const message = typeof e?.message === "string" ? e.message : String(fields.error);
-      this.#push(
-        "tools",
-        started.ns,
-        { event: "tool-error", tool_call_id: started.callId, message },
-        started.node,
-      );
+      this.#push("tools", started.ns, { event: "tool-error", tool_call_id: started.callId, message });
     }
   }
 
@@ -454,6 +529,7 @@ export class ThreadEventConverter {
   finish(ending: RunEnding): void {
     this.#releaseValues();
     this.#finishMessages(() => true);
+    this.#toolStarts.length = 0;
     const event: AgentStatus =
       ending.status === "error"
         ? "failed"
@@ -466,6 +542,23 @@ export class ThreadEventConverter {
     if (ending.status === "error") data.error = JSON.stringify(this.#toPlain(ending.error));
     this.#push("lifecycle", [], data);
     this.#ended = true;
+  }
+}
+
+/** An interrupt raised in a tool is no failure: the interrupt shows on the `input` channel. */
+function isInterrupt(error: unknown): boolean {
+  const name = (error as { name?: unknown } | null)?.name;
+  return name === "GraphInterrupt" || name === "NodeInterrupt" || name === "GraphBubbleUp";
+}
+
+/** Whether a tool call's args text is a complete JSON object (a call that arrived whole). */
+function isWholeJson(text: string): boolean {
+  if (!text.startsWith("{")) return false;
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -513,13 +606,7 @@ class ToolEvents extends BaseCallbackHandler {
   }
 
   override handleToolError(error: unknown, runId: string): void {
-    // An interrupt raised in a tool is no failure: the interrupt shows on the `input` channel.
-    const name = (error as { name?: unknown } | null)?.name;
-    if (name === "GraphInterrupt" || name === "NodeInterrupt" || name === "GraphBubbleUp") {
-      this.converter.tool("drop", runId, {});
-      return;
-    }
-    this.converter.tool("error", runId, { error });
+    this.converter.tool(isInterrupt(error) ? "drop" : "error", runId, { error });
   }
 }
 

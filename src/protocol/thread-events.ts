@@ -17,7 +17,7 @@ export interface ThreadEvent {
   method: string;
   /** Subgraph / node-task namespace, e.g. `["model:<task>"]`; `[]` is the root graph. */
   namespace: string[];
-  /** `params.node` where the protocol has one (`updates`, `messages`, `tools`). */
+  /** `params.node` on `updates` (messages and tools name their node task in the namespace). */
   node?: string;
   /** Milliseconds since the epoch, when the event was produced. */
   timestamp: number;

@@ -5,6 +5,8 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { describe, test } from "node:test";
+import { ThreadEventWriter } from "../../src/protocol/buffer.js";
+import type { ProducedEvent } from "../../src/protocol/events.js";
 import { storageContract } from "../helpers/storage-contract.js";
 import { ORG } from "../helpers/storage-records.js";
 
@@ -83,6 +85,51 @@ storageContract((withStorage) => {
         // A run that still streamed when its thread went keeps nothing (0: nothing appended).
         assert.equal(await s.threadEvents.append(ORG, thread.thread_id, texts(2), big), 0);
         assert.equal(await s.threadEvents.lastSeq(ORG, thread.thread_id), 0);
+      }),
+    );
+
+    test(
+      "the run's writer: events produced while a write is in flight go in one next write, in order",
+      withStorage(async (s) => {
+        const t = randomUUID();
+        const batches: number[] = [];
+        let release!: () => void;
+        const held = new Promise<void>((r) => {
+          release = r;
+        });
+        // The real repository; its first write is held until ten more events were produced.
+        const repo = {
+          ...s.threadEvents,
+          append: async (...args: Parameters<typeof s.threadEvents.append>) => {
+            batches.push(args[2].length);
+            if (batches.length === 1) await held;
+            return s.threadEvents.append(...args);
+          },
+        };
+        const quiet = { debug() {}, info() {}, warn() {}, error() {} };
+        const writer = new ThreadEventWriter(repo, big, ORG, t, () => {}, quiet);
+        const event = (n: number): ProducedEvent => ({
+          method: "custom",
+          namespace: [],
+          timestamp: n,
+          data: { n },
+          run_id: "r",
+        });
+        writer.push(event(1));
+        await new Promise((r) => setTimeout(r, 30)); // the first write starts, and is held
+        // Further apart than the writer's wait for the ones after an event.
+        for (let n = 2; n <= 11; n++) {
+          writer.push(event(n));
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        release();
+        await writer.close();
+        assert.deepEqual(batches, [1, 10], "one write for what queued behind the first");
+        const { events } = await s.threadEvents.read(ORG, t, 0, 100);
+        assert.deepEqual(
+          events.map((e) => JSON.parse(e.json).data.n),
+          Array.from({ length: 11 }, (_, i) => i + 1),
+        );
       }),
     );
   });

@@ -68,13 +68,27 @@ describe("protocol v2 over SSE (SQLite)", () => {
         name: "get_weather",
         args: { city: "Paris" },
       });
+      // A node task's messages stream in its namespace, as the reference's do: the root graph's `model`
+      // node's in ["model:<task>"], the subgraph's `lookup` node's in ["research:<t>", "lookup:<t>"].
+      const rootModel = (e: any) =>
+        e.params.namespace.length === 1 && e.params.namespace[0].startsWith("model:");
+      assert.ok(
+        messages.every((e) => e.params.namespace.length > 0),
+        "no message events in the root graph's own namespace",
+      );
       const rootText = messages
-        .filter((e) => e.params.namespace.length === 0 && e.params.data.delta?.type === "text-delta")
+        .filter((e) => rootModel(e) && e.params.data.delta?.type === "text-delta")
         .map((e) => e.params.data.delta.text)
         .join("");
       assert.equal(rootText, "The weather in Paris is sunny.");
-      const tools = events.filter((e) => e.method === "tools").map((e) => e.params.data.event);
-      assert.deepEqual(tools, ["tool-started", "tool-finished"]);
+      const tools = events.filter((e) => e.method === "tools");
+      assert.deepEqual(
+        tools.map((e) => e.params.data.event),
+        ["tool-started", "tool-finished"],
+      );
+      assert.ok(
+        tools.every((e) => e.params.namespace.length === 1 && e.params.namespace[0].startsWith("tools:")),
+      );
       const sub1 = messages.filter((e) => e.params.namespace[0]?.startsWith("research:"));
       assert.equal(
         sub1
@@ -83,19 +97,26 @@ describe("protocol v2 over SSE (SQLite)", () => {
           .join(""),
         "Found it.",
       );
+      assert.ok(
+        sub1.every((e) => e.params.namespace.length === 2 && e.params.namespace[1].startsWith("lookup:")),
+      );
       const research = events.filter(
         (e) => e.method === "lifecycle" && e.params.namespace[0]?.startsWith("research:"),
       );
       assert.deepEqual(
-        research.map((e) => e.params.data.event),
-        ["started", "completed"],
+        research.map((e) => [e.params.data.event, e.params.data.graph_name]),
+        [
+          ["started", "research"],
+          ["started", "lookup"],
+          ["completed", "lookup"],
+          ["completed", "research"],
+        ],
       );
       // The client's message id is kept; streamed message ids are those stored in state.
       const state = await sdk.threads.getState(thread.threadId);
       const ids = ((state.values as any).messages as any[]).map((m) => m.id);
       assert.equal(ids[0], "client-msg-1");
-      for (const s of starts.filter((e) => e.params.namespace.length === 0))
-        assert.ok(ids.includes(s.params.data.id));
+      for (const s of starts.filter(rootModel)) assert.ok(ids.includes(s.params.data.id));
       // Ordinary runs: listed by REST.
       const runs = await sdk.runs.list(thread.threadId);
       assert.equal(runs.length, 1);

@@ -68,6 +68,15 @@ export class LangGraphRelease {
     return this.atLeast(1, 0, 0);
   }
 
+  /**
+   * Whether `stream` has the `tools` mode (tool events in the stream's order). 1.4.13 is the oldest
+   * release checked to have it (the release fixtures: 0.4.9 has not); older ones give the protocol its
+   * tool events from callbacks.
+   */
+  get streamsTools(): boolean {
+    return this.atLeast(1, 4, 13);
+  }
+
   /** Before 0.4 a checkpoint carries `pending_sends` (format 1); later ones the `__pregel_tasks` channel. */
   get readsPendingSends(): boolean {
     return !this.atLeast(0, 4, 0);

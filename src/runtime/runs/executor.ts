@@ -132,7 +132,10 @@ export async function executeRun(
 
   let graph: CompiledGraph | undefined;
   let outcome: RunOutcome | undefined;
-  const protocol = ProtocolRun.open(deps, run, org, graphId, publish, release?.atLeast(0, 3, 0) ?? true);
+  const protocol = ProtocolRun.open(deps, run, org, graphId, publish, {
+    tasks: release?.atLeast(0, 3, 0) ?? true,
+    tools: release?.streamsTools ?? true,
+  });
   try {
     graph = await deps.graphs.get(graphId, config, { durable: !kwargs.temporary });
     const input = await runInput(storage, run, configurable);
@@ -241,7 +244,7 @@ class ProtocolRun {
     org: OrgId,
     graphId: string,
     publish: (event: string, data: unknown) => void,
-    streamsTasks: boolean,
+    streams: { tasks: boolean; tools: boolean },
   ): ProtocolRun | null {
     const modes = run.kwargs.stream_mode;
     const rest = { tools: modes.includes("tools"), lifecycle: modes.includes("lifecycle") };
@@ -250,7 +253,7 @@ class ProtocolRun {
         ? deps.threadEvents.writer(org, run.thread_id)
         : undefined;
     if (!writer && !rest.tools && !rest.lifecycle) return null;
-    return new ProtocolRun(run, graphId, writer, rest, publish, streamsTasks);
+    return new ProtocolRun(run, graphId, writer, rest, publish, streams);
   }
 
   readonly graphModes: string[];
@@ -266,7 +269,7 @@ class ProtocolRun {
     writer: ThreadEventWriter | undefined,
     rest: { tools: boolean; lifecycle: boolean },
     publish: (event: string, data: unknown) => void,
-    streamsTasks: boolean,
+    streams: { tasks: boolean; tools: boolean },
   ) {
     this.#writer = writer;
     const restModes =
@@ -275,18 +278,23 @@ class ProtocolRun {
       runId: run.run_id,
       graphName: graphId,
       toPlain,
+      toolsInStream: streams.tools,
       emit: (e: ProducedEvent) => {
         writer?.push(e);
         restModes?.event(e);
       },
     });
-    const allModes = protocolGraphModes(streamsTasks);
-    // A REST run with `lifecycle` only needs what shows namespaces start and end; with `tools` only, callbacks.
+    const allModes = protocolGraphModes(streams.tasks, streams.tools);
+    // A REST run with `lifecycle` only needs what shows namespaces start and end; with `tools` only,
+    // the `tools` mode (or callbacks, on a release without it).
     this.graphModes = writer
       ? allModes
-      : rest.lifecycle
-        ? allModes.filter((m) => m !== "messages" && m !== "custom")
-        : [];
+      : [
+          ...(rest.lifecycle
+            ? allModes.filter((m) => m !== "messages" && m !== "custom" && m !== "tools")
+            : []),
+          ...(rest.tools && streams.tools ? ["tools"] : []),
+        ];
     this.subgraphs = Boolean(writer) || rest.lifecycle;
     this.callbacks = writer || rest.tools ? [this.#converter.toolCallbacks()] : [];
   }
@@ -543,6 +551,8 @@ function modeEmitter(
   return (mode: string, ns: string[], data: unknown) => {
     const root = ns.length === 0;
     const suffix = root ? "" : `|${ns.join("|")}`;
+    // The `tools` mode's events reach REST clients through the protocol's converter (RestProtocolModes).
+    if (mode === "tools") return;
     if (mode === "messages") {
       if (wants.has("messages-tuple") && (root || subgraphs)) publish(`messages${suffix}`, data);
       if (legacy) partial(data);
