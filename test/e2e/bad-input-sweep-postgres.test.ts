@@ -8,7 +8,7 @@ import { freshDatabase, PG_SKIP } from "../helpers/postgres.js";
 import { type Hangar, startHangar } from "../helpers/server.js";
 
 describe("the sweep of sizes and filter shapes (Postgres)", () => {
-  test("Postgres: no 5xx", { timeout: 120_000, skip: PG_SKIP }, async (t) => {
+  test("Postgres: no 5xx", { timeout: 240_000, skip: PG_SKIP }, async (t) => {
     const db = await freshDatabase();
     let h: Hangar | undefined;
     try {
