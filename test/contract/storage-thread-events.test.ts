@@ -92,6 +92,7 @@ storageContract((withStorage) => {
       "the run's writer: events produced while a write is in flight go in one next write, in order",
       withStorage(async (s) => {
         const t = randomUUID();
+        await s.threads.create(ORG, { thread_id: t, metadata: {} }, "raise");
         const batches: number[] = [];
         let release!: () => void;
         const held = new Promise<void>((r) => {
