@@ -10,7 +10,7 @@ import { type Hangar, startHangar } from "../helpers/server.js";
 
 describe("bad input generated from /openapi.json (Postgres)", () => {
   test(`Postgres: ${REQUESTS} requests, no 5xx or hang, still works after`, {
-    timeout: 180_000,
+    timeout: 240_000,
     skip: PG_SKIP,
   }, async (t) => {
     const db = await freshDatabase();

@@ -109,7 +109,7 @@ describe("bad input generated from /openapi.json", () => {
   });
 
   test(`embedded SQLite: ${REQUESTS} requests, no 5xx or hang, still works after`, {
-    timeout: 180_000,
+    timeout: 240_000,
   }, async (t) => {
     const h = await startHangar();
     try {
