@@ -76,6 +76,9 @@ describe("defaults", () => {
       executorThreads: Math.min(4, availableParallelism() - 1),
       sqliteSynchronous: "normal",
       streamRetentionSeconds: 300,
+      // The protocol's event buffer keeps the newest 10,000 events (16 MiB) of each thread.
+      threadEventsMax: 10_000,
+      threadEventsMaxBytes: 16 * 1024 * 1024,
       logLevel: "info",
       defaultAssistantConfigs: {},
       // Threads expire only when given a TTL of their own; every process sweeps every 5 minutes.
