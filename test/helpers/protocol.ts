@@ -1,20 +1,12 @@
 /** Protocol-v2 wire helpers for the e2e tests (test/e2e/protocol-*.test.ts). */
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { CHANNELS } from "../../src/protocol/filter.js";
 import { type Hangar, iterSSE, REPO_ROOT } from "./server.js";
 
 export const PROTOCOL_CONFIG = join(REPO_ROOT, "test", "e2e", "fixtures", "protocol", "langgraph.json");
-export const ALL_CHANNELS = [
-  "values",
-  "updates",
-  "messages",
-  "tools",
-  "lifecycle",
-  "input",
-  "checkpoints",
-  "tasks",
-  "custom",
-];
+/** Every base channel (a subscription to all of them sees every event). */
+export const ALL_CHANNELS = [...CHANNELS];
 
 export const post = (h: Hangar, path: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(h.url + path, {
